@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian packages gym-cpp needs to build, test and benchmark.
+# Idempotent: packages already present are skipped, so a second run does no network I/O.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake make pkg-config ninja-build
+  # libraries (architecture.md "Dependencies"); Boost 1.81, never libboost-all-dev (1.74)
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
+  libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev
+  # tests and micro-benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
+  wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
+  curl procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
