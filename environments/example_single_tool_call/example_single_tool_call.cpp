@@ -1,0 +1,47 @@
+#include "example_single_tool_call.h"
+
+#include "servers/resources_server.h"
+
+#include <boost/json.hpp>
+
+namespace gym::environments {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using http::Request;
+using http::Response;
+using http::Schema;
+
+void register_example_single_tool_call(servers::Registry& registry) {
+  registry.add({
+      "resources_servers",
+      "example_single_tool_call",
+      "SimpleWeatherResourcesServer",
+      [](servers::ServerContext&, http::Router& router) {
+        servers::add_resources_base_routes(router);
+        auto weather = std::make_shared<const Schema>(
+            Schema::object_of({{"city", Schema::of(Schema::Kind::string), true}}));
+        router.post("/get_weather",
+                    http::json_route(
+                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+                          std::string city(body.at("city").get_string());
+                          co_return Response::json(json::object{
+                              {"city", city},
+                              {"weather_description", "The weather in " + city + " is cold."}});
+                        },
+                        weather));
+        router.post("/verify",
+                    http::json_route(
+                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+                          auto& row = body.get_object();
+                          json::object out;
+                          out["responses_create_params"] = row.at("responses_create_params");
+                          out["response"] = row.at("response");
+                          out["reward"] = 1.0;
+                          co_return Response::json(out);
+                        },
+                        servers::verify_request_schema()));
+      },
+  });
+}
+
+}  // namespace gym::environments

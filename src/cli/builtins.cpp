@@ -1,0 +1,16 @@
+// The implementations compiled into the gym binary (R1).
+#include "example_single_tool_call/example_single_tool_call.h"
+#include "servers/registry.h"
+
+namespace gym::servers {
+
+const Registry& builtin_registry() {
+  static const Registry registry = [] {
+    Registry r;
+    environments::register_example_single_tool_call(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace gym::servers

@@ -1,0 +1,30 @@
+#pragma once
+// gym subcommands. Each returns the process exit code (runtime.md 9.5).
+#include "core/config.h"
+
+#include <string>
+#include <vector>
+
+namespace gym::cli {
+
+// Flags shared by the verbs that load a config (runtime.md 9.1).
+struct ConfigFlags {
+  std::vector<std::string> config_paths;  // --config
+  std::vector<std::string> overrides;     // anything that is not a flag
+};
+core::ConfigSources to_sources(const ConfigFlags& flags);
+
+// Hidden: serve the instance named by NEMO_GYM_CONFIG_PATH from NEMO_GYM_CONFIG_DICT(_FILE).
+int run_serve();
+// Prints the merged, validated config as YAML.
+int run_config_show(const ConfigFlags& flags);
+
+struct DemoOptions {
+  ConfigFlags config;
+  int tasks = 400;
+  int concurrency = 32;
+};
+// The foundation demo: start a resources server from the config, exercise it with the client.
+int run_demo(const DemoOptions& options);
+
+}  // namespace gym::cli

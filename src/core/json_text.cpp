@@ -1,0 +1,140 @@
+#include "core/json_text.h"
+
+#include <boost/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace gym::core {
+namespace {
+
+void render_string(boost::json::string_view s, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          // Python's json.dumps(ensure_ascii=False) escapes only control characters below 0x20;
+          // DEL stays literal.
+          if (c == 0x7f) {
+            out.push_back(static_cast<char>(c));
+          } else {
+            out += "\\u00";
+            out.push_back(kHex[c >> 4]);
+            out.push_back(kHex[c & 0xf]);
+          }
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace
+
+void render_double(double d, std::string& out) {
+  // Shortest round-trip digits, then Python's layout: fixed for 1e-4 <= |x| < 1e16.
+  char sci[64];
+  auto [end, ec] = std::to_chars(sci, sci + sizeof sci, d, std::chars_format::scientific);
+  (void)ec;
+  std::string_view s(sci, static_cast<std::size_t>(end - sci));
+  auto e_pos = s.find('e');
+  int exponent = std::atoi(std::string(s.substr(e_pos + 1)).c_str());
+  std::string_view mantissa = s.substr(0, e_pos);
+  bool negative = !mantissa.empty() && mantissa[0] == '-';
+  if (negative) mantissa.remove_prefix(1);
+  std::string digits;
+  for (char c : mantissa)
+    if (c != '.') digits.push_back(c);
+
+  if (negative) out.push_back('-');
+  if (exponent < -4 || exponent >= 16) {
+    out.push_back(digits[0]);
+    if (digits.size() > 1) {
+      out.push_back('.');
+      out.append(digits, 1);
+    }
+    out.push_back('e');
+    out.push_back(exponent < 0 ? '-' : '+');
+    int a = std::abs(exponent);
+    if (a < 10) out.push_back('0');
+    out += std::to_string(a);
+    return;
+  }
+  if (exponent < 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-exponent - 1), '0');
+    out += digits;
+    return;
+  }
+  auto int_len = static_cast<std::size_t>(exponent) + 1;
+  if (digits.size() <= int_len) {
+    out += digits;
+    out.append(int_len - digits.size(), '0');
+    out += ".0";
+  } else {
+    out.append(digits, 0, int_len);
+    out.push_back('.');
+    out.append(digits, int_len);
+  }
+}
+
+void render_json(const boost::json::value& v, std::string& out) {
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; break;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
+    case boost::json::kind::int64: out += std::to_string(v.get_int64()); break;
+    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
+    case boost::json::kind::double_:
+      if (std::isfinite(v.get_double())) {
+        render_double(v.get_double(), out);
+      } else {
+        out += "null";
+      }
+      break;
+    case boost::json::kind::string: render_string(v.get_string(), out); break;
+    case boost::json::kind::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& e : v.get_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        render_json(e, out);
+      }
+      out.push_back(']');
+      break;
+    }
+    case boost::json::kind::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        render_string(kv.key(), out);
+        out.push_back(':');
+        render_json(kv.value(), out);
+      }
+      out.push_back('}');
+      break;
+    }
+  }
+}
+
+std::string render_json(const boost::json::value& v) {
+  std::string out;
+  out.reserve(256);
+  render_json(v, out);
+  return out;
+}
+
+}  // namespace gym::core

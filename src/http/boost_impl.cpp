@@ -1,0 +1,3 @@
+// The one translation unit that compiles Asio's and Beast's library bodies (style.md 1).
+#include <boost/asio/impl/src.hpp>
+#include <boost/beast/src.hpp>

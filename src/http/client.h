@@ -1,0 +1,114 @@
+#pragma once
+// The process's HTTP client: one bounded connection pool shared by every outbound call
+// (runtime.md 8). No cookie jar: callers pass cookies per request and read them from responses.
+// Not thread-safe: create it on the event loop that will use it and call it only from there.
+#include "http/message.h"
+#include "http/slot_ledger.h"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/fwd.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace gym::http {
+
+// Pool parameters (telemetry.md 6.7). Defaults are upstream's; every field is per process.
+struct PoolParams {
+  std::size_t total_limit = 102400;                 // connections in use; 0 = unlimited
+  std::size_t per_host_limit = 1024;                // per host:port; 0 = unlimited
+  std::chrono::milliseconds idle_timeout{15'000};   // idle keep-alive connections closed after
+  int tcp_keepalive_idle_seconds = 60;              // TCP_KEEPIDLE, 1..32767
+  int tcp_keepalive_interval_seconds = 10;          // TCP_KEEPINTVL, 1..32767
+  int tcp_keepalive_probes = 3;                     // TCP_KEEPCNT, 1..127
+  double retry_budget_seconds = 300;                // global_http_retry_budget_seconds; 0 = none
+  bool request_debug = false;                       // global_aiohttp_client_request_debug
+
+  // Reads the global_aiohttp_* keys of the merged config and divides the aggregate limits by
+  // the server's workers. Throws core::ConfigError naming the key on an invalid value.
+  static PoolParams from_config(const boost::json::object& cfg, int num_workers);
+};
+
+enum class QueueOutcome { ok, abandoned };
+
+// Sees every acquisition; the telemetry layer implements it. Called on the loop thread.
+class PoolObserver {
+ public:
+  virtual ~PoolObserver() = default;
+  virtual void acquisition_started(const std::string& destination) noexcept = 0;
+  virtual void wait_finished(const std::string& destination, QueueConstraint constraint,
+                             QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept = 0;
+};
+
+// Gym-internal calls return every HTTP status to the caller; external calls (to upstream model
+// endpoints) retry 429/5xx as runtime.md 8.3 says.
+enum class CallKind { internal, external };
+
+struct ClientRequest {
+  Method method = Method::post;
+  std::string url;                  // http://host:port/path?query
+  std::string body;                 // sent as is; Content-Type application/json when non-empty
+  Cookies cookies;                  // sent as one Cookie header
+  std::vector<Header> headers;      // extra headers
+  std::string destination = "external";  // metric label: configured server name or "external"
+  CallKind kind = CallKind::internal;
+  bool retry = true;                // false: one attempt (readiness and status probes)
+  std::optional<std::chrono::milliseconds> timeout;  // whole-attempt timeout; none by default
+};
+
+struct ClientResponse {
+  int status = 0;
+  std::string body;
+  std::vector<Header> headers;
+  Cookies cookies;  // from Set-Cookie, in order
+
+  boost::json::value json() const;  // throws std::runtime_error on a malformed body
+};
+
+// A request that could not get a response (after its retries).
+class RequestError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ClientStats {
+  std::uint64_t acquisitions = 0;        // connection acquisitions (one per attempt and hop)
+  std::uint64_t queued = 0;              // acquisitions that had to wait
+  std::uint64_t abandoned = 0;           // waits that ended without a connection
+  std::uint64_t connections_opened = 0;
+  std::uint64_t connections_reused = 0;
+  std::uint64_t retries = 0;
+  std::size_t max_in_use = 0;            // peak connections in use
+  std::size_t max_open = 0;              // peak open sockets (in use + idle)
+};
+
+class HttpClient {
+ public:
+  HttpClient(boost::asio::any_io_executor executor, PoolParams params,
+             PoolObserver* observer = nullptr);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends a request with retries, redirects and the retry budget. Throws RequestError.
+  boost::asio::awaitable<ClientResponse> request(ClientRequest req);
+  // POST of a JSON body rendered the NeMo Gym way.
+  boost::asio::awaitable<ClientResponse> post_json(std::string url, const boost::json::value& body,
+                                                   Cookies cookies, std::string destination);
+
+  const ClientStats& stats() const;
+  const PoolParams& params() const;
+  std::size_t in_use() const;
+  std::size_t open_connections() const;
+
+  struct Pool;
+
+ private:
+  std::shared_ptr<Pool> pool_;
+};
+
+}  // namespace gym::http

@@ -1,0 +1,111 @@
+#include "http/message.h"
+
+#include "core/json_text.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace gym::http {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(Method m) {
+  switch (m) {
+    case Method::get: return "GET";
+    case Method::head: return "HEAD";
+    case Method::post: return "POST";
+    case Method::put: return "PUT";
+    case Method::patch: return "PATCH";
+    case Method::del: return "DELETE";
+    case Method::options: return "OPTIONS";
+    case Method::other: break;
+  }
+  return "_OTHER";
+}
+
+std::string_view find_header(const std::vector<Header>& headers, std::string_view name) {
+  for (const auto& h : headers)
+    if (iequals(h.name, name)) return h.value;
+  return {};
+}
+
+Cookies parse_cookie_header(std::string_view value) {
+  Cookies out;
+  while (!value.empty()) {
+    auto semi = value.find(';');
+    auto part = trim(value.substr(0, semi));
+    value = semi == std::string_view::npos ? std::string_view{} : value.substr(semi + 1);
+    auto eq = part.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    auto v = trim(part.substr(eq + 1));
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    out.emplace_back(std::string(trim(part.substr(0, eq))), std::string(v));
+  }
+  return out;
+}
+
+std::string_view Request::cookie(std::string_view name) const {
+  for (const auto& h : headers) {
+    if (!iequals(h.name, "cookie")) continue;
+    std::string_view v = h.value;
+    while (!v.empty()) {
+      auto semi = v.find(';');
+      auto part = trim(v.substr(0, semi));
+      v = semi == std::string_view::npos ? std::string_view{} : v.substr(semi + 1);
+      auto eq = part.find('=');
+      if (eq != std::string_view::npos && trim(part.substr(0, eq)) == name)
+        return trim(part.substr(eq + 1));
+    }
+  }
+  return {};
+}
+
+Response Response::json(const boost::json::value& v, int status) {
+  Response r;
+  r.status = status;
+  r.body = core::render_json(v);
+  return r;
+}
+
+Response Response::detail(int status, const boost::json::value& detail) {
+  boost::json::object o;
+  o["detail"] = detail;
+  return json(o, status);
+}
+
+std::string routing_path(std::string_view target) {
+  auto q = target.find('?');
+  std::string_view path = target.substr(0, q);
+  constexpr std::string_view kPrefix = "/ng-rollout/";
+  if (path.starts_with(kPrefix)) {
+    auto rest = path.substr(kPrefix.size());
+    auto slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0) {
+      path = rest.substr(slash);  // keeps the leading '/'
+      constexpr std::string_view kCapture = "/training-token-capture";
+      if (path.starts_with(kCapture) &&
+          (path.size() == kCapture.size() || path[kCapture.size()] == '/'))
+        path.remove_prefix(kCapture.size());
+      if (path.empty()) path = "/";
+    }
+  }
+  return std::string(path);
+}
+
+}  // namespace gym::http

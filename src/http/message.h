@@ -1,0 +1,58 @@
+#pragma once
+// Plain request/response types shared by the server, the router and handlers.
+// No Beast types here: handlers and their callers compile without Beast headers.
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gym::http {
+
+enum class Method { get, head, post, put, patch, del, options, other };
+
+std::string_view to_string(Method m);  // "GET", ...; "_OTHER" for Method::other
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+// Case-insensitive header lookup; empty when absent.
+std::string_view find_header(const std::vector<Header>& headers, std::string_view name);
+
+using Cookies = std::vector<std::pair<std::string, std::string>>;
+
+// Parses a `Cookie:` header value ("a=1; b=2").
+Cookies parse_cookie_header(std::string_view value);
+
+struct Request {
+  Method method = Method::get;
+  std::string target;  // as received, e.g. "/ng-rollout/abc/verify?x=1"
+  std::string path;    // routing path: no query, rollout prefix stripped (runtime.md 4.1)
+  std::vector<Header> headers;
+  std::string body;
+  std::string session_id;      // set by the session middleware when the server has one
+  std::string_view route;      // matched route template ("/verify", "/{path}"), empty if none
+
+  std::string_view header(std::string_view name) const { return find_header(headers, name); }
+  std::string_view cookie(std::string_view name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<Header> headers;  // extra headers, e.g. Set-Cookie
+
+  // A JSON response rendered the NeMo Gym way (core/json_text.h).
+  static Response json(const boost::json::value& v, int status = 200);
+  // `{"detail": <detail>}` error bodies of runtime.md 4.2.
+  static Response detail(int status, const boost::json::value& detail);
+};
+
+// Strips `/ng-rollout/<id>/` and an optional `training-token-capture/` and the query string.
+std::string routing_path(std::string_view target);
+
+}  // namespace gym::http

@@ -1,0 +1,448 @@
+#include "http/server.h"
+
+#include "http/session_cookie.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <netdb.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <map>
+#include <stdexcept>
+
+namespace gym::http {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+Method to_method(bhttp::verb v) {
+  switch (v) {
+    case bhttp::verb::get: return Method::get;
+    case bhttp::verb::head: return Method::head;
+    case bhttp::verb::post: return Method::post;
+    case bhttp::verb::put: return Method::put;
+    case bhttp::verb::patch: return Method::patch;
+    case bhttp::verb::delete_: return Method::del;
+    case bhttp::verb::options: return Method::options;
+    default: return Method::other;
+  }
+}
+
+// One serving process's loop state. Connections register here so shutdown can close them.
+struct Loop {
+  asio::io_context& io;
+  const Router& router;
+  const ServerOptions& opt;
+  ServerStats& stats;
+  std::optional<SessionCookie> cookie;
+  tcp::acceptor acceptor;
+  struct Conn {
+    beast::tcp_stream* stream;
+    bool busy;
+  };
+  std::list<Conn> conns;
+  std::size_t active_requests = 0;
+  bool stopping = false;
+
+  Loop(asio::io_context& io, const Router& r, const ServerOptions& o, ServerStats& s, int fd)
+      : io(io), router(r), opt(o), stats(s), acceptor(io) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    acceptor.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+    if (!o.session_cookie_name.empty()) cookie.emplace(o.session_cookie_name);
+  }
+
+  void close(beast::tcp_stream& s) {
+    boost::system::error_code ec;
+    s.socket().close(ec);
+  }
+
+  void begin_shutdown() {
+    if (stopping) return;
+    stopping = true;
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    for (auto& c : conns)
+      if (!c.busy) close(*c.stream);
+    if (active_requests == 0) {
+      io.stop();
+      return;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(io, opt.shutdown_grace);
+    timer->async_wait([this, timer](boost::system::error_code) {
+      for (auto& c : conns) close(*c.stream);
+      io.stop();
+    });
+  }
+
+  void request_finished() {
+    --active_requests;
+    if (stopping && active_requests == 0) io.stop();
+  }
+};
+
+// Writes a small error response and closes, draining what the client still sends for a
+// moment so the response is not lost to a TCP reset (a "lingering close").
+asio::awaitable<void> reject_and_close(beast::tcp_stream& stream, int status,
+                                       const Response& res) {
+  bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(status), 11};
+  out.set(bhttp::field::content_type, res.content_type);
+  for (const auto& h : res.headers) out.insert(h.name, h.value);
+  out.set(bhttp::field::connection, "close");
+  out.body() = res.body;
+  out.prepare_payload();
+  stream.expires_after(std::chrono::seconds(5));
+  auto [ec, n] = co_await bhttp::async_write(stream, out, kTuple);
+  (void)n;
+  if (ec) co_return;
+  boost::system::error_code sec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, sec);
+  std::array<char, 16384> sink;
+  stream.expires_after(std::chrono::seconds(1));
+  for (std::size_t drained = 0; drained < (8u << 20);) {
+    auto [rec, got] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
+    if (rec) break;
+    drained += got;
+  }
+}
+
+Response body_too_large(std::size_t limit) {
+  return Response::detail(
+      413, boost::json::string("Request body too large (limit " + std::to_string(limit) + " bytes)"));
+}
+
+Request to_request(bhttp::request<bhttp::string_body>&& in) {
+  Request req;
+  req.method = to_method(in.method());
+  req.target = std::string(in.target());
+  req.path = routing_path(req.target);
+  req.headers.reserve(8);
+  for (const auto& f : in)
+    req.headers.push_back({std::string(f.name_string()), std::string(f.value())});
+  req.body = std::move(in.body());
+  return req;
+}
+
+asio::awaitable<Response> dispatch(Loop& loop, Request& req) {
+  if (loop.cookie) {
+    std::optional<std::string> id;
+    if (auto v = req.cookie(loop.cookie->name()); !v.empty()) id = loop.cookie->verify(v);
+    req.session_id = id ? std::move(*id) : new_uuid4();
+  }
+  Response res;
+  auto match = loop.router.match(req.method, req.path);
+  req.route = match.route;
+  if (match.handler) {
+    try {
+      res = co_await (*match.handler)(req);
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: handler failed: {}", to_string(req.method), req.path, e.what());
+      res = exception_response(e);
+    } catch (...) {
+      res = Response::json(boost::json::string("UnknownError: non-standard exception"), 500);
+    }
+  } else if (match.method_not_allowed) {
+    res = Response::detail(405, "Method Not Allowed");
+  } else {
+    res = Response::detail(404, "Not Found");
+  }
+  if (loop.cookie)
+    res.headers.push_back({"Set-Cookie", loop.cookie->set_cookie_header(req.session_id)});
+  co_return res;
+}
+
+asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  auto self = loop.conns.insert(loop.conns.end(), Loop::Conn{&stream, false});
+  ++loop.stats.connections_open;
+  loop.stats.max_connections_open =
+      std::max(loop.stats.max_connections_open, loop.stats.connections_open);
+  const auto& opt = loop.opt;
+
+  for (;;) {
+    if (loop.stopping) break;
+    self->busy = false;
+    if (buffer.size() == 0) {
+      // Idle keep-alive wait: the read timeout starts with the first byte of the next request.
+      stream.expires_after(opt.keep_alive_idle);
+      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(8192), kTuple);
+      if (ec) break;
+      buffer.commit(n);
+    }
+    self->busy = true;
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+    parser.body_limit(opt.max_body_bytes);
+    stream.expires_after(opt.read_timeout);
+    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
+    (void)hn;
+    if (hec == bhttp::error::header_limit) {
+      co_await reject_and_close(stream, 431,
+                                Response::detail(431, "Request header fields too large"));
+      break;
+    }
+    if (hec == bhttp::error::body_limit) {
+      co_await reject_and_close(
+          stream, 413,
+          body_too_large(opt.max_body_bytes));
+      break;
+    }
+    if (hec == beast::error::timeout || hec == bhttp::error::end_of_stream ||
+        hec == asio::error::eof || hec == asio::error::operation_aborted ||
+        hec == asio::error::connection_reset || hec == asio::error::bad_descriptor)
+      break;
+    if (hec) {
+      co_await reject_and_close(stream, 400,
+                                Response::detail(400, boost::json::string("Invalid HTTP request: " + hec.message())));
+      break;
+    }
+    if (auto expect = parser.get()[bhttp::field::expect];
+        beast::iequals(expect, "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto [cec, cn] = co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);
+      (void)cn;
+      if (cec) break;
+    }
+    bool body_failed = false;
+    while (!parser.is_done()) {
+      // A body must keep making progress; each read gets the full timeout again.
+      stream.expires_after(opt.read_timeout);
+      auto [bec, bn] = co_await bhttp::async_read_some(stream, buffer, parser, kTuple);
+      (void)bn;
+      if (bec == bhttp::error::body_limit) {
+        co_await reject_and_close(
+            stream, 413,
+            body_too_large(opt.max_body_bytes));
+      }
+      if (bec) {
+        body_failed = true;
+        break;
+      }
+    }
+    if (body_failed) break;
+    stream.expires_never();
+
+    bool keep_alive = parser.get().keep_alive();
+    Request req = to_request(parser.release());
+    ++loop.active_requests;
+    ++loop.stats.requests;
+    Response res = co_await dispatch(loop, req);
+
+    bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(res.status), 11};
+    out.set(bhttp::field::content_type, res.content_type);
+    for (auto& h : res.headers) out.insert(h.name, h.value);
+    out.body() = std::move(res.body);
+    keep_alive = keep_alive && !loop.stopping;
+    out.keep_alive(keep_alive);
+    out.prepare_payload();
+    stream.expires_after(opt.keep_alive_idle);  // a client that stops reading cannot pin us
+    auto [wec, wn] = co_await bhttp::async_write(stream, out, kTuple);
+    (void)wn;
+    loop.request_finished();
+    if (opt.access_log)
+      spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
+    if (wec || !keep_alive) break;
+  }
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.socket().close(ec);
+  loop.conns.erase(self);
+  --loop.stats.connections_open;
+}
+
+asio::awaitable<void> accept_loop(Loop& loop) {
+  for (;;) {
+    auto [ec, socket] = co_await loop.acceptor.async_accept(kTuple);
+    if (loop.stopping) co_return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
+      // EMFILE and friends: back off briefly instead of spinning.
+      spdlog::warn("accept failed: {}", ec.message());
+      asio::steady_timer t(loop.io, std::chrono::milliseconds(50));
+      co_await t.async_wait(kTuple);
+      continue;
+    }
+    boost::system::error_code oec;
+    socket.set_option(tcp::no_delay(true), oec);
+    ++loop.stats.connections_accepted;
+    asio::co_spawn(loop.io, connection(loop, std::move(socket)), [](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("connection task failed: {}", ex.what());
+      }
+    });
+  }
+}
+
+int listen_on(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
+    throw std::runtime_error("cannot resolve bind host '" + host + "': " + gai_strerror(rc));
+  std::string last_error = "no address";
+  int fd = -1;
+  for (auto* ai = res; ai; ai = ai->ai_next) {
+    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) break;
+    last_error = std::strerror(errno);
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0)
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                             last_error + " (is the port already in use?)");
+  return fd;
+}
+
+std::uint16_t bound_port(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Router router, ServerOptions options)
+    : router_(std::move(router)), options_(std::move(options)) {}
+
+HttpServer::~HttpServer() {
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+std::uint16_t HttpServer::bind() {
+  if (listen_fd_ < 0) listen_fd_ = listen_on(options_.host, options_.port);
+  return bound_port(listen_fd_);
+}
+
+int HttpServer::run(const ServeHooks& hooks) {
+  bind();
+  return options_.num_workers > 1 ? supervise(hooks) : serve(hooks);
+}
+
+int HttpServer::serve(const ServeHooks& hooks) {
+  asio::io_context io(1);
+  Loop loop(io, router_, options_, stats_, ::dup(listen_fd_));
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("received signal {}, shutting down", sig);
+    loop.begin_shutdown();
+  });
+  if (hooks.on_start) hooks.on_start(io);
+  asio::co_spawn(io, accept_loop(loop), asio::detached);
+  io.run();
+  if (hooks.on_stop) hooks.on_stop();
+  return 0;
+}
+
+int HttpServer::supervise(const ServeHooks& hooks) {
+  // Signals are taken synchronously here; workers get the default mask back after fork.
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  const pid_t root = ::getpid();
+
+  auto spawn = [&]() -> pid_t {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != root) ::_exit(1);
+      int rc = serve(hooks);
+      std::fflush(nullptr);
+      ::_exit(rc);
+    }
+    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    return pid;
+  };
+
+  std::map<pid_t, int> workers;  // pid -> worker index
+  for (int i = 0; i < options_.num_workers; ++i) workers[spawn()] = i;
+  spdlog::info("started {} workers", options_.num_workers);
+
+  std::deque<std::chrono::steady_clock::time_point> deaths;
+  int exit_code = 0;
+  bool stopping = false;
+  auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  while (!workers.empty()) {
+    timespec timeout{0, 200'000'000};
+    int sig = ::sigtimedwait(&set, nullptr, &timeout);
+    if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
+      stopping = true;
+      stop_deadline = std::chrono::steady_clock::now() + options_.worker_stop_grace;
+      for (auto& [pid, idx] : workers) ::kill(pid, SIGTERM);
+    }
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      auto it = workers.find(pid);
+      if (it == workers.end()) continue;
+      int idx = it->second;
+      workers.erase(it);
+      if (stopping) continue;
+      auto now = std::chrono::steady_clock::now();
+      deaths.push_back(now);
+      while (!deaths.empty() && now - deaths.front() > std::chrono::seconds(60)) deaths.pop_front();
+      if (deaths.size() > 5) {
+        spdlog::error("workers died more than 5 times within 60 s; stopping");
+        exit_code = 1;
+        stopping = true;
+        stop_deadline = now + options_.worker_stop_grace;
+        for (auto& [p, i] : workers) ::kill(p, SIGTERM);
+        continue;
+      }
+      pid_t fresh = spawn();
+      workers[fresh] = idx;
+      spdlog::warn("worker {} (pid {}) exited with status {}; restarted as pid {}", idx, pid,
+                   status, fresh);
+    }
+    if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
+      for (auto& [p, i] : workers) ::kill(p, SIGKILL);
+      stop_deadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return exit_code;
+}
+
+}  // namespace gym::http

@@ -1,0 +1,73 @@
+#pragma once
+// Async HTTP/1.1 server: one event loop per serving process, one coroutine per connection,
+// bounded inputs, graceful shutdown on SIGINT/SIGTERM, optional forked workers (runtime.md 3.7,
+// 3.8, 4.1-4.3). Beast stays inside server.cpp.
+#include "http/router.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace gym::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";                          // D12: loopback unless configured
+  std::uint16_t port = 0;                                  // 0: the OS chooses
+  std::size_t max_body_bytes = 64ull << 20;                // http_max_request_body_bytes -> 413
+  std::size_t max_header_bytes = 64u << 10;                // request head limit -> 431
+  std::chrono::milliseconds read_timeout{30'000};          // http_request_read_timeout_seconds
+  std::chrono::milliseconds keep_alive_idle{30'000};       // idle connection lifetime
+  std::chrono::milliseconds shutdown_grace{500};           // in-flight requests at shutdown
+  std::chrono::milliseconds worker_stop_grace{7'000};      // root waits this long for workers
+  int num_workers = 1;                                     // > 1: forked workers (D13)
+  std::string session_cookie_name;                         // empty: no session middleware
+  bool access_log = false;                                 // uvicorn_logging_show_200_ok
+};
+
+// Per-process counters, read by tests and (later) telemetry. Only touched on the loop thread.
+struct ServerStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_open = 0;
+  std::uint64_t max_connections_open = 0;
+  std::uint64_t requests = 0;
+};
+
+struct ServeHooks {
+  // Runs in every serving process (each worker after fork) on its loop before accepting:
+  // create the process's telemetry and HTTP client here.
+  std::function<void(boost::asio::io_context&)> on_start;
+  // Runs in every serving process after the loop stopped (flush telemetry here).
+  std::function<void()> on_stop;
+};
+
+class HttpServer {
+ public:
+  HttpServer(Router router, ServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens; returns the bound port. Throws std::runtime_error naming host:port.
+  std::uint16_t bind();
+  // Serves until SIGINT or SIGTERM, then shuts down gracefully. Returns the exit code.
+  // With num_workers > 1 this process forks the workers and supervises them (runtime.md 3.6).
+  int run(const ServeHooks& hooks = {});
+
+  const ServerStats& stats() const { return stats_; }
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  int serve(const ServeHooks& hooks);  // the event loop of one serving process
+  int supervise(const ServeHooks& hooks);
+
+  Router router_;
+  ServerOptions options_;
+  ServerStats stats_;
+  int listen_fd_ = -1;
+};
+
+}  // namespace gym::http

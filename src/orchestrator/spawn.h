@@ -1,0 +1,32 @@
+#pragma once
+// Starting server processes (runtime.md 3.4): the gym binary itself, executed directly, with the
+// merged config in NEMO_GYM_CONFIG_DICT (or a private file when it is too large) and the
+// instance name in NEMO_GYM_CONFIG_PATH. Each child gets its own process group and dies with
+// the thread that spawned it (PR_SET_PDEATHSIG), so no server outlives its orchestrator.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace gym::orchestrator {
+
+struct SpawnedServer {
+  std::string instance;
+  pid_t pid = -1;
+  std::string config_file;  // NEMO_GYM_CONFIG_DICT_FILE, removed by the caller at shutdown
+};
+
+// Path of the running gym binary (/proc/self/exe).
+std::string self_executable();
+
+// Starts `gym serve` for `instance` with `config_yaml`. `extra_env` entries are "K=V".
+SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
+                           const std::vector<std::string>& extra_env = {});
+
+// Non-blocking: the exit code (or 128+signal) if `pid` has exited, else -1.
+int poll_exit(pid_t pid);
+// Sends SIGTERM, waits up to `grace_seconds`, then SIGKILLs the process group; returns the
+// exit code (or 128+signal).
+int stop_server(pid_t pid, double grace_seconds);
+
+}  // namespace gym::orchestrator

@@ -1,0 +1,86 @@
+#include "servers/registry.h"
+
+#include "http/client.h"
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+
+namespace gym::servers {
+
+void Registry::add(Implementation impl) { impls_.push_back(std::move(impl)); }
+
+const Implementation* Registry::find(std::string_view server_type, std::string_view name) const {
+  for (const auto& i : impls_)
+    if (i.server_type == server_type && i.name == name) return &i;
+  return nullptr;
+}
+
+core::ImplCatalog Registry::catalog() const {
+  core::ImplCatalog c;
+  for (auto t : core::kServerTypes) c[std::string(t)];
+  for (const auto& i : impls_) c[i.server_type].push_back(i.name);
+  return c;
+}
+
+http::ServerOptions server_options(const boost::json::object& global,
+                                   const core::ServerInstance& instance,
+                                   const Implementation& impl) {
+  const auto& cfg = instance.config;
+  const std::string key = instance.name + "." + instance.server_type + "." + instance.impl + ".";
+  http::ServerOptions o;
+  o.host = core::get_string(cfg, "host", core::get_string(global, "default_host", "127.0.0.1"));
+  o.port = static_cast<std::uint16_t>(core::get_int(cfg, "port", 0, 0, 65535));
+  o.num_workers = static_cast<int>(core::get_int(cfg, "num_workers", 1, 0, 4096));
+  auto body_limit = core::get_int(global, "http_max_request_body_bytes", 64ll << 20, 1, 1ll << 40);
+  o.max_body_bytes =
+      static_cast<std::size_t>(core::get_int(cfg, "http_max_request_body_bytes", body_limit, 1, 1ll << 40));
+  o.read_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(
+      1000 * core::get_double(global, "http_request_read_timeout_seconds", 30, 0.001, 86400)));
+  o.access_log = core::get_bool(global, "uvicorn_logging_show_200_ok", false);
+  o.session_cookie_name = impl.class_name + "___" + instance.name;
+  return o;
+}
+
+namespace {
+
+// runtime.md 3.4: servers raise their soft fd limit to min(65535, hard).
+void raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  rlim_t want = std::min<rlim_t>(65535, r.rlim_max);
+  if (r.rlim_cur < want) {
+    r.rlim_cur = want;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+}  // namespace
+
+int serve_instance(const boost::json::object& global, const std::string& instance_name,
+                   const Registry& registry) {
+  auto instances = core::find_server_instances(global);
+  auto it = std::find_if(instances.begin(), instances.end(),
+                         [&](const core::ServerInstance& i) { return i.name == instance_name; });
+  if (it == instances.end())
+    throw core::ConfigError("no server instance named '" + instance_name +
+                            "' in the config (NEMO_GYM_CONFIG_PATH)");
+  const Implementation* impl = registry.find(it->server_type, it->impl);
+  if (!impl) throw core::ConfigError("no built-in implementation '" + it->impl + "' for " +
+                                     it->server_type);
+  ServerContext ctx{global, *it};
+  ctx.instance.config["name"] = instance_name;
+  http::Router router;
+  impl->add_routes(ctx, router);
+  auto options = server_options(global, ctx.instance, *impl);
+  raise_fd_limit();
+  http::HttpServer server(std::move(router), options);
+  auto port = server.bind();
+  spdlog::info("{} ({}/{}) listening on http://{}:{}", instance_name, it->server_type, it->impl,
+               options.host, port);
+  return server.run();
+}
+
+}  // namespace gym::servers

@@ -1,0 +1,50 @@
+#pragma once
+// Built-in server implementations (R1): the third config level `<impl>` selects one of these.
+#include "core/config.h"
+#include "http/router.h"
+#include "http/server.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gym::servers {
+
+// What an implementation sees when it builds its routes: the merged config and its instance.
+struct ServerContext {
+  const boost::json::object& global;  // the complete merged config
+  core::ServerInstance instance;      // config has `name: <instance>` added
+};
+
+struct Implementation {
+  std::string server_type;  // resources_servers | responses_api_agents | responses_api_models
+  std::string name;         // impl key, e.g. "example_single_tool_call"
+  std::string class_name;   // upstream class name: the session cookie prefix (runtime.md 4.3)
+  std::function<void(ServerContext&, http::Router&)> add_routes;
+};
+
+class Registry {
+ public:
+  void add(Implementation impl);
+  const Implementation* find(std::string_view server_type, std::string_view name) const;
+  core::ImplCatalog catalog() const;
+
+ private:
+  std::vector<Implementation> impls_;
+};
+
+// Every implementation compiled into this binary.
+const Registry& builtin_registry();
+
+// Listening options of one instance: host/port, num_workers, body limit (instance key over the
+// top-level key), read timeout, session cookie `<ClassName>___<instance>`.
+http::ServerOptions server_options(const boost::json::object& global,
+                                   const core::ServerInstance& instance,
+                                   const Implementation& impl);
+
+// Serves `instance_name` from the merged config until SIGINT/SIGTERM; returns the exit code.
+int serve_instance(const boost::json::object& global, const std::string& instance_name,
+                   const Registry& registry = builtin_registry());
+
+}  // namespace gym::servers

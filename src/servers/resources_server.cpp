@@ -1,0 +1,32 @@
+#include "servers/resources_server.h"
+
+#include <boost/json.hpp>
+
+namespace gym::servers {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using http::Request;
+using http::Response;
+using http::Schema;
+
+void add_resources_base_routes(http::Router& router, std::string reverify_mode) {
+  router.get("/", [](Request&) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{{"status", "ok"}});
+  });
+  router.post("/seed_session", http::json_route([](Request&, json::value&) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{});
+  }));
+  router.get("/reverify_mode", [mode = std::move(reverify_mode)](Request&) -> asio::awaitable<Response> {
+    co_return Response::json(json::string(mode));
+  });
+}
+
+std::shared_ptr<const Schema> verify_request_schema() {
+  static const auto schema = std::make_shared<const Schema>(Schema::object_of({
+      {"responses_create_params", Schema::of(Schema::Kind::dict), true},
+      {"response", Schema::of(Schema::Kind::dict), true},
+  }));
+  return schema;
+}
+
+}  // namespace gym::servers

@@ -1,0 +1,127 @@
+// A real server built from gym_http with routes that exercise every server behaviour the
+// tests need. Prints "LISTENING <port>" once bound, serves until SIGINT/SIGTERM.
+#include "http/server.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using gym::http::Request;
+using gym::http::Response;
+using gym::http::Schema;
+using gym::http::SchemaField;
+
+int main(int argc, char** argv) {
+  gym::http::ServerOptions opt;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--host") opt.host = v;
+    else if (k == "--port") opt.port = static_cast<std::uint16_t>(std::stoi(v));
+    else if (k == "--max-body") opt.max_body_bytes = std::stoull(v);
+    else if (k == "--read-timeout-ms") opt.read_timeout = std::chrono::milliseconds(std::stoi(v));
+    else if (k == "--keep-alive-ms") opt.keep_alive_idle = std::chrono::milliseconds(std::stoi(v));
+    else if (k == "--workers") opt.num_workers = std::stoi(v);
+    else if (k == "--cookie") opt.session_cookie_name = v;
+    else {
+      std::cerr << "unknown flag " << k << "\n";
+      return 2;
+    }
+  }
+
+  gym::http::Router router;
+  static gym::http::HttpServer* server = nullptr;
+  static std::map<std::string, int> hits;
+
+  router.get("/", [](Request&) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{{"status", "ok"}});
+  });
+  router.post("/echo", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+    co_return Response::json(body);
+  }));
+  auto typed = std::make_shared<const Schema>(Schema::object_of({
+      {"city", Schema::of(Schema::Kind::string), true},
+      {"count", Schema::of(Schema::Kind::integer), true},
+      {"ratio", Schema::of(Schema::Kind::number), false},
+      {"flag", Schema::of(Schema::Kind::boolean), false},
+      {"mode", Schema::literal_of({"a", "b"}), false},
+      {"tags", Schema::list_of(Schema::of(Schema::Kind::string)), false},
+      {"note", Schema::of(Schema::Kind::string, /*nullable=*/true), false},
+  }));
+  router.post("/typed", gym::http::json_route(
+                            [](Request&, json::value& body) -> asio::awaitable<Response> {
+                              co_return Response::json(body);
+                            },
+                            typed));
+  auto strict = std::make_shared<const Schema>(
+      Schema::object_of({{"input", Schema::of(Schema::Kind::any), true}}, /*forbid_extra=*/true));
+  router.post("/strict", gym::http::json_route(
+                             [](Request&, json::value&) -> asio::awaitable<Response> {
+                               co_return Response::json(json::object{});
+                             },
+                             strict));
+  router.post("/throw", [](Request&) -> asio::awaitable<Response> {
+    throw std::runtime_error("boom");
+    co_return Response{};
+  });
+  router.post("/sleep", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+    auto ms = body.at("ms").to_number<std::int64_t>();
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(ms));
+    co_await t.async_wait(asio::use_awaitable);
+    co_return Response::json(json::object{{"slept", ms}, {"pid", ::getpid()}});
+  }));
+  router.get("/stats", [](Request&) -> asio::awaitable<Response> {
+    const auto& s = server->stats();
+    co_return Response::json(json::object{{"connections_accepted", s.connections_accepted},
+                                          {"connections_open", s.connections_open},
+                                          {"max_connections_open", s.max_connections_open},
+                                          {"requests", s.requests},
+                                          {"pid", ::getpid()}});
+  });
+  router.post("/status", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+    int code = static_cast<int>(body.at("code").to_number<std::int64_t>());
+    int n = ++hits[std::string(body.at("key").as_string())];
+    co_return Response::json(json::object{{"hits", n}}, code);
+  }));
+  router.post("/hits", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{{"hits", hits[std::string(body.at("key").as_string())]}});
+  }));
+  router.post("/redirect", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+    Response r = Response::json(json::object{});
+    r.status = static_cast<int>(body.at("code").to_number<std::int64_t>());
+    r.headers.push_back({"Location", std::string(body.at("to").as_string())});
+    co_return r;
+  }));
+  router.get("/method", [](Request& req) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{{"method", "GET"}, {"body", req.body}});
+  });
+  router.post("/session", [](Request& req) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{{"session_id", req.session_id}});
+  });
+  router.post("/{path}", [](Request& req) -> asio::awaitable<Response> {
+    co_return Response::json(json::object{{"tool", req.path}, {"route", req.route}});
+  });
+
+  gym::http::HttpServer srv(std::move(router), opt);
+  server = &srv;
+  try {
+    auto port = srv.bind();
+    std::printf("LISTENING %u\n", port);
+    std::fflush(stdout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return srv.run();
+}

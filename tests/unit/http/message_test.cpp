@@ -1,0 +1,50 @@
+#include "http/message.h"
+#include "http/session_cookie.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+using namespace gym::http;
+
+TEST(RoutingPath, StripsRolloutPrefixAndQuery) {
+  EXPECT_EQ(routing_path("/verify"), "/verify");
+  EXPECT_EQ(routing_path("/verify?x=1"), "/verify");
+  EXPECT_EQ(routing_path("/ng-rollout/r1/verify"), "/verify");
+  EXPECT_EQ(routing_path("/ng-rollout/r1/training-token-capture/v1/responses"), "/v1/responses");
+  EXPECT_EQ(routing_path("/ng-rollout/r1/"), "/");
+  EXPECT_EQ(routing_path("/ng-rollout/"), "/ng-rollout/");  // no id: nothing to strip
+}
+
+TEST(Cookies, ParsesCookieHeader) {
+  auto c = parse_cookie_header("a=1; b=\"two\";  c = 3;junk");
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0], (std::pair<std::string, std::string>{"a", "1"}));
+  EXPECT_EQ(c[1].second, "two");
+  EXPECT_EQ(c[2].first, "c");
+}
+
+TEST(SessionCookie, SignsAndVerifies) {
+  SessionCookie s("MCQAResourcesServer___mcqa");
+  auto id = new_uuid4();
+  EXPECT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+  auto value = s.sign(id);
+  EXPECT_EQ(s.verify(value), id);
+  // Deterministic key: another instance of the same server accepts it; another name does not.
+  EXPECT_EQ(SessionCookie("MCQAResourcesServer___mcqa").verify(value), id);
+  EXPECT_FALSE(SessionCookie("MCQAResourcesServer___other").verify(value));
+  auto tampered = value;
+  tampered.back() = tampered.back() == 'A' ? 'B' : 'A';
+  EXPECT_FALSE(s.verify(tampered));
+  EXPECT_FALSE(s.verify("garbage"));
+  EXPECT_FALSE(s.verify(""));
+  EXPECT_EQ(s.set_cookie_header(id),
+            "MCQAResourcesServer___mcqa=" + value + "; Path=/; Max-Age=1209600; HttpOnly; SameSite=lax");
+}
+
+TEST(Base64Url, RoundTrips) {
+  for (std::string s : {"", "f", "fo", "foo", "foob", "fooba", "foobar", "\xff\xfe\x00"}) {
+    EXPECT_EQ(base64url_decode(base64url_encode(s)), s);
+  }
+  EXPECT_EQ(base64url_encode("\xfb\xff"), "-_8");
+}
