@@ -1,0 +1,356 @@
+// Loading and merging the sources of runtime.md 6.2, overrides, and defaults.
+#include "core/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/config_steps.h"
+#include "core/yaml_json.h"
+
+namespace gym::core {
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kConfigPaths = "config_paths";
+
+bool is_missing_marker(const json::value& v) { return v.is_string() && v.get_string() == "???"; }
+
+void merge_into(json::object& base, const json::object& over, ConfigOrigins* origins,
+                const std::string& origin, const std::string& prefix) {
+  for (const auto& [key, value] : over) {
+    std::string path = child_path(prefix, key);
+    json::value* existing = base.if_contains(key);
+    if (existing && existing->is_object() && value.is_object()) {
+      merge_into(existing->as_object(), value.get_object(), origins, origin, path);
+    } else if (existing && is_missing_marker(value)) {
+      // OmegaConf: a later `???` only says "required", it does not erase a value.
+    } else {
+      base[key] = value;
+      if (origins) origins->record(value, origin, path);
+    }
+  }
+}
+
+json::object as_config_mapping(json::value v, const std::string& origin) {
+  if (v.is_null()) return {};
+  if (!v.is_object()) {
+    throw ConfigError(fmt::format("config error in {}: the top level must be a mapping of keys "
+                                  "to values, got {}",
+                                  origin, describe(v)));
+  }
+  return std::move(v.as_object());
+}
+
+// Removes and returns a file's own `config_paths` (a list of paths, or one path).
+std::vector<std::string> take_config_paths(json::object& tree, const std::string& origin) {
+  std::vector<std::string> paths;
+  json::value* v = tree.if_contains(kConfigPaths);
+  if (!v) return paths;
+  json::array list = v->is_array() ? v->get_array() : json::array{*v};
+  for (const auto& item : list) {
+    if (item.is_null()) continue;
+    if (!item.is_string()) {
+      throw ConfigError(fmt::format("config error in {}: `config_paths` must be a list of file "
+                                    "paths, got {}; e.g. config_paths: [resources_servers/x/"
+                                    "configs/x.yaml]",
+                                    origin, describe(*v)));
+    }
+    paths.emplace_back(item.get_string());
+  }
+  tree.stable_erase(kConfigPaths);
+  return paths;
+}
+
+// Loads config files with their includes, flattened so that each file comes after (overrides)
+// everything it includes and each include tree stays contiguous (a later sibling overrides an
+// earlier one with its whole subtree). A file reached twice is loaded at its first position.
+class IncludeLoader {
+ public:
+  explicit IncludeLoader(const std::vector<std::string>& roots) : roots_(roots) {}
+
+  void load(const std::string& entry, const std::string& included_by) {
+    fs::path path = resolve(entry, included_by);
+    std::error_code ec;
+    std::string canonical = fs::weakly_canonical(path, ec).string();
+    if (!seen_.insert(ec ? path.string() : canonical).second) {
+      spdlog::warn("config file '{}' is included more than once (again by {}); it is loaded once, "
+                   "at its first position. To configure two servers from one file, give the second "
+                   "one `_inherit_from: <first instance>` instead.",
+                   entry, included_by.empty() ? "the command line" : included_by);
+      return;
+    }
+    json::object tree = as_config_mapping(load_yaml_file(path.string()), path.string());
+    for (const auto& include : take_config_paths(tree, path.string())) load(include, path.string());
+    entries_.push_back(entry);
+    files_.emplace_back(path.string(), std::move(tree));
+  }
+
+  // (path, tree) in merge order.
+  std::vector<std::pair<std::string, json::object>>& files() { return files_; }
+  const std::vector<std::string>& entries() const { return entries_; }
+
+ private:
+  fs::path resolve(const std::string& entry, const std::string& included_by) const {
+    std::vector<fs::path> tried;
+    if (fs::path(entry).is_absolute()) {
+      tried.emplace_back(entry);
+    } else {
+      for (const auto& root : roots_) tried.push_back(fs::path(root) / entry);
+    }
+    for (const auto& candidate : tried) {
+      std::error_code ec;
+      if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal();
+    }
+    std::string looked;
+    for (const auto& candidate : tried) looked += "\n  - " + candidate.string();
+    throw ConfigError(fmt::format(
+        "config error{}: config file '{}' was not found. Looked in:{}\nCheck the spelling, or add "
+        "the directory that holds it with --search-dir (NEMO_GYM_EXTRA_ROOTS).",
+        included_by.empty() ? "" : " in " + included_by, entry, looked));
+  }
+
+  const std::vector<std::string>& roots_;
+  std::set<std::string> seen_;
+  std::vector<std::string> entries_;
+  std::vector<std::pair<std::string, json::object>> files_;
+};
+
+struct Override {
+  std::string text;  // as given, for messages
+  int pluses = 0;    // 0: replace existing, 1: add new, 2: add or replace
+  std::string key;
+  json::value value;
+};
+
+Override parse_override(std::string_view text) {
+  Override o;
+  o.text = std::string(text);
+  std::size_t eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    throw ConfigError(fmt::format("config error: override '{}' has no '='; write key=value to "
+                                  "replace a key, +key=value to add one, ++key=value for either",
+                                  text));
+  }
+  std::string_view key = text.substr(0, eq);
+  while (!key.empty() && key.front() == '+') {
+    ++o.pluses;
+    key.remove_prefix(1);
+  }
+  if (o.pluses > 2 || key.empty()) {
+    throw ConfigError(fmt::format("config error: override '{}' needs a key: key=value, +key=value "
+                                  "or ++key=value",
+                                  text));
+  }
+  o.key = std::string(key);
+  std::string_view raw = text.substr(eq + 1);
+  if (raw.empty()) {
+    o.value = "";
+    return o;
+  }
+  try {
+    o.value = parse_yaml(raw, fmt::format("override '{}'", text));
+  } catch (const ConfigError&) {
+    // Text such as *.jsonl or @file is not valid YAML; keep it as a string, but a broken list,
+    // mapping or quoted string is a mistake worth reporting.
+    if (raw.find_first_of("[{\"'") == 0) throw;
+    o.value = std::string(raw);
+  }
+  return o;
+}
+
+[[noreturn]] void override_error(const Override& o, const std::string& message) {
+  throw ConfigError(fmt::format("config error: cannot apply override '{}': {}", o.text, message));
+}
+
+void apply(json::object& cfg, const Override& o, ConfigOrigins* origins) {
+  std::vector<std::string> parts = split_path(o.key);
+  if (parts.empty()) override_error(o, "the key is empty");
+  json::value* container = nullptr;  // null stands for `cfg` itself
+  std::string path;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    bool last = i + 1 == parts.size();
+    json::value* slot = nullptr;
+    if (container && container->is_array()) {
+      json::array& list = container->as_array();
+      std::size_t index = 0;
+      auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (ec != std::errc{} || ptr != part.data() + part.size() || index >= list.size()) {
+        override_error(o, fmt::format("'{}' is a list of {} items; '{}' is not an index in it",
+                                      path, list.size(), part));
+      }
+      path = child_path(path, index);
+      slot = &list[index];
+    } else {
+      json::object& object = container ? container->as_object() : cfg;
+      std::string parent = path;
+      path = child_path(path, part);
+      slot = object.if_contains(part);
+      if (!slot && o.pluses == 0) {
+        std::vector<std::string> keys;
+        for (const auto& entry : object) keys.emplace_back(entry.key());
+        auto guess = did_you_mean(part, keys);
+        override_error(o, fmt::format("key '{}' does not exist{}; to add it, write +{}", path,
+                                      guess ? fmt::format(" (did you mean '{}'?)",
+                                                          child_path(parent, *guess))
+                                            : "",
+                                      o.text));
+      }
+      if (last && slot && o.pluses == 1) {
+        std::string origin = origins ? origins->find(path) : "";
+        override_error(o, fmt::format("key '{}' already exists{}; to replace it, write +{}", path,
+                                      origin.empty() ? "" : " (set in " + origin + ")", o.text));
+      }
+      if (!slot) slot = &(object[part] = nullptr);
+    }
+    if (last) {
+      *slot = o.value;
+      break;
+    }
+    if (slot->is_null() && o.pluses > 0) *slot = json::object();
+    if (!slot->is_object() && !slot->is_array()) {
+      override_error(o, fmt::format("'{}' is {}, not a mapping or list", path, describe(*slot)));
+    }
+    container = slot;
+  }
+  if (origins) origins->record(o.value, "the command line (" + o.text + ")", path);
+}
+
+std::optional<std::string> process_getenv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+void set_default(json::object& cfg, std::string_view key, json::value v) {
+  json::value* existing = cfg.if_contains(key);
+  if (!existing || existing->is_null()) cfg[key] = std::move(v);
+}
+
+}  // namespace
+
+void deep_merge(json::object& base, const json::object& over) {
+  merge_into(base, over, nullptr, "", "");
+}
+
+void apply_override(json::object& cfg, std::string_view override_text, ConfigOrigins* origins) {
+  apply(cfg, parse_override(override_text), origins);
+}
+
+ConfigSources default_sources() {
+  ConfigSources sources;
+  auto add_root = [&](std::string root) {
+    if (root.empty()) return;
+    for (const auto& r : sources.search_roots) {
+      if (r == root) return;
+    }
+    sources.search_roots.push_back(std::move(root));
+  };
+  if (const char* extra = std::getenv("NEMO_GYM_EXTRA_ROOTS")) {
+    std::string_view rest = extra;
+    while (!rest.empty()) {
+      std::size_t colon = std::min(rest.find(':'), rest.size());
+      add_root(std::string(rest.substr(0, colon)));
+      rest.remove_prefix(std::min(colon + 1, rest.size()));
+    }
+  }
+  std::error_code ec;
+  add_root(fs::current_path(ec).string());
+  add_root(GYM_SOURCE_ROOT);
+  sources.getenv = process_getenv;
+  return sources;
+}
+
+void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
+  json::value* head = cfg.if_contains("head_server");
+  if (!head || head->is_null()) head = &(cfg["head_server"] = json::object());
+  if (!head->is_object()) {
+    throw ConfigError(fmt::format("{}`head_server` must be a mapping such as {{host: 127.0.0.1, "
+                                  "port: 11000}}, got {}",
+                                  error_prefix(&origins, "head_server"), describe(*head)));
+  }
+  const json::value* default_host = cfg.if_contains("default_host");
+  bool has_host = default_host && default_host->is_string() && !default_host->get_string().empty();
+  set_default(head->as_object(), "host", has_host ? *default_host : json::value("127.0.0.1"));
+  set_default(head->as_object(), "port", 11000);
+  set_default(cfg, "port_range_low", 10001);
+  set_default(cfg, "port_range_high", 20000);
+  set_default(cfg, "dry_run", false);
+  set_default(cfg, "model_endpoint_readiness_timeout_seconds", 600);
+
+  // Global skip_verification* are defaults for every agent (runtime.md 4.6).
+  for (const auto& instance : find_server_instances(cfg, &origins)) {
+    if (instance.server_type != "responses_api_agents") continue;
+    json::object& agent =
+        cfg[instance.name].as_object()[instance.server_type].as_object()[instance.impl].as_object();
+    for (std::string_view key : {"skip_verification", "skip_verification_reward"}) {
+      const json::value* global = cfg.if_contains(key);
+      if (global && !global->is_null() && !agent.contains(key)) agent[key] = *global;
+    }
+  }
+}
+
+json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_out) {
+  ConfigOrigins local_origins;
+  ConfigOrigins& origins = origins_out ? *origins_out : local_origins;
+  std::vector<std::string> roots = sources.search_roots;
+  if (roots.empty()) roots.push_back(fs::current_path().string());
+
+  // `config_paths` given as an override lists files to load, like --config.
+  std::vector<std::string> cli_paths = sources.config_paths;
+  std::vector<Override> overrides;
+  for (const auto& text : sources.overrides) {
+    Override o = parse_override(text);
+    if (o.key != kConfigPaths) {
+      overrides.push_back(std::move(o));
+      continue;
+    }
+    json::object holder{{kConfigPaths, o.value}};
+    for (auto& path : take_config_paths(holder, "the command line (" + o.text + ")")) {
+      cli_paths.push_back(std::move(path));
+    }
+  }
+
+  json::object env;
+  std::string env_path;
+  for (const auto& root : roots) {
+    std::error_code ec;
+    if (sources.load_env_yaml && fs::is_regular_file(fs::path(root) / "env.yaml", ec)) {
+      env_path = (fs::path(root) / "env.yaml").lexically_normal().string();
+      env = as_config_mapping(load_yaml_file(env_path), env_path);
+      break;
+    }
+  }
+  // As in NeMo Gym, config paths from the command line replace env.yaml's list.
+  std::vector<std::string> env_paths = take_config_paths(env, env_path);
+  if (cli_paths.empty()) cli_paths = std::move(env_paths);
+
+  IncludeLoader loader(roots);
+  for (const auto& path : cli_paths) loader.load(path, "");
+  json::object cfg;
+  for (auto& [path, tree] : loader.files()) merge_into(cfg, tree, &origins, path, "");
+  merge_into(cfg, env, &origins, env_path, "");
+  for (const auto& o : overrides) apply(cfg, o, &origins);
+  if (!loader.entries().empty()) {
+    json::array entries;
+    for (const auto& entry : loader.entries()) entries.emplace_back(entry);
+    cfg[kConfigPaths] = std::move(entries);
+  }
+
+  apply_directives(cfg, origins);
+  check_missing_values(cfg, origins);
+  resolve_interpolations(cfg, origins, sources.getenv ? sources.getenv : GetEnv(process_getenv));
+  fill_defaults(cfg, origins);
+  return cfg;
+}
+
+}  // namespace gym::core

@@ -1,0 +1,125 @@
+// The merged configuration of runtime.md section 6: loading and merging YAML sources, CLI
+// overrides, directives, interpolation, defaults, server instances and typed access.
+// The tree is a boost::json::object (insertion ordered, like the YAML it came from).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+namespace gym::core {
+
+// Every user-caused config problem. what() is the whole message: the file (when known), the
+// dotted key, and what to do about it.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where each key of a merged config came from: a file path or "the command line (++k=v)".
+// Keys are dotted paths of mappings; a list counts as one leaf.
+class ConfigOrigins {
+ public:
+  void set(const std::string& dotted, const std::string& origin);
+  // Records `origin` for `tree` itself (when `prefix` is not empty) and every key under it.
+  void record(const boost::json::value& tree, const std::string& origin,
+              const std::string& prefix = "");
+  // The origin of `dotted`, else of its nearest recorded ancestor; empty when unknown.
+  std::string find(std::string_view dotted) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> by_key_;
+};
+
+using GetEnv = std::function<std::optional<std::string>(const std::string&)>;
+
+struct ConfigSources {
+  std::vector<std::string> config_paths;  // --config flags, in order
+  std::vector<std::string> overrides;     // "key=v", "+key=v", "++key=v"
+  // Where relative config paths and env.yaml are looked up, in order (runtime.md 6.2);
+  // empty means the working directory only.
+  std::vector<std::string> search_roots;
+  GetEnv getenv;  // for ${oc.env:...}; empty means ::getenv
+  bool load_env_yaml = true;
+};
+
+// search_roots = NEMO_GYM_EXTRA_ROOTS (':'-separated), the working directory, the source root;
+// getenv = ::getenv.
+ConfigSources default_sources();
+
+// The whole pipeline of runtime.md 6.2: config files (includes flattened), env.yaml, overrides,
+// directives, one error for every `???`, interpolation, defaults. `config_paths` of the result
+// lists every file loaded, in merge order. Fills `origins` when given. Throws ConfigError.
+boost::json::object load_config(const ConfigSources& sources, ConfigOrigins* origins = nullptr);
+
+// Mappings merge recursively; lists and scalars are replaced. As in OmegaConf, a `???` in
+// `over` never replaces a value `base` already has.
+void deep_merge(boost::json::object& base, const boost::json::object& over);
+
+// "a.b=v" sets an existing key, "+a.b=v" adds a new one, "++a.b=v" does either (creating
+// intermediate mappings). `v` is YAML: 5, 5.0, true, null, 'quoted', [a, b], {a: 1}; an empty
+// value is the empty string. Paths may index lists (a.b.0 or a.b[0]). Throws ConfigError.
+void apply_override(boost::json::object& cfg, std::string_view override_text,
+                    ConfigOrigins* origins = nullptr);
+
+// ---- Server instances (runtime.md 6.1) ----
+
+inline constexpr std::array<std::string_view, 3> kServerTypes{
+    "responses_api_models", "resources_servers", "responses_api_agents"};
+
+// The reserved top-level keys of runtime.md 6.1 (never server instances).
+bool is_reserved_key(std::string_view top_level_key);
+
+struct ServerInstance {
+  std::string name;         // top-level key
+  std::string server_type;  // one of kServerTypes
+  std::string impl;         // built-in implementation name
+  boost::json::object config;
+};
+
+// Instances in config order. A top-level key is one when it is not reserved and its value is
+// a mapping with exactly one server-type key holding exactly one implementation mapping. A
+// block that has a server-type key but is otherwise malformed ("almost server") is a
+// ConfigError naming every such key, unless `error_on_almost_servers: false` (then a warning).
+std::vector<ServerInstance> find_server_instances(const boost::json::object& cfg,
+                                                  const ConfigOrigins* origins = nullptr);
+
+// Built-in implementation names per server type, supplied by the caller.
+using ImplCatalog = std::map<std::string, std::vector<std::string>, std::less<>>;
+
+// Checks every instance's implementation against `catalog`, resources servers' `domain`, every
+// reference {type: <server type>, name: X} anywhere in the tree, and the unsupported keys of
+// R8 (prompt_config, skills, rollout_collection_driver). One ConfigError lists all problems.
+void validate_server_instances(const boost::json::object& cfg, const ImplCatalog& catalog,
+                               const ConfigOrigins* origins = nullptr);
+
+// The candidate closest to `word` by edit distance, if within max(2, size/3) edits.
+std::optional<std::string> did_you_mean(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+
+// ---- Typed access ----
+// Dotted paths (a.b.c, lists by index: a.b.0 or a.b[0]). An absent or null key gives the
+// default; a value of the wrong type or out of range is a ConfigError naming the key, the rule
+// and an override that fixes it. Lax like OmegaConf + pydantic: integers accept integral
+// doubles and numeric strings, doubles accept integers and numeric strings, bools accept
+// true/false and the strings "true"/"false" (any case), strings accept numbers.
+
+const boost::json::value* find_path(const boost::json::object& cfg, std::string_view dotted);
+std::int64_t get_int(const boost::json::object& cfg, std::string_view dotted, std::int64_t def,
+                     std::int64_t min, std::int64_t max);
+double get_double(const boost::json::object& cfg, std::string_view dotted, double def, double min,
+                  double max);
+bool get_bool(const boost::json::object& cfg, std::string_view dotted, bool def);
+std::string get_string(const boost::json::object& cfg, std::string_view dotted,
+                       std::string_view def);
+
+}  // namespace gym::core

@@ -1,0 +1,267 @@
+// Server instance blocks, references and their validation (runtime.md 6.1).
+#include <algorithm>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "core/config.h"
+#include "core/config_steps.h"
+
+namespace gym::core {
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::array<std::string_view, 35> kReservedKeys{
+    "config_paths", "entrypoint", "default_host", "head_server", "disallowed_ports",
+    "head_server_deps", "python_version", "pip_install_verbose", "use_absolute_ip",
+    "uv_pip_set_python", "skip_venv_if_present", "hf_token", "ray_head_node_address",
+    "port_range_low", "port_range_high", "dry_run", "model_endpoint_readiness_timeout_seconds",
+    "allow_openai_version_skew", "uv_cache_dir", "uv_venv_dir", "results_dir", "cache_dir",
+    "_inherit_from", "_copy", "nemo_gym_log_dir", "verbose", "json", "query",
+    "observability_enabled", "model_call_capture_dir", "token_id_capture", "component_name",
+    "skip_verification", "skip_verification_reward", "telemetry"};
+
+constexpr std::array<std::string_view, 12> kDomains{
+    "math", "coding", "agent", "knowledge", "instruction_following", "long_context",
+    "safety", "games", "translation", "e2e", "rlhf", "other"};
+
+// R8: not supported in this release.
+constexpr std::array<std::string_view, 3> kUnsupportedKeys{"prompt_config", "skills",
+                                                           "rollout_collection_driver"};
+
+bool is_server_type(std::string_view key) {
+  return std::find(kServerTypes.begin(), kServerTypes.end(), key) != kServerTypes.end();
+}
+
+// Why a block that has a server-type key is not an instance; empty when it is one, or when
+// it has no server-type key at all.
+std::string almost_server_problem(const json::object& block) {
+  std::vector<std::string> types;
+  std::vector<std::string> others;
+  for (const auto& entry : block) {
+    (is_server_type(entry.key()) ? types : others).emplace_back(entry.key());
+  }
+  if (types.empty()) return "";
+  if (types.size() > 1) {
+    return fmt::format("it has {} server types ({}); an instance has exactly one", types.size(),
+                       fmt::join(types, ", "));
+  }
+  const std::string& type = types.front();
+  if (!others.empty()) {
+    return fmt::format("it has keys beside '{}' ({}); move them into the implementation block "
+                       "{}.<impl>",
+                       type, fmt::join(others, ", "), type);
+  }
+  const json::value& impls = block.at(type);
+  if (!impls.is_object() || impls.get_object().size() != 1) {
+    std::vector<std::string> names;
+    if (impls.is_object()) {
+      for (const auto& entry : impls.get_object()) names.emplace_back(entry.key());
+    }
+    return fmt::format("'{}' must hold exactly one implementation block such as "
+                       "{{{}: {{<impl>: {{...}}}}}}, got {}",
+                       type, type,
+                       !impls.is_object() ? describe(impls)
+                       : names.empty()    ? std::string("none")
+                                          : fmt::format("{} ({})", names.size(),
+                                                        fmt::join(names, ", ")));
+  }
+  const auto& impl = *impls.get_object().begin();
+  if (!impl.value().is_object()) {
+    return fmt::format("'{}.{}' must be a mapping of settings, got {}", type,
+                       std::string_view(impl.key()), describe(impl.value()));
+  }
+  return "";
+}
+
+// "config error in F: <problem>" for one, a list for several.
+[[noreturn]] void throw_problems(const std::vector<std::pair<std::string, std::string>>& problems,
+                                 const ConfigOrigins* origins, std::string_view what,
+                                 std::string_view footer) {
+  if (problems.size() == 1) {
+    throw ConfigError(fmt::format("{}{}{}", error_prefix(origins, problems[0].first),
+                                  problems[0].second, footer.empty() ? "" : "\n"
+                                  + std::string(footer)));
+  }
+  std::string list;
+  for (const auto& [key, problem] : problems) {
+    std::string origin = origins ? origins->find(key) : "";
+    list += fmt::format("\n  - {}{}", problem, origin.empty() ? "" : " (in " + origin + ")");
+  }
+  throw ConfigError(fmt::format("config error: {} {}:{}{}", problems.size(), what, list,
+                                footer.empty() ? "" : "\n" + std::string(footer)));
+}
+
+template <typename Range>
+std::string quoted_list(const Range& names) {
+  std::vector<std::string> quoted;
+  for (const auto& n : names) quoted.push_back(fmt::format("'{}'", n));
+  return quoted.empty() ? "(none)" : fmt::format("{}", fmt::join(quoted, ", "));
+}
+
+void check_references(const json::value& v, const std::string& path,
+                      const std::vector<ServerInstance>& instances,
+                      std::vector<std::pair<std::string, std::string>>& problems) {
+  if (v.is_array()) {
+    for (std::size_t i = 0; i < v.get_array().size(); ++i) {
+      check_references(v.get_array()[i], child_path(path, i), instances, problems);
+    }
+    return;
+  }
+  if (!v.is_object()) return;
+  const json::object& object = v.get_object();
+  const json::value* type = object.if_contains("type");
+  const json::value* name = object.if_contains("name");
+  if (type && type->is_string() && is_server_type(type->get_string()) && name) {
+    std::vector<std::string> names;
+    for (const auto& instance : instances) {
+      if (instance.server_type == type->get_string()) names.push_back(instance.name);
+    }
+    if (!name->is_string()) {
+      problems.emplace_back(path, fmt::format("'{}.name' must be the name of a {} instance; got "
+                                              "{}; available: {}",
+                                              path, std::string_view(type->get_string()),
+                                              describe(*name), quoted_list(names)));
+    } else if (std::find(names.begin(), names.end(), name->get_string()) == names.end()) {
+      auto guess = did_you_mean(name->get_string(), names);
+      problems.emplace_back(
+          path, fmt::format("'{}' refers to {} '{}', which is not defined; {}", path,
+                            std::string_view(type->get_string()),
+                            std::string_view(name->get_string()),
+                            guess ? fmt::format("did you mean '{}'?", *guess)
+                                  : fmt::format("available {}: {}",
+                                                std::string_view(type->get_string()),
+                                                quoted_list(names))));
+    }
+  }
+  for (const auto& entry : object) {
+    check_references(entry.value(), child_path(path, entry.key()), instances, problems);
+  }
+}
+
+}  // namespace
+
+bool is_reserved_key(std::string_view top_level_key) {
+  return std::find(kReservedKeys.begin(), kReservedKeys.end(), top_level_key) !=
+         kReservedKeys.end();
+}
+
+std::vector<ServerInstance> find_server_instances(const json::object& cfg,
+                                                  const ConfigOrigins* origins) {
+  std::vector<ServerInstance> instances;
+  std::vector<std::pair<std::string, std::string>> problems;
+  for (const auto& entry : cfg) {
+    if (is_reserved_key(entry.key()) || !entry.value().is_object()) continue;
+    const json::object& block = entry.value().get_object();
+    if (std::string problem = almost_server_problem(block); !problem.empty()) {
+      problems.emplace_back(entry.key(), fmt::format("'{}' looks like a server instance, but {}",
+                                                     std::string_view(entry.key()), problem));
+      continue;
+    }
+    if (block.size() != 1 || !is_server_type(block.begin()->key())) continue;
+    const auto& impl = *block.begin()->value().get_object().begin();
+    instances.push_back(ServerInstance{std::string(entry.key()),
+                                       std::string(block.begin()->key()),
+                                       std::string(impl.key()), impl.value().get_object()});
+  }
+  if (problems.empty()) return instances;
+  if (get_bool(cfg, "error_on_almost_servers", true)) {
+    throw_problems(problems, origins, "top-level blocks look like server instances but are "
+                   "malformed",
+                   "An instance is <name>: {<server type>: {<impl>: {<settings>}}}; set "
+                   "error_on_almost_servers: false to ignore such blocks.");
+  }
+  for (const auto& [key, problem] : problems) spdlog::warn("config: {}; ignoring it", problem);
+  return instances;
+}
+
+void validate_server_instances(const json::object& cfg, const ImplCatalog& catalog,
+                               const ConfigOrigins* origins) {
+  std::vector<ServerInstance> instances = find_server_instances(cfg, origins);
+  std::vector<std::pair<std::string, std::string>> problems;
+  for (const auto& key : kUnsupportedKeys) {
+    const json::value* v = cfg.if_contains(key);
+    if (v && !v->is_null()) {
+      problems.emplace_back(std::string(key),
+                            fmt::format("'{}' is not supported in this release; remove it", key));
+    }
+  }
+  for (const auto& instance : instances) {
+    std::string base = fmt::format("{}.{}.{}", instance.name, instance.server_type, instance.impl);
+    auto builtins = catalog.find(instance.server_type);
+    std::vector<std::string> names =
+        builtins == catalog.end() ? std::vector<std::string>{} : builtins->second;
+    if (std::find(names.begin(), names.end(), instance.impl) == names.end()) {
+      auto guess = did_you_mean(instance.impl, names);
+      problems.emplace_back(
+          instance.name,
+          fmt::format("instance '{}': '{}' is not a built-in {} implementation{}; built-in: {}",
+                      instance.name, instance.impl, instance.server_type,
+                      guess ? fmt::format(" (did you mean '{}'?)", *guess) : "",
+                      quoted_list(names)));
+    }
+    if (instance.server_type == "resources_servers") {
+      const json::value* domain = instance.config.if_contains("domain");
+      bool valid = domain && domain->is_string() &&
+                   std::find(kDomains.begin(), kDomains.end(), domain->get_string()) !=
+                       kDomains.end();
+      if (!valid) {
+        std::optional<std::string> guess;
+        if (domain && domain->is_string()) {
+          guess = did_you_mean(domain->get_string(),
+                               std::vector<std::string>(kDomains.begin(), kDomains.end()));
+        }
+        problems.emplace_back(
+            base + ".domain",
+            fmt::format("instance '{}' needs `domain`, one of {}; got {}{}; set it with "
+                        "++{}.domain=<domain>",
+                        instance.name, fmt::join(kDomains, ", "),
+                        domain ? describe(*domain) : "nothing",
+                        guess ? fmt::format(" (did you mean '{}'?)", *guess) : "", base));
+      }
+    }
+    for (const auto& key : kUnsupportedKeys) {
+      const json::value* v = instance.config.if_contains(key);
+      if (v && !v->is_null()) {
+        problems.emplace_back(base + "." + std::string(key),
+                              fmt::format("'{}.{}' is not supported in this release; remove it",
+                                          base, key));
+      }
+    }
+  }
+  for (const auto& entry : cfg) {
+    check_references(entry.value(), std::string(entry.key()), instances, problems);
+  }
+  if (!problems.empty()) throw_problems(problems, origins, "problems in the server config", "");
+}
+
+std::optional<std::string> did_you_mean(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = limit + 1;
+  std::vector<std::size_t> previous(word.size() + 1);
+  std::vector<std::size_t> current(word.size() + 1);
+  for (const auto& candidate : candidates) {
+    // Levenshtein distance, two rows.
+    for (std::size_t j = 0; j <= word.size(); ++j) previous[j] = j;
+    for (std::size_t i = 1; i <= candidate.size(); ++i) {
+      current[0] = i;
+      for (std::size_t j = 1; j <= word.size(); ++j) {
+        std::size_t substitute = previous[j - 1] + (candidate[i - 1] == word[j - 1] ? 0 : 1);
+        current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+      }
+      std::swap(previous, current);
+    }
+    if (previous[word.size()] < best_distance) {
+      best_distance = previous[word.size()];
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+}  // namespace gym::core
