@@ -43,9 +43,10 @@ void merge_into(json::object& base, const json::object& over, ConfigOrigins* ori
 json::object as_config_mapping(json::value v, const std::string& origin) {
   if (v.is_null()) return {};
   if (!v.is_object()) {
-    throw ConfigError(fmt::format("config error in {}: the top level must be a mapping of keys "
-                                  "to values, got {}",
-                                  origin, describe(v)));
+    throw ConfigError(
+        fmt::format("config error in {}: the top level must be a mapping of keys "
+                    "to values, got {}",
+                    origin, describe(v)));
   }
   return std::move(v.as_object());
 }
@@ -59,10 +60,11 @@ std::vector<std::string> take_config_paths(json::object& tree, const std::string
   for (const auto& item : list) {
     if (item.is_null()) continue;
     if (!item.is_string()) {
-      throw ConfigError(fmt::format("config error in {}: `config_paths` must be a list of file "
-                                    "paths, got {}; e.g. config_paths: [resources_servers/x/"
-                                    "configs/x.yaml]",
-                                    origin, describe(*v)));
+      throw ConfigError(
+          fmt::format("config error in {}: `config_paths` must be a list of file "
+                      "paths, got {}; e.g. config_paths: [resources_servers/x/"
+                      "configs/x.yaml]",
+                      origin, describe(*v)));
     }
     paths.emplace_back(item.get_string());
   }
@@ -78,14 +80,15 @@ class IncludeLoader {
   explicit IncludeLoader(const std::vector<std::string>& roots) : roots_(roots) {}
 
   void load(const std::string& entry, const std::string& included_by) {
-    fs::path path = resolve(entry, included_by);
+    fs::path path = resolve_search_path(entry, roots_, "config file", included_by);
     std::error_code ec;
     std::string canonical = fs::weakly_canonical(path, ec).string();
     if (!seen_.insert(ec ? path.string() : canonical).second) {
-      spdlog::warn("config file '{}' is included more than once (again by {}); it is loaded once, "
-                   "at its first position. To configure two servers from one file, give the second "
-                   "one `_inherit_from: <first instance>` instead.",
-                   entry, included_by.empty() ? "the command line" : included_by);
+      spdlog::warn(
+          "config file '{}' is included more than once (again by {}); it is loaded once, "
+          "at its first position. To configure two servers from one file, give the second "
+          "one `_inherit_from: <first instance>` instead.",
+          entry, included_by.empty() ? "the command line" : included_by);
       return;
     }
     json::object tree = as_config_mapping(load_yaml_file(path.string()), path.string());
@@ -99,25 +102,6 @@ class IncludeLoader {
   const std::vector<std::string>& entries() const { return entries_; }
 
  private:
-  fs::path resolve(const std::string& entry, const std::string& included_by) const {
-    std::vector<fs::path> tried;
-    if (fs::path(entry).is_absolute()) {
-      tried.emplace_back(entry);
-    } else {
-      for (const auto& root : roots_) tried.push_back(fs::path(root) / entry);
-    }
-    for (const auto& candidate : tried) {
-      std::error_code ec;
-      if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal();
-    }
-    std::string looked;
-    for (const auto& candidate : tried) looked += "\n  - " + candidate.string();
-    throw ConfigError(fmt::format(
-        "config error{}: config file '{}' was not found. Looked in:{}\nCheck the spelling, or add "
-        "the directory that holds it with --search-dir (NEMO_GYM_EXTRA_ROOTS).",
-        included_by.empty() ? "" : " in " + included_by, entry, looked));
-  }
-
   const std::vector<std::string>& roots_;
   std::set<std::string> seen_;
   std::vector<std::string> entries_;
@@ -136,9 +120,10 @@ Override parse_override(std::string_view text) {
   o.text = std::string(text);
   std::size_t eq = text.find('=');
   if (eq == std::string_view::npos) {
-    throw ConfigError(fmt::format("config error: override '{}' has no '='; write key=value to "
-                                  "replace a key, +key=value to add one, ++key=value for either",
-                                  text));
+    throw ConfigError(
+        fmt::format("config error: override '{}' has no '='; write key=value to "
+                    "replace a key, +key=value to add one, ++key=value for either",
+                    text));
   }
   std::string_view key = text.substr(0, eq);
   while (!key.empty() && key.front() == '+') {
@@ -146,9 +131,10 @@ Override parse_override(std::string_view text) {
     key.remove_prefix(1);
   }
   if (o.pluses > 2 || key.empty()) {
-    throw ConfigError(fmt::format("config error: override '{}' needs a key: key=value, +key=value "
-                                  "or ++key=value",
-                                  text));
+    throw ConfigError(
+        fmt::format("config error: override '{}' needs a key: key=value, +key=value "
+                    "or ++key=value",
+                    text));
   }
   o.key = std::string(key);
   std::string_view raw = text.substr(eq + 1);
@@ -199,11 +185,11 @@ void apply(json::object& cfg, const Override& o, ConfigOrigins* origins) {
         std::vector<std::string> keys;
         for (const auto& entry : object) keys.emplace_back(entry.key());
         auto guess = did_you_mean(part, keys);
-        override_error(o, fmt::format("key '{}' does not exist{}; to add it, write +{}", path,
-                                      guess ? fmt::format(" (did you mean '{}'?)",
-                                                          child_path(parent, *guess))
-                                            : "",
-                                      o.text));
+        override_error(
+            o, fmt::format(
+                   "key '{}' does not exist{}; to add it, write +{}", path,
+                   guess ? fmt::format(" (did you mean '{}'?)", child_path(parent, *guess)) : "",
+                   o.text));
       }
       if (last && slot && o.pluses == 1) {
         std::string origin = origins ? origins->find(path) : "";
@@ -237,6 +223,26 @@ void set_default(json::object& cfg, std::string_view key, json::value v) {
 }
 
 }  // namespace
+
+std::string resolve_search_path(const std::string& path, const std::vector<std::string>& roots,
+                                std::string_view what, std::string_view referrer) {
+  std::vector<fs::path> tried;
+  if (fs::path(path).is_absolute()) {
+    tried.emplace_back(path);
+  } else {
+    for (const auto& root : roots) tried.push_back(fs::path(root) / path);
+  }
+  for (const auto& candidate : tried) {
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
+  }
+  std::string looked;
+  for (const auto& candidate : tried) looked += "\n  - " + candidate.string();
+  throw ConfigError(fmt::format(
+      "config error{}: {} '{}' was not found. Looked in:{}\nCheck the spelling, or add the "
+      "directory that holds it with --search-dir (NEMO_GYM_EXTRA_ROOTS).",
+      referrer.empty() ? "" : " in " + std::string(referrer), what, path, looked));
+}
 
 void deep_merge(json::object& base, const json::object& over) {
   merge_into(base, over, nullptr, "", "");
@@ -274,9 +280,10 @@ void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
   json::value* head = cfg.if_contains("head_server");
   if (!head || head->is_null()) head = &(cfg["head_server"] = json::object());
   if (!head->is_object()) {
-    throw ConfigError(fmt::format("{}`head_server` must be a mapping such as {{host: 127.0.0.1, "
-                                  "port: 11000}}, got {}",
-                                  error_prefix(&origins, "head_server"), describe(*head)));
+    throw ConfigError(
+        fmt::format("{}`head_server` must be a mapping such as {{host: 127.0.0.1, "
+                    "port: 11000}}, got {}",
+                    error_prefix(&origins, "head_server"), describe(*head)));
   }
   const json::value* default_host = cfg.if_contains("default_host");
   bool has_host = default_host && default_host->is_string() && !default_host->get_string().empty();

@@ -56,6 +56,12 @@ struct ConfigSources {
 // getenv = ::getenv.
 ConfigSources default_sources();
 
+// Where a relative path lives: the first `root/path` that exists, in `roots` order (an
+// absolute path must exist as given). Otherwise a ConfigError naming `what` ("config file",
+// "dataset"), who referred to it (`referrer`, may be empty) and every place looked at.
+std::string resolve_search_path(const std::string& path, const std::vector<std::string>& roots,
+                                std::string_view what, std::string_view referrer = "");
+
 // The whole pipeline of runtime.md 6.2: config files (includes flattened), env.yaml, overrides,
 // directives, one error for every `???`, interpolation, defaults. `config_paths` of the result
 // lists every file loaded, in merge order. Fills `origins` when given. Throws ConfigError.

@@ -109,7 +109,9 @@ class DirectiveResolver {
       std::string last = parts.back();
       parts.pop_back();
       Lookup parent = lookup(cfg_, parts);
-      json::object* object = parts.empty() ? &cfg_ : parent.node ? parent.node->if_object() : nullptr;
+      json::object* object = parts.empty() ? &cfg_
+                             : parent.node ? parent.node->if_object()
+                                           : nullptr;
       if (object) object->stable_erase(last);
     }
   }
@@ -329,7 +331,8 @@ class Interpolator {
 
   json::value evaluate(std::string_view expr, const std::string& path) {
     std::string expanded;
-    if (expr.find("${") != std::string_view::npos) {  // ${a.${b}} and defaults such as ${oc.env:X,${y}}
+    // Nested interpolations first: ${a.${b}}, ${oc.env:X,${y}}.
+    if (expr.find("${") != std::string_view::npos) {
       expanded = to_text(interpolate(expr, path));
       expr = expanded;
     }

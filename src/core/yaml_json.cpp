@@ -191,12 +191,14 @@ json::value convert(const YAML::Node& node, std::string_view origin) {
     }
     case YAML::NodeType::Scalar: {
       // yaml-cpp tags quoted and block scalars "!" and plain ones "?".
-      if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return json::string(node.Scalar());
+      if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") {
+        return json::string(node.Scalar());
+      }
       try {
         return yaml_plain_scalar(node.Scalar());
       } catch (const std::out_of_range&) {
-        throw ConfigError(fmt::format("config error in {}{}: the number {} does not fit in 64 bits; "
-                                      "quote it to keep it as text",
+        throw ConfigError(fmt::format("config error in {}{}: the number {} does not fit in 64 "
+                                      "bits; quote it to keep it as text",
                                       origin, location(node.Mark()), node.Scalar()));
       }
     }
@@ -326,8 +328,8 @@ json::value parse_yaml(std::string_view text, std::string_view origin) {
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    throw ConfigError(
-        fmt::format("config error in {}: YAML syntax error{}: {}", origin, location(e.mark), e.msg));
+    throw ConfigError(fmt::format("config error in {}: YAML syntax error{}: {}", origin,
+                                  location(e.mark), e.msg));
   }
   if (docs.size() > 1) {
     throw ConfigError(fmt::format("config error in {}: found {} YAML documents (separated by "

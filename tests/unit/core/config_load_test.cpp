@@ -26,8 +26,8 @@ TEST(LoadConfig, FileOverridesItsIncludesAndLaterSiblingsOverrideEarlier) {
   ConfigSources s = sources_in({dir.path()});
   s.config_paths = {"a.yaml"};
   json::object cfg = load_config(s);
-  EXPECT_EQ(cfg.at("who"), "a");      // a overrides what it includes
-  EXPECT_EQ(cfg.at("shared"), "c");   // the later sibling c beats b and b's include d
+  EXPECT_EQ(cfg.at("who"), "a");     // a overrides what it includes
+  EXPECT_EQ(cfg.at("shared"), "c");  // the later sibling c beats b and b's include d
   EXPECT_EQ(cfg.at("only_d"), true);
   EXPECT_EQ(cfg.at("from_b"), json::parse(R"({"x": 1, "y": 2})"));  // mappings merge
   EXPECT_EQ(cfg.at("config_paths"), strings({"d.yaml", "b.yaml", "c.yaml", "a.yaml"}));
@@ -223,8 +223,11 @@ model: {responses_api_models: {openai_model: {}}}
   const auto& own = cfg.at("own_agent").at("responses_api_agents").at("simple_agent");
   EXPECT_EQ(own.at("skip_verification"), false);
   EXPECT_EQ(own.at("skip_verification_reward"), 0.5);
-  EXPECT_FALSE(cfg.at("model").at("responses_api_models").at("openai_model").as_object().contains(
-      "skip_verification"));
+  EXPECT_FALSE(cfg.at("model")
+                   .at("responses_api_models")
+                   .at("openai_model")
+                   .as_object()
+                   .contains("skip_verification"));
 }
 
 TEST(LoadConfig, DefaultSourcesUseEnvironmentRoots) {
@@ -238,6 +241,27 @@ TEST(LoadConfig, DefaultSourcesUseEnvironmentRoots) {
   ::setenv("GYM_CORE_TEST_VAR", "hello", 1);
   EXPECT_EQ(s.getenv("GYM_CORE_TEST_VAR"), "hello");
   EXPECT_FALSE(s.getenv("GYM_CORE_TEST_UNSET_VAR").has_value());
+}
+
+TEST(ResolveSearchPath, FirstRootWinsAndErrorsListEveryPlace) {
+  TempDir first;
+  TempDir second;
+  second.write("data/train.jsonl", "{}\n");
+  first.write("data/both.jsonl", "{}\n");
+  second.write("data/both.jsonl", "{}\n");
+  std::vector<std::string> roots = {first.path(), second.path()};
+  EXPECT_EQ(resolve_search_path("data/train.jsonl", roots, "dataset"),
+            second.file("data/train.jsonl"));
+  EXPECT_EQ(resolve_search_path("data/both.jsonl", roots, "dataset"),
+            first.file("data/both.jsonl"));
+  EXPECT_EQ(resolve_search_path(second.file("data/train.jsonl"), {}, "dataset"),
+            second.file("data/train.jsonl"));
+  std::string msg = config_error_of(
+      [&] { resolve_search_path("data/none.jsonl", roots, "dataset", "agent.datasets[0]"); });
+  EXPECT_CONTAINS(msg,
+                  "config error in agent.datasets[0]: dataset 'data/none.jsonl' was not found");
+  EXPECT_CONTAINS(msg, first.file("data/none.jsonl"));
+  EXPECT_CONTAINS(msg, second.file("data/none.jsonl"));
 }
 
 }  // namespace

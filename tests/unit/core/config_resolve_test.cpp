@@ -196,7 +196,8 @@ copied_block: {_copy: other, extra: 3}
 }
 
 TEST(Directives, SeveralBlocksMayInheritFromOneSource) {
-  json::object cfg = directed("base: {v: 1}\none: ${inherit_from:base}\ntwo: {_inherit_from: base}\n");
+  json::object cfg =
+      directed("base: {v: 1}\none: ${inherit_from:base}\ntwo: {_inherit_from: base}\n");
   EXPECT_EQ(cfg.at("one").at("v"), 1);
   EXPECT_EQ(cfg.at("two").at("v"), 1);
   EXPECT_FALSE(cfg.contains("base"));
@@ -226,7 +227,8 @@ leaf: {_copy: middle, c: 3}
 }
 
 TEST(Directives, BadSourcesAreErrors) {
-  std::string msg = config_error_of([] { directed("server: {v: 1}\nmine: ${inherit_from:servr}\n"); });
+  std::string msg =
+      config_error_of([] { directed("server: {v: 1}\nmine: ${inherit_from:servr}\n"); });
   EXPECT_CONTAINS(msg, "'mine' inherits from 'servr', which does not exist");
   EXPECT_CONTAINS(msg, "did you mean 'server'?");
   msg = config_error_of([] { directed("a: ${copy:b}\nb: ${copy:a}\n"); });

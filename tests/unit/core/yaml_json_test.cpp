@@ -95,7 +95,9 @@ TEST(YamlParse, DuplicateKeyKeepsFirstPositionAndLastValue) {
   EXPECT_EQ(v.at("a"), 3);
 }
 
-TEST(YamlParse, EmptyDocumentIsNull) { EXPECT_TRUE(parse_yaml("# only a comment\n", "x").is_null()); }
+TEST(YamlParse, EmptyDocumentIsNull) {
+  EXPECT_TRUE(parse_yaml("# only a comment\n", "x").is_null());
+}
 
 TEST(YamlParse, SyntaxErrorNamesOriginAndLine) {
   std::string msg = config_error_of([] { parse_yaml("a: 1\nb: [1, 2\nc: 3\n", "conf/a.yaml"); });
