@@ -211,7 +211,7 @@ int run_demo(const DemoOptions& opt) {
         }
         seconds = std::chrono::duration<double>(Clock::now() - start).count();
       },
-      asio::detached);
+      [&](std::exception_ptr) { io.stop(); });  // idle pooled connections need not linger
   io.run();
 
   for (std::size_t k = 0; k < targets.size(); ++k) {

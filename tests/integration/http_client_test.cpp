@@ -1,0 +1,416 @@
+// The pooled HTTP client against real server processes on 127.0.0.1 (runtime.md 8).
+#include "http/client.h"
+#include "process.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <numeric>
+#include <thread>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using gym::http::ClientRequest;
+using gym::http::ClientResponse;
+using gym::http::HttpClient;
+using gym::http::PoolParams;
+using gym::test::ChildProcess;
+
+namespace {
+
+std::unique_ptr<ChildProcess> start_server(std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{gym::test::build_path("tests/support/gym_test_server"), "--port",
+                                "0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<ChildProcess>(argv);
+}
+
+std::string base_url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+// Runs `body` on the loop until it finishes (the pool's idle sweeper would keep the loop busy);
+// rethrows its exception.
+void run(asio::io_context& io, std::function<asio::awaitable<void>()> body) {
+  std::exception_ptr failure;
+  asio::co_spawn(io, body(), [&](std::exception_ptr e) {
+    failure = e;
+    io.stop();
+  });
+  io.run();
+  io.restart();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Issues `n` concurrent POSTs (built by `make`) and waits for all of them.
+asio::awaitable<std::vector<ClientResponse>> fan_out(HttpClient& client, int n,
+                                                     std::function<ClientRequest(int)> make,
+                                                     std::vector<int>* completion_order = nullptr) {
+  auto ex = co_await asio::this_coro::executor;
+  std::vector<ClientResponse> out(static_cast<std::size_t>(n));
+  int remaining = n;
+  asio::steady_timer done(ex, std::chrono::steady_clock::time_point::max());
+  for (int i = 0; i < n; ++i) {
+    asio::co_spawn(
+        ex,
+        [&, i]() -> asio::awaitable<void> {
+          out[static_cast<std::size_t>(i)] = co_await client.request(make(i));
+          if (completion_order) completion_order->push_back(i);
+        },
+        [&](std::exception_ptr) {
+          if (--remaining == 0) done.cancel();
+        });
+  }
+  co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
+  co_return out;
+}
+
+ClientRequest post(const std::string& url, const json::value& body,
+                   std::string destination = "test_server") {
+  ClientRequest r;
+  r.url = url;
+  r.body = json::serialize(body);
+  r.destination = std::move(destination);
+  return r;
+}
+
+json::object server_stats(asio::io_context& io, HttpClient& client, int port) {
+  json::object stats;
+  run(io, [&]() -> asio::awaitable<void> {
+    ClientRequest r;
+    r.method = gym::http::Method::get;
+    r.url = base_url(port) + "/stats";
+    r.destination = "test_server";
+    stats = (co_await client.request(r)).json().as_object();
+  });
+  return stats;
+}
+
+PoolParams limits(std::size_t total, std::size_t per_host, double budget = 300) {
+  PoolParams p;
+  p.total_limit = total;
+  p.per_host_limit = per_host;
+  p.retry_budget_seconds = budget;
+  return p;
+}
+
+int unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct CountingObserver : gym::http::PoolObserver {
+  int acquisitions = 0, waits = 0, ok = 0, abandoned = 0, per_host = 0, total = 0;
+  void acquisition_started(const std::string& d) noexcept override {
+    EXPECT_EQ(d, "test_server");
+    ++acquisitions;
+  }
+  void wait_finished(const std::string&, gym::http::QueueConstraint c,
+                     gym::http::QueueOutcome o, std::chrono::nanoseconds waited) noexcept override {
+    ++waits;
+    EXPECT_GE(waited.count(), 0);
+    (o == gym::http::QueueOutcome::ok ? ok : abandoned)++;
+    (c == gym::http::QueueConstraint::per_host ? per_host : total)++;
+  }
+};
+
+}  // namespace
+
+TEST(HttpClient, PerHostLimitCapsConnectionsAndAllComplete) {
+  auto server = start_server();
+  int port = server->wait_port();
+  ASSERT_GT(port, 0);
+  asio::io_context io;
+  CountingObserver observer;
+  HttpClient client(io.get_executor(), limits(0, 4), &observer);
+  std::vector<ClientResponse> results;
+  run(io, [&]() -> asio::awaitable<void> {
+    results = co_await fan_out(client, 64, [&](int) {
+      return post(base_url(port) + "/sleep", json::object{{"ms", 20}});
+    });
+  });
+  ASSERT_EQ(results.size(), 64u);
+  for (auto& r : results) EXPECT_EQ(r.status, 200);
+  EXPECT_LE(client.stats().max_in_use, 4u);
+  EXPECT_LE(client.stats().connections_opened, 4u);
+  EXPECT_GT(client.stats().queued, 0u);
+  EXPECT_EQ(observer.acquisitions, 64);
+  EXPECT_EQ(observer.waits, static_cast<int>(client.stats().queued));
+  EXPECT_EQ(observer.ok, observer.waits);
+  EXPECT_EQ(observer.per_host, observer.waits);  // the total is unlimited
+  auto stats = server_stats(io, client, port);
+  EXPECT_LE(stats.at("connections_accepted").to_number<int>(), 4);  // seen from the server
+  EXPECT_LE(stats.at("max_connections_open").to_number<int>(), 4);
+  EXPECT_EQ(client.in_use(), 0u);
+}
+
+TEST(HttpClient, TotalLimitIsAHardCapOnSocketsAcrossDestinations) {
+  auto a = start_server();
+  auto b = start_server();
+  int pa = a->wait_port(), pb = b->wait_port();
+  ASSERT_GT(pa, 0);
+  ASSERT_GT(pb, 0);
+  asio::io_context io;
+  HttpClient client(io.get_executor(), limits(3, 0));
+  std::vector<ClientResponse> results;
+  run(io, [&]() -> asio::awaitable<void> {
+    results = co_await fan_out(client, 40, [&](int i) {
+      return post(base_url(i % 2 ? pa : pb) + "/sleep", json::object{{"ms", 10}});
+    });
+  });
+  for (auto& r : results) EXPECT_EQ(r.status, 200);
+  EXPECT_LE(client.stats().max_in_use, 3u);
+  EXPECT_LE(client.stats().max_open, 3u);
+  EXPECT_LE(client.open_connections(), 3u);
+}
+
+TEST(HttpClient, WaitersForOneHostAreServedInArrivalOrder) {
+  auto server = start_server();
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), limits(0, 1));
+  std::vector<int> order;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await fan_out(
+        client, 12,
+        [&](int) { return post(base_url(port) + "/sleep", json::object{{"ms", 2}}); }, &order);
+  });
+  std::vector<int> expected(12);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+}
+
+TEST(HttpClient, ReusesKeepAliveConnections) {
+  auto server = start_server();
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  run(io, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 20; ++i) {
+      auto req1 = post(base_url(port) + "/echo", json::object{{"i", i}});
+      auto r = co_await client.request(req1);
+      EXPECT_EQ(r.json().at("i").to_number<int>(), i);
+    }
+  });
+  EXPECT_EQ(client.stats().connections_opened, 1u);
+  EXPECT_EQ(client.stats().connections_reused, 19u);
+}
+
+TEST(HttpClient, CookiesAreExplicitPerRequest) {
+  auto server = start_server({"--cookie", "TestServer___t"});
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  run(io, [&]() -> asio::awaitable<void> {
+    auto req2 = post(base_url(port) + "/session", json::object{});
+    auto first = co_await client.request(req2);
+    EXPECT_EQ(first.cookies.size(), 1u);
+    if (first.cookies.empty()) co_return;
+    EXPECT_EQ(first.cookies[0].first, "TestServer___t");
+    auto id = first.json().at("session_id").as_string();
+    // No cookie jar: without passing the cookie the server sees a new client.
+    auto req3 = post(base_url(port) + "/session", json::object{});
+    auto second = co_await client.request(req3);
+    EXPECT_NE(second.json().at("session_id").as_string(), id);
+    auto with_cookie = post(base_url(port) + "/session", json::object{});
+    with_cookie.cookies = first.cookies;
+    auto third = co_await client.request(with_cookie);
+    EXPECT_EQ(third.json().at("session_id").as_string(), id);
+  });
+}
+
+TEST(HttpClient, DeadServerFailsOnceTheRetryBudgetIsSpent) {
+  int port = unused_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), limits(0, 0, /*budget=*/1.2));
+  std::string error;
+  run(io, [&]() -> asio::awaitable<void> {
+    try {
+      auto req4 = post(base_url(port) + "/echo", json::object{});
+      co_await client.request(req4);
+    } catch (const gym::http::RequestError& e) {
+      error = e.what();
+    }
+  });
+  EXPECT_NE(error.find("retry budget exhausted"), std::string::npos) << error;
+  EXPECT_NE(error.find("refused"), std::string::npos) << error;
+  EXPECT_GE(client.stats().retries, 1u);
+}
+
+TEST(HttpClient, RefusedConnectionsAreRetriedUntilTheServerComes) {
+  int port = unused_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), limits(0, 0, 60));
+  std::unique_ptr<ChildProcess> late;
+  // Start the server on the chosen port only after the first attempts were refused.
+  int status = 0;
+  std::thread delayed([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    late = std::make_unique<ChildProcess>(std::vector<std::string>{
+        gym::test::build_path("tests/support/gym_test_server"), "--port", std::to_string(port)});
+  });
+  run(io, [&]() -> asio::awaitable<void> {
+    auto req5 = post(base_url(port) + "/echo", json::object{{"x", 1}});
+    auto r = co_await client.request(req5);
+    status = r.status;
+  });
+  delayed.join();
+  EXPECT_EQ(status, 200);
+  EXPECT_GE(client.stats().retries, 1u);
+}
+
+TEST(HttpClient, ExternalCallsTry500ThreeTimesInternalCallsOnce) {
+  auto server = start_server();
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  run(io, [&]() -> asio::awaitable<void> {
+    auto ext = post(base_url(port) + "/status", json::object{{"code", 500}, {"key", "ext"}});
+    ext.kind = gym::http::CallKind::external;
+    auto r = co_await client.request(ext);
+    EXPECT_EQ(r.status, 500);
+    auto internal = post(base_url(port) + "/status", json::object{{"code", 500}, {"key", "int"}});
+    EXPECT_EQ((co_await client.request(internal)).status, 500);
+    auto req6 = post(base_url(port) + "/hits", json::object{{"key", "ext"}});
+    auto hits_ext = co_await client.request(req6);
+    auto req7 = post(base_url(port) + "/hits", json::object{{"key", "int"}});
+    auto hits_int = co_await client.request(req7);
+    EXPECT_EQ(hits_ext.json().at("hits").to_number<int>(), 3);
+    EXPECT_EQ(hits_int.json().at("hits").to_number<int>(), 1);
+  });
+}
+
+TEST(HttpClient, ExternalRateLimitIsRetriedUntilTheBudget) {
+  auto server = start_server();
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), limits(0, 0, 1.6));
+  std::string error;
+  run(io, [&]() -> asio::awaitable<void> {
+    auto ext = post(base_url(port) + "/status", json::object{{"code", 429}, {"key", "rl"}});
+    ext.kind = gym::http::CallKind::external;
+    try {
+      co_await client.request(ext);
+    } catch (const gym::http::RequestError& e) {
+      error = e.what();
+    }
+    auto req8 = post(base_url(port) + "/hits", json::object{{"key", "rl"}});
+    auto hits = co_await client.request(req8);
+    // 429 is not counted as a try: more than 3 attempts happen before the budget ends.
+    EXPECT_GT(hits.json().at("hits").to_number<int>(), 3);
+  });
+  EXPECT_NE(error.find("retry budget exhausted"), std::string::npos) << error;
+}
+
+TEST(HttpClient, FollowsRedirectsAsAiohttpDoes) {
+  auto server = start_server();
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  run(io, [&]() -> asio::awaitable<void> {
+    // 307 repeats method and body.
+    json::object body{{"code", 307}, {"to", "/echo"}};
+    auto req9 = post(base_url(port) + "/redirect", body);
+    auto r307 = co_await client.request(req9);
+    EXPECT_EQ(r307.status, 200);
+    EXPECT_EQ(r307.json(), json::value(body));
+    // 303 continues as GET without a body.
+    auto see_other = post(base_url(port) + "/redirect", json::object{{"code", 303}, {"to", "/method"}});
+    auto r303 = co_await client.request(see_other);
+    EXPECT_EQ(r303.status, 200);
+    EXPECT_EQ(r303.json().at("method").as_string(), "GET");
+    EXPECT_EQ(r303.json().at("body").as_string(), "");
+    // A loop stops after 10 hops and returns the last redirect.
+    auto forever = post(base_url(port) + "/redirect", json::object{{"code", 307}, {"to", "/redirect"}});
+    auto loop = co_await client.request(forever);
+    EXPECT_EQ(loop.status, 307);
+  });
+  EXPECT_EQ(client.stats().acquisitions, 2u + 2u + 11u);  // each hop is an acquisition
+}
+
+TEST(HttpClient, WaitEndedByTheBudgetIsAbandonedAndFreesNothing) {
+  auto server = start_server();
+  int port = server->wait_port();
+  asio::io_context io;
+  CountingObserver observer;
+  HttpClient client(io.get_executor(), limits(0, 1, /*budget=*/0.8), &observer);
+  std::string error;
+  int slow_status = 0;
+  run(io, [&]() -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto slow = post(base_url(port) + "/sleep", json::object{{"ms", 2500}});
+      slow_status = (co_await client.request(slow)).status;
+    }, asio::detached);
+    try {
+      auto req10 = post(base_url(port) + "/echo", json::object{});
+      co_await client.request(req10);
+    } catch (const gym::http::RequestError& e) {
+      error = e.what();
+    }
+    EXPECT_EQ(client.stats().abandoned, 1u);
+    while (slow_status == 0) {  // let the slow request finish; the test binary's guard bounds it
+      asio::steady_timer t(ex, std::chrono::milliseconds(50));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  });
+  EXPECT_EQ(slow_status, 200);
+  EXPECT_NE(error.find("retry budget exhausted"), std::string::npos) << error;
+  EXPECT_EQ(client.stats().abandoned, 1u);
+  EXPECT_EQ(observer.abandoned, 1);
+  EXPECT_EQ(client.in_use(), 0u);  // the abandoned wait took no slot
+}
+
+TEST(HttpClient, ConnectionClosedByTheServerWhileIdleIsReplaced) {
+  auto server = start_server({"--keep-alive-ms", "200"});
+  int port = server->wait_port();
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  run(io, [&]() -> asio::awaitable<void> {
+    auto req11 = post(base_url(port) + "/echo", json::object{});
+    EXPECT_EQ((co_await client.request(req11)).status, 200);
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(600));
+    co_await t.async_wait(asio::use_awaitable);  // the server closes the idle connection
+    auto req12 = post(base_url(port) + "/echo", json::object{});
+    EXPECT_EQ((co_await client.request(req12)).status, 200);
+  });
+  EXPECT_EQ(client.stats().connections_opened, 2u);
+}
+
+TEST(PoolParams, DividesAggregateLimitsByWorkers) {
+  json::object cfg{{"global_aiohttp_connector_limit", 1000},
+                   {"global_aiohttp_connector_limit_per_host", 10}};
+  auto p = PoolParams::from_config(cfg, 4);
+  EXPECT_EQ(p.total_limit, 250u);
+  EXPECT_EQ(p.per_host_limit, 2u);
+  auto d = PoolParams::from_config(json::object{}, 1);
+  EXPECT_EQ(d.total_limit, 102400u);
+  EXPECT_EQ(d.per_host_limit, 1024u);
+  EXPECT_EQ(d.retry_budget_seconds, 300.0);
+  cfg["global_aiohttp_connector_limit_per_host"] = 3;
+  try {
+    PoolParams::from_config(cfg, 4);
+    FAIL() << "a positive limit that floors to 0 must be rejected";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("global_aiohttp_connector_limit_per_host"),
+              std::string::npos);
+  }
+  EXPECT_THROW(PoolParams::from_config(json::object{{"global_aiohttp_tcp_keepalive_probes", 500}}, 1),
+               std::exception);
+}
