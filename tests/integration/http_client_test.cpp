@@ -300,7 +300,7 @@ TEST(HttpClient, ExternalRateLimitIsRetriedUntilTheBudget) {
   auto server = start_server();
   int port = server->wait_port();
   asio::io_context io;
-  HttpClient client(io.get_executor(), limits(0, 0, 1.6));
+  HttpClient client(io.get_executor(), limits(0, 0, 2.6));
   std::string error;
   run(io, [&]() -> asio::awaitable<void> {
     auto ext = post(base_url(port) + "/status", json::object{{"code", 429}, {"key", "rl"}});

@@ -1,0 +1,30 @@
+# The README's two commands: `make demo` and `make test`. Both install what is missing first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
+# Where NeMo Gym's conformance data lives (tests that need it say so when it is missing).
+export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
+
+.PHONY: setup configure build test demo bench clean
+
+setup:
+	bash scripts/setup.sh
+
+configure: setup
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) --timeout 600
+
+demo: configure
+	cmake --build $(BUILD) -j$(JOBS) --target gym
+	$(BUILD)/src/cli/gym demo
+
+bench: build
+	GYM_BUILD_DIR=$(BUILD) bash bench/http_load.sh
+
+clean:
+	rm -rf $(BUILD)
