@@ -42,7 +42,10 @@ void render_string(boost::json::string_view s, std::string& out) {
 
 }  // namespace
 
-void render_double(double d, std::string& out) {
+std::string python_float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  std::string out;
   // Shortest round-trip digits, then Python's layout: fixed for 1e-4 <= |x| < 1e16.
   char sci[64];
   auto [end, ec] = std::to_chars(sci, sci + sizeof sci, d, std::chars_format::scientific);
@@ -69,13 +72,13 @@ void render_double(double d, std::string& out) {
     int a = std::abs(exponent);
     if (a < 10) out.push_back('0');
     out += std::to_string(a);
-    return;
+    return out;
   }
   if (exponent < 0) {
     out += "0.";
     out.append(static_cast<std::size_t>(-exponent - 1), '0');
     out += digits;
-    return;
+    return out;
   }
   auto int_len = static_cast<std::size_t>(exponent) + 1;
   if (digits.size() <= int_len) {
@@ -87,6 +90,7 @@ void render_double(double d, std::string& out) {
     out.push_back('.');
     out.append(digits, int_len);
   }
+  return out;
 }
 
 void render_json(const boost::json::value& v, std::string& out) {
@@ -97,7 +101,7 @@ void render_json(const boost::json::value& v, std::string& out) {
     case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
     case boost::json::kind::double_:
       if (std::isfinite(v.get_double())) {
-        render_double(v.get_double(), out);
+        out += python_float_repr(v.get_double());
       } else {
         out += "null";
       }

@@ -11,7 +11,8 @@ namespace gym::core {
 void render_json(const boost::json::value& v, std::string& out);
 std::string render_json(const boost::json::value& v);
 
-// Python repr of a finite double ("1.0", "0.0001", "1e-05", "1e+16").
-void render_double(double d, std::string& out);
+// A double as Python's repr() writes it (1.0, 0.0001, 1e-05, 1e+16, inf, nan): JSON bodies,
+// interpolated strings and child processes then see the same text as under NeMo Gym.
+std::string python_float_repr(double d);
 
 }  // namespace gym::core

@@ -290,39 +290,6 @@ json::value yaml_plain_scalar(std::string_view text) {
   return json::string(text);
 }
 
-std::string python_float_repr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  // Shortest round-trip digits, then Python's layout: fixed for 1e-4 <= |d| < 1e16.
-  char buf[64];
-  auto end = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific).ptr;
-  std::string_view sci(buf, static_cast<std::size_t>(end - buf));
-  std::string out;
-  if (sci.front() == '-') {
-    out = "-";
-    sci.remove_prefix(1);
-  }
-  std::size_t e = sci.find('e');
-  std::string digits(sci.substr(0, e));
-  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
-  int exp = std::stoi(std::string(sci.substr(e + 1)));
-  if (exp < -4 || exp >= 16) {
-    out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
-  } else if (exp < 0) {
-    out += "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
-  } else {
-    auto int_len = static_cast<std::size_t>(exp + 1);
-    if (digits.size() <= int_len) {
-      out += digits + std::string(int_len - digits.size(), '0') + ".0";
-    } else {
-      out += digits.substr(0, int_len) + "." + digits.substr(int_len);
-    }
-  }
-  return out;
-}
-
 json::value parse_yaml(std::string_view text, std::string_view origin) {
   std::vector<YAML::Node> docs;
   try {

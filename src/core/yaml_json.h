@@ -8,6 +8,8 @@
 
 #include <boost/json/value.hpp>
 
+#include "core/json_text.h"  // python_float_repr
+
 namespace gym::core {
 
 // Parses one YAML document. `origin` (a file path or "<NEMO_GYM_CONFIG_DICT>") names the source
@@ -28,9 +30,5 @@ std::string to_yaml(const boost::json::value& v);
 // "1:30"), double (1.5, 1., 1e-3, .5, 1:30.5, .inf, .nan), otherwise the string itself.
 // Throws std::out_of_range for an integer that does not fit in 64 bits.
 boost::json::value yaml_plain_scalar(std::string_view text);
-
-// A double as Python's repr() writes it (1.0, 0.001, 1e-05, 1e+16, inf, nan): interpolated
-// strings and child processes then see the same text as under NeMo Gym.
-std::string python_float_repr(double d);
 
 }  // namespace gym::core
