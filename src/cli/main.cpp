@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
 
   gym::cli::ConfigFlags config_flags;
   auto add_config_flags = [&](CLI::App* sub) {
-    sub->add_option("--config", config_flags.config_paths, "YAML config file (repeatable)");
+    sub->add_option("--config", config_flags.config_paths, "YAML config file (repeatable)")
+        ->allow_extra_args(false);
     sub->allow_extras();  // overrides: key=v, +key=v, ++key=v
   };
 

@@ -1,0 +1,174 @@
+// The gym binary as users and the orchestrator run it: config errors, `gym serve` configured
+// through NEMO_GYM_CONFIG_DICT, and the demo's end-to-end run.
+#include "process.h"
+
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace fs = std::filesystem;
+using gym::test::ChildProcess;
+
+namespace {
+
+std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+Result run_gym(const std::string& args) {
+  std::string cmd = gym_binary() + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (auto n = std::fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
+  int status = ::pclose(pipe.release());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/gym-cli-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    auto p = path_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+constexpr const char* kWeather = R"(weather:
+  resources_servers:
+    example_single_tool_call:
+      domain: agent
+)";
+
+int unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST(GymCli, ConfigShowMergesFilesAndOverrides) {
+  TempDir dir;
+  auto base = dir.write("base.yaml", std::string(kWeather) + "policy_model_name: small\n");
+  auto r = run_gym("config show --config " + base + " ++policy_model_name=large +extra.list=[1,2]");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("policy_model_name: large"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("weather:"), std::string::npos);
+  EXPECT_NE(r.output.find("head_server:"), std::string::npos);  // defaults filled
+}
+
+TEST(GymCli, UnknownImplementationListsTheBuiltIns) {
+  TempDir dir;
+  auto cfg = dir.write("bad.yaml", "weather:\n  resources_servers:\n    example_single_tool_cal:\n"
+                                   "      domain: agent\n");
+  auto r = run_gym("config show --config " + cfg);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("example_single_tool_cal"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("example_single_tool_call"), std::string::npos) << r.output;
+}
+
+TEST(GymCli, MisspeltReferenceGetsADidYouMeanHint) {
+  TempDir dir;
+  auto cfg = dir.write("ref.yaml", std::string(kWeather) +
+                                       "agent_ref:\n  resources_server:\n"
+                                       "    type: resources_servers\n    name: wether\n");
+  auto r = run_gym("config show --config " + cfg);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("did you mean 'weather'"), std::string::npos) << r.output;
+}
+
+TEST(GymCli, MissingValuesAreReportedTogether) {
+  TempDir dir;
+  auto cfg = dir.write("missing.yaml", "a: ???\nb:\n  c: ???\n");
+  auto r = run_gym("config show --config " + cfg);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("b.c"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(cfg), std::string::npos) << r.output;  // names the file
+}
+
+TEST(GymCli, MissingConfigFileIsAClearError) {
+  auto r = run_gym("config show --config /nonexistent/gym.yaml");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("/nonexistent/gym.yaml"), std::string::npos) << r.output;
+}
+
+TEST(GymCli, ServeReadsTheConfigFromTheEnvironment) {
+  int port = unused_port();
+  std::string yaml = std::string(kWeather) + "      port: " + std::to_string(port) + "\n";
+  ChildProcess server({gym_binary(), "serve"},
+                      {"NEMO_GYM_CONFIG_DICT=" + yaml, "NEMO_GYM_CONFIG_PATH=weather"});
+  // Ready once it answers (any HTTP answer, as the orchestrator's readiness check).
+  for (int i = 0; i < 400 && gym::test::status_of(gym::test::http_raw(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) < 0; ++i)
+    ::usleep(25'000);
+  ASSERT_GT(port, 0) << "server did not start listening";
+  auto res = gym::test::http_raw(
+      port, gym::test::post("/get_weather", R"({"city":"Zürich"})"));
+  EXPECT_EQ(gym::test::status_of(res), 200);
+  EXPECT_EQ(gym::test::body_of(res),
+            R"({"city":"Zürich","weather_description":"The weather in Zürich is cold."})");
+  EXPECT_NE(gym::test::header_of(res, "set-cookie").find("SimpleWeatherResourcesServer___weather="),
+            std::string::npos);
+  auto verify = gym::test::http_raw(
+      port, gym::test::post("/verify", R"({"responses_create_params":{"input":"hi"},"response":{"output":[]}})"));
+  EXPECT_EQ(gym::test::status_of(verify), 200);
+  EXPECT_EQ(gym::test::body_of(verify),
+            R"({"responses_create_params":{"input":"hi"},"response":{"output":[]},"reward":1.0})");
+  auto missing = gym::test::http_raw(port, gym::test::post("/verify", R"({"response":{}})"));
+  EXPECT_EQ(gym::test::status_of(missing), 422);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(), 0);
+}
+
+TEST(GymCli, ServeWithoutConfigIsAClearError) {
+  auto r = run_gym("serve");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("NEMO_GYM_CONFIG_PATH"), std::string::npos) << r.output;
+}
+
+TEST(GymCli, DemoRunsEndToEnd) {
+  auto r = run_gym("demo --tasks 50 --concurrency 8");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("50 tasks, 50 verified, 0 failed, mean reward 1.000"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("exit code 0"), std::string::npos) << r.output;
+}
+
+TEST(GymCli, DemoReportsAServerThatCannotStart) {
+  ChildProcess holder({gym::test::build_path("tests/support/gym_test_server"), "--port", "0"});
+  int port = holder.wait_port();
+  ASSERT_GT(port, 0);
+  TempDir dir;
+  auto cfg = dir.write("busy.yaml", std::string(kWeather) + "      port: " + std::to_string(port) + "\n");
+  auto busy = run_gym("demo --tasks 5 --config " + cfg);
+  EXPECT_EQ(busy.code, 2) << busy.output;
+  EXPECT_NE(busy.output.find("already in use"), std::string::npos) << busy.output;
+  EXPECT_NE(busy.output.find("weather"), std::string::npos) << busy.output;
+}
