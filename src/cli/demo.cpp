@@ -6,6 +6,7 @@
 #include "core/json_text.h"
 #include "core/yaml_json.h"
 #include "http/client.h"
+#include "orchestrator/ports.h"
 #include "orchestrator/spawn.h"
 #include "servers/registry.h"
 
@@ -18,9 +19,6 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,34 +34,6 @@ namespace {
 
 constexpr const char* kCities[] = {"San Francisco", "Tokyo", "Zürich", "Lagos", "São Paulo",
                                    "Reykjavík", "Mumbai", "Toronto"};
-
-// A free loopback port chosen by the OS (the orchestrator issue brings port ranges).
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Whether `port` can be bound on `host` right now (a server answering there would otherwise
-// look like ours becoming ready).
-bool port_free(const std::string& host, int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
 
 json::object task_row(const std::string& city) {
   json::object tool{{"type", "function"},
@@ -179,11 +149,11 @@ int run_demo(const DemoOptions& opt) {
   for (auto& inst : targets) {
     auto& block = cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
     if (!block.contains("host")) block["host"] = "127.0.0.1";
-    if (!block.contains("port")) block["port"] = free_port();
+    if (!block.contains("port")) block["port"] = orchestrator::free_port();
     inst.config = block;
     std::string host(block.at("host").as_string());
     int port = block.at("port").to_number<int>();
-    if (!port_free(host, port)) {
+    if (!orchestrator::port_free(host, port)) {
       std::fprintf(stderr, "error: port %d of server %s is already in use on %s; free it or set "
                    "another with ++%s.%s.%s.port=<port>\n", port, inst.name.c_str(), host.c_str(),
                    inst.name.c_str(), inst.server_type.c_str(), inst.impl.c_str());

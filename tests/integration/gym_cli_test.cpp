@@ -1,5 +1,6 @@
 // The gym binary as users and the orchestrator run it: config errors, `gym serve` configured
 // through NEMO_GYM_CONFIG_DICT, and the demo's end-to-end run.
+#include "orchestrator/ports.h"
 #include "process.h"
 
 #include <gtest/gtest.h>
@@ -60,17 +61,6 @@ constexpr const char* kWeather = R"(weather:
       domain: agent
 )";
 
-int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 }  // namespace
 
@@ -121,7 +111,7 @@ TEST(GymCli, MissingConfigFileIsAClearError) {
 }
 
 TEST(GymCli, ServeReadsTheConfigFromTheEnvironment) {
-  int port = unused_port();
+  int port = gym::orchestrator::free_port();
   std::string yaml = std::string(kWeather) + "      port: " + std::to_string(port) + "\n";
   ChildProcess server({gym_binary(), "serve"},
                       {"NEMO_GYM_CONFIG_DICT=" + yaml, "NEMO_GYM_CONFIG_PATH=weather"});

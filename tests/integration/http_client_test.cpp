@@ -1,5 +1,6 @@
 // The pooled HTTP client against real server processes on 127.0.0.1 (runtime.md 8).
 #include "http/client.h"
+#include "orchestrator/ports.h"
 #include "process.h"
 
 #include <boost/asio/as_tuple.hpp>
@@ -103,17 +104,6 @@ PoolParams limits(std::size_t total, std::size_t per_host, double budget = 300) 
   return p;
 }
 
-int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct CountingObserver : gym::http::PoolObserver {
   int acquisitions = 0, waits = 0, ok = 0, abandoned = 0, per_host = 0, total = 0;
@@ -236,7 +226,7 @@ TEST(HttpClient, CookiesAreExplicitPerRequest) {
 }
 
 TEST(HttpClient, DeadServerFailsOnceTheRetryBudgetIsSpent) {
-  int port = unused_port();
+  int port = gym::orchestrator::free_port();
   asio::io_context io;
   HttpClient client(io.get_executor(), limits(0, 0, /*budget=*/1.2));
   std::string error;
@@ -254,7 +244,7 @@ TEST(HttpClient, DeadServerFailsOnceTheRetryBudgetIsSpent) {
 }
 
 TEST(HttpClient, RefusedConnectionsAreRetriedUntilTheServerComes) {
-  int port = unused_port();
+  int port = gym::orchestrator::free_port();
   asio::io_context io;
   HttpClient client(io.get_executor(), limits(0, 0, 60));
   std::unique_ptr<ChildProcess> late;
