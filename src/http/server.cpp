@@ -28,6 +28,7 @@
 #include <list>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace gym::http {
 namespace asio = boost::asio;
@@ -358,7 +359,11 @@ int HttpServer::run(const ServeHooks& hooks) {
 
 int HttpServer::serve(const ServeHooks& hooks) {
   asio::io_context io(1);
-  Loop loop(io, router_, options_, stats_, ::dup(listen_fd_));
+  // The loop's acceptor takes the listening socket over: when shutdown closes the acceptor, no
+  // other descriptor of this process keeps the socket listening (a kept copy would let the
+  // kernel complete new connections that nobody serves).
+  const int fd = std::exchange(listen_fd_, -1);
+  Loop loop(io, router_, options_, stats_, fd);
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int sig) {
     if (ec) return;
@@ -396,6 +401,11 @@ int HttpServer::supervise(const ServeHooks& hooks) {
     return pid;
   };
 
+  auto close_listener = [&] {
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+  };
+
   std::map<pid_t, int> workers;  // pid -> worker index
   for (int i = 0; i < options_.num_workers; ++i) workers[spawn()] = i;
   spdlog::info("started {} workers", options_.num_workers);
@@ -409,6 +419,7 @@ int HttpServer::supervise(const ServeHooks& hooks) {
     int sig = ::sigtimedwait(&set, nullptr, &timeout);
     if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
       stopping = true;
+      close_listener();  // stop accepting: only the workers' copies remain, closed on their stop
       stop_deadline = std::chrono::steady_clock::now() + options_.worker_stop_grace;
       for (auto& [pid, idx] : workers) ::kill(pid, SIGTERM);
     }
@@ -427,6 +438,7 @@ int HttpServer::supervise(const ServeHooks& hooks) {
         spdlog::error("workers died more than 5 times within 60 s; stopping");
         exit_code = 1;
         stopping = true;
+        close_listener();
         stop_deadline = now + options_.worker_stop_grace;
         for (auto& [p, i] : workers) ::kill(p, SIGTERM);
         continue;
