@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# HTTP load benchmark: POST a real rollout row (~2.9 KB JSON) to a JSON route that parses it
+# and answers a small JSON object, on our Beast server (bench/json_route_server.cpp) and on an
+# equivalent FastAPI app under uvicorn (bench/fastapi_app.py), plus a fixed-body nginx route as
+# the ceiling, at 64 and 4000 connections, in one run. Prints a side-by-side table with the
+# ratios and records it in bench/RESULTS.md.
+#
+# Usage: [GYM_BUILD_DIR=build] [DURATION=10] bash bench/http_load.sh [--data-root PATH] [--no-record]
+#
+# Environment:
+#   GYM_BUILD_DIR  build dir holding bench/json_route_server (default: build; relative to repo root)
+#   GYM_DATA_ROOT  conformance data root (default: ../shared/data/conformance relative to repo root;
+#                  --data-root wins)
+#   DURATION       seconds per measured wrk run (default 10)
+#   WARMUP         seconds of warm-up at 64 connections before each measured run (default 2)
+#   WRK_THREADS    wrk threads (default 2)
+#   WRK_TIMEOUT    wrk request timeout; slower answers count as timeout errors (default 2s)
+#   KEEP_TMP=1     keep the temp dir (server logs, raw wrk output) for inspection
+#
+# Every server gets ONE worker/process (nginx worker_processes 1, uvicorn --workers 1, ours
+# --workers 1); wrk runs on the same machine and shares its cores.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_DIR=$REPO_ROOT/bench
+ORIG_ARGS=("$@")
+
+die() {
+  echo "http_load.sh: error: $*" >&2
+  exit 1
+}
+
+DATA_ROOT=${GYM_DATA_ROOT:-$REPO_ROOT/../shared/data/conformance}
+RECORD=1
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --data-root)
+      [[ $# -ge 2 ]] || die "--data-root needs a path"
+      DATA_ROOT=$2
+      shift 2
+      ;;
+    --data-root=*)
+      DATA_ROOT=${1#*=}
+      shift
+      ;;
+    --no-record)
+      RECORD=0
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *) die "unknown argument '$1' (try --help)" ;;
+  esac
+done
+
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+WRK_THREADS=${WRK_THREADS:-2}
+WRK_TIMEOUT=${WRK_TIMEOUT:-2s}
+CONNS=(64 4000)
+SERVERS=(ours fastapi nginx)
+PYTHON=/usr/bin/python3
+BUILD_DIR=${GYM_BUILD_DIR:-build}
+[[ $BUILD_DIR == /* ]] || BUILD_DIR=$REPO_ROOT/$BUILD_DIR
+SERVER_BIN=$BUILD_DIR/bench/json_route_server
+DATA_FILE_REL=example_single_tool_call/example_rollouts.jsonl
+ROW=3
+for v in DURATION WARMUP WRK_THREADS; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
+done
+
+# --- tools -------------------------------------------------------------------------------
+command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
+NGINX=$(command -v nginx || true)
+[[ -z $NGINX && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
+[[ -n $NGINX ]] || die "nginx not found (apt-get install nginx-light)"
+command -v curl >/dev/null || die "curl not found (apt-get install curl)"
+[[ -x $PYTHON ]] || die "$PYTHON not found"
+$PYTHON -c 'import fastapi, uvicorn, uvloop, httptools' 2>/dev/null ||
+  die "$PYTHON lacks fastapi/uvicorn/uvloop/httptools (apt-get install python3-fastapi python3-uvicorn python3-uvloop python3-httptools)"
+[[ -x $SERVER_BIN ]] || die "server binary not found: $SERVER_BIN
+  build it: cmake -S . -B ${GYM_BUILD_DIR:-build} -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build ${GYM_BUILD_DIR:-build} --target json_route_server
+  or point GYM_BUILD_DIR at the build dir that has bench/json_route_server"
+
+# --- data --------------------------------------------------------------------------------
+[[ -d $DATA_ROOT ]] || die "data root not found: $DATA_ROOT
+  set GYM_DATA_ROOT or pass --data-root PATH (the conformance data dir holding $DATA_FILE_REL)"
+DATA_FILE=$DATA_ROOT/$DATA_FILE_REL
+[[ -f $DATA_FILE ]] || die "data file not found: $DATA_FILE (is $DATA_ROOT the conformance data root?)"
+
+# --- temp dir and cleanup ----------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gym-http-load.XXXXXX")
+chmod 755 "$TMP" # nginx workers may run as another user when started by root
+PIDS=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [[ ${KEEP_TMP:-0} == 1 ]]; then
+    echo "kept temp dir: $TMP" >&2
+  else
+    rm -rf "$TMP"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+BODY=$TMP/body.json
+sed -n "${ROW}p" "$DATA_FILE" >"$BODY"
+[[ -s $BODY ]] || die "$DATA_FILE has no line $ROW"
+$PYTHON -c 'import json,sys; json.load(open(sys.argv[1]))' "$BODY" ||
+  die "line $ROW of $DATA_FILE is not valid JSON"
+BODY_BYTES=$(($(wc -c <"$BODY") - 1)) # without the trailing newline
+truncate -s "$BODY_BYTES" "$BODY"
+
+# --- file descriptors: 4000 client + 4000 server sockets ---------------------------------
+HARD=$(ulimit -Hn)
+WANT=65536
+[[ $HARD != unlimited && $HARD -lt $WANT ]] && WANT=$HARD
+ulimit -n "$WANT" || die "cannot raise the open-file limit to $WANT"
+[[ $WANT -ge $((CONNS[-1] + 1000)) ]] ||
+  die "open-file limit $WANT is too low for ${CONNS[-1]} connections (raise the hard limit: ulimit -Hn)"
+SOMAXCONN=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo '?')
+
+# --- servers -----------------------------------------------------------------------------
+read -r PORT_FASTAPI PORT_NGINX < <($PYTHON - <<'EOF'
+import socket
+socks = []
+for _ in range(2):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(*(s.getsockname()[1] for s in socks))
+EOF
+)
+
+"$SERVER_BIN" --port 0 --workers 1 >"$TMP/ours.out" 2>"$TMP/ours.err" &
+PID_OURS=$!
+PIDS+=("$PID_OURS")
+
+$PYTHON -m uvicorn fastapi_app:app --app-dir "$BENCH_DIR" --host 127.0.0.1 --port "$PORT_FASTAPI" \
+  --loop uvloop --http httptools --workers 1 --log-level warning --no-access-log \
+  --backlog 8192 >"$TMP/fastapi.out" 2>"$TMP/fastapi.err" &
+PID_FASTAPI=$!
+PIDS+=("$PID_FASTAPI")
+
+# The ceiling: the same small answer as a fixed body. `return` answers POST too (nginx
+# discards the request body). keepalive_requests is raised so that, like the other two
+# servers, nginx never closes a busy keep-alive connection (its default is 1000 requests).
+FIXED_BODY='{"reward":1.0,"items":3}'
+mkdir -p "$TMP/nginx"
+cat >"$TMP/nginx/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile $WANT;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+events {
+  worker_connections 8192;
+}
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx/client_body;
+  proxy_temp_path $TMP/nginx/proxy;
+  fastcgi_temp_path $TMP/nginx/fastcgi;
+  uwsgi_temp_path $TMP/nginx/uwsgi;
+  scgi_temp_path $TMP/nginx/scgi;
+  keepalive_requests 1000000;
+  keepalive_timeout 75s;
+  server {
+    listen 127.0.0.1:$PORT_NGINX backlog=8192;
+    location = /verify {
+      default_type application/json;
+      return 200 '$FIXED_BODY';
+    }
+  }
+}
+EOF
+"$NGINX" -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" -g 'daemon off;' \
+  >"$TMP/nginx.out" 2>"$TMP/nginx.err" &
+PID_NGINX=$!
+PIDS+=("$PID_NGINX")
+
+show_logs() {
+  local name=$1
+  for f in "$TMP/$name.out" "$TMP/$name.err"; do
+    [[ -s $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
+  done
+  [[ $name == nginx && -s $TMP/nginx/error.log ]] && { echo "--- nginx error.log" >&2; tail -n 20 "$TMP/nginx/error.log" >&2; }
+  return 0
+}
+
+PORT_OURS=
+for _ in $(seq 100); do
+  PORT_OURS=$(sed -n 's/^LISTENING \([0-9]*\)$/\1/p' "$TMP/ours.out")
+  [[ -n $PORT_OURS ]] && break
+  kill -0 "$PID_OURS" 2>/dev/null || { show_logs ours; die "our server exited before listening"; }
+  sleep 0.1
+done
+[[ -n $PORT_OURS ]] || { show_logs ours; die "our server did not print LISTENING within 10 s"; }
+
+declare -A URL PID
+URL[ours]=http://127.0.0.1:$PORT_OURS/verify
+URL[fastapi]=http://127.0.0.1:$PORT_FASTAPI/verify
+URL[nginx]=http://127.0.0.1:$PORT_NGINX/verify
+PID[ours]=$PID_OURS
+PID[fastapi]=$PID_FASTAPI
+PID[nginx]=$PID_NGINX
+
+# Wait until each server answers the real POST with 200; show the answers side by side.
+for s in "${SERVERS[@]}"; do
+  ok=0
+  for _ in $(seq 150); do
+    kill -0 "${PID[$s]}" 2>/dev/null || { show_logs "$s"; die "$s server exited during start-up"; }
+    code=$(curl -s -o "$TMP/$s.answer" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+      --data-binary "@$BODY" "${URL[$s]}" || true)
+    if [[ $code == 200 ]]; then ok=1; break; fi
+    sleep 0.1
+  done
+  [[ $ok == 1 ]] || { show_logs "$s"; die "$s server did not answer 200 on ${URL[$s]} within 15 s (last status: ${code:-none})"; }
+  printf '%-8s %s -> %s\n' "$s" "${URL[$s]}" "$(cat "$TMP/$s.answer")"
+done
+[[ $(cat "$TMP/ours.answer") == "$FIXED_BODY" && $(cat "$TMP/fastapi.answer") == "$FIXED_BODY" ]] ||
+  echo "warning: the three answers differ; the comparison is less like-for-like" >&2
+
+listen_overflows() {
+  awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else { for (i = 1; i <= NF; i++) if (n[i] == "ListenOverflows") print $i } }' /proc/net/netstat
+}
+
+echo
+echo "Note: each server runs ONE worker/process (ours --workers 1, uvicorn --workers 1, nginx"
+echo "worker_processes 1); wrk (-t$WRK_THREADS) runs on the same $(nproc) cores. Body: line $ROW of"
+echo "$DATA_FILE_REL ($BODY_BYTES bytes). somaxconn=$SOMAXCONN, open files=$WANT."
+echo
+
+# How busy the machine is with other work just before the runs (the servers are idle now).
+cpu_busy_pct() {
+  local a b
+  read -r -a a </proc/stat
+  sleep "$1"
+  read -r -a b </proc/stat
+  local busy=$((b[1] + b[2] + b[3] + b[6] + b[7] - a[1] - a[2] - a[3] - a[6] - a[7]))
+  local idle=$((b[4] + b[5] - a[4] - a[5]))
+  echo $((100 * busy / (busy + idle > 0 ? busy + idle : 1)))
+}
+BUSY_BEFORE=$(cpu_busy_pct 3)
+echo "CPU busy with other work in the 3 s before the runs: ${BUSY_BEFORE}%"
+[[ $BUSY_BEFORE -lt 20 ]] || echo "warning: the machine is busy; figures will be noisy (ratios still compare)" >&2
+
+WRK_BASE=(wrk "-t$WRK_THREADS" --timeout "$WRK_TIMEOUT" --latency -s "$BENCH_DIR/wrk_post.lua")
+for c in "${CONNS[@]}"; do
+  for s in "${SERVERS[@]}"; do
+    out=$TMP/wrk_${s}_$c.txt
+    "${WRK_BASE[@]}" -c64 "-d${WARMUP}s" "${URL[$s]}" -- "$BODY" >"$TMP/warmup_${s}_$c.txt" 2>&1 || true
+    sleep 1
+    before=$(listen_overflows)
+    echo "running: ${WRK_BASE[*]} -c$c -d${DURATION}s ${URL[$s]} -- body.json" >&2
+    "${WRK_BASE[@]}" "-c$c" "-d${DURATION}s" "${URL[$s]}" -- "$BODY" >"$out" 2>&1 &
+    wrk_pid=$!
+    PIDS+=("$wrk_pid")
+    # wrk counts a timeout only when a late response finally arrives, so a connection that is
+    # never accepted is invisible to it. Sample the listener's accept queue (ss Recv-Q) instead.
+    port=${URL[$s]#http://127.0.0.1:}
+    port=${port%%/*}
+    : >"$TMP/queue_${s}_$c"
+    while kill -0 "$wrk_pid" 2>/dev/null; do
+      ss -ltnH "( sport = :$port )" | awk '{ print $2 }' >>"$TMP/queue_${s}_$c"
+      sleep 0.5
+    done
+    wait "$wrk_pid" || true
+    after=$(listen_overflows)
+    grep -q '^WRK_RESULT ' "$out" || { cat "$out" >&2; die "wrk failed against $s at $c connections"; }
+    sed -n 's/^WRK_RESULT //p' "$out" | tr -d '\n' >"$TMP/result_${s}_$c"
+    # Drop the last sample: it may have been taken after wrk closed its connections.
+    read -r qmax qend < <(head -n -1 "$TMP/queue_${s}_$c" |
+      awk 'BEGIN { m = 0; e = 0 } { if ($1 > m) m = $1; e = $1 } END { print m, e }')
+    echo " overflows=$(( ${after:-0} - ${before:-0} )) queue_max=$qmax queue_end=$qend" >>"$TMP/result_${s}_$c"
+    kill -0 "${PID[$s]}" 2>/dev/null || { show_logs "$s"; die "$s server died during the $c-connection run"; }
+    sleep 1
+  done
+done
+
+# Peak resident memory of each serving process (nginx: its single worker).
+rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true; }
+NGINX_WORKER=$(pgrep -P "$PID_NGINX" | head -n 1 || true)
+RSS_OURS=$(rss_kb "$PID_OURS")
+RSS_FASTAPI=$(rss_kb "$PID_FASTAPI")
+RSS_NGINX=
+if [[ -n $NGINX_WORKER ]]; then RSS_NGINX=$(rss_kb "$NGINX_WORKER"); fi
+ACCEPT_WARNINGS=$(grep -c 'accept failed' "$TMP/ours.err" || true)
+
+# The exact command, as it was typed (the variables that were set, then the script).
+CMD=
+for v in GYM_BUILD_DIR GYM_DATA_ROOT DURATION WARMUP WRK_THREADS WRK_TIMEOUT; do
+  [[ -n ${!v+x} ]] && [[ -n $(printenv "$v" || true) ]] && CMD+="$v=$(printenv "$v") "
+done
+CMD+="bash bench/http_load.sh${ORIG_ARGS[*]:+ ${ORIG_ARGS[*]}}"
+
+export TMP RECORD CMD BODY_BYTES ROW DATA_FILE_REL DURATION WARMUP WRK_THREADS WRK_TIMEOUT SOMAXCONN \
+  BUSY_BEFORE RSS_OURS RSS_FASTAPI RSS_NGINX ACCEPT_WARNINGS
+export RESULTS_MD=$BENCH_DIR/RESULTS.md
+export CONNS_LIST="${CONNS[*]}" SERVERS_LIST="${SERVERS[*]}"
+$PYTHON - <<'EOF'
+import datetime, os, platform, re, subprocess
+
+env = os.environ
+tmp = env["TMP"]
+conns = [int(c) for c in env["CONNS_LIST"].split()]
+servers = env["SERVERS_LIST"].split()
+label = {"ours": "ours (Beast, gym_http)", "fastapi": "FastAPI + uvicorn", "nginx": "nginx fixed body"}
+
+res = {}
+for s in servers:
+    for c in conns:
+        with open(f"{tmp}/result_{s}_{c}") as f:
+            res[s, c] = {k: float(v) for k, v in (kv.split("=") for kv in f.read().split())}
+
+def errors(r):
+    return int(r["connect"] + r["read"] + r["write"] + r["timeout"])
+
+rows = []
+for c in conns:
+    for s in servers:
+        r = res[s, c]
+        rows.append([
+            label[s], str(c), f"{r['rps']:,.0f}", f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}",
+            f"{errors(r)} ({int(r['connect'])}/{int(r['read'])}/{int(r['write'])}/{int(r['timeout'])})",
+            str(int(r["non2xx"])), f"{int(r['queue_max'])} / {int(r['queue_end'])}",
+            str(int(r["overflows"])),
+        ])
+head = ["server", "conns", "req/s", "p50 ms", "p99 ms", "socket errors (c/r/w/t)", "non-2xx",
+        "accept queue max / end", "listen overflows"]
+
+def ratio(a, b):
+    return res[a[0], a[1]]["rps"] / res[b[0], b[1]]["rps"] if res[b[0], b[1]]["rps"] else float("inf")
+
+lo, hi = conns[0], conns[-1]
+r_fa = ratio(("ours", lo), ("fastapi", lo))
+r_ng = ratio(("ours", lo), ("nginx", lo))
+r_fa_hi = ratio(("ours", hi), ("fastapi", hi))
+r_ng_hi = ratio(("ours", hi), ("nginx", hi))
+ours_hi = res["ours", hi]
+ours_hi_bad = errors(ours_hi) + int(ours_hi["non2xx"]) + int(ours_hi["queue_end"])
+verdict = lambda ok: "MET" if ok else "MISSED"
+targets = [
+    f"ours/FastAPI at {lo} connections: {r_fa:.1f}x (goal >= 8x): {verdict(r_fa >= 8)}",
+    f"ours/nginx at {lo} connections: {r_ng:.2f}x (goal >= 0.5x): {verdict(r_ng >= 0.5)}",
+    f"ours errors at {hi} connections: {errors(ours_hi)} socket errors, {int(ours_hi['non2xx'])} non-2xx, "
+    f"{int(ours_hi['queue_end'])} connections still unaccepted at the end (goal: none): "
+    f"{verdict(ours_hi_bad == 0)}",
+]
+info = [
+    f"at {hi} connections: ours/FastAPI {r_fa_hi:.1f}x, ours/nginx {r_ng_hi:.2f}x",
+    f"peak RSS (VmHWM): ours {env['RSS_OURS'] or '?'} kB, uvicorn {env['RSS_FASTAPI'] or '?'} kB, "
+    f"nginx worker {env['RSS_NGINX'] or '?'} kB",
+    f"our server logged {env['ACCEPT_WARNINGS'] or 0} 'accept failed' warnings; listen backlog 4096 "
+    f"(ours), 8192 (uvicorn, nginx), capped by net.core.somaxconn={env['SOMAXCONN']}",
+]
+
+def table(md):
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    fmt = lambda cells: "| " + " | ".join(x.ljust(w) for x, w in zip(cells, widths)) + " |"
+    out = [fmt(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    return "\n".join(out + [fmt(r) for r in rows])
+
+print(table(False))
+print()
+for t in targets:
+    print("  " + t)
+for t in info:
+    print("  " + t)
+
+if env["RECORD"] != "1":
+    print("\n(--no-record: bench/RESULTS.md left unchanged)")
+    raise SystemExit(0)
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+nproc = os.cpu_count()
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+d, w, th, to = env["DURATION"], env["WARMUP"], env["WRK_THREADS"], env["WRK_TIMEOUT"]
+section = f"""<!-- http_load.sh:begin (generated by bench/http_load.sh; edits here are overwritten) -->
+## HTTP load: JSON `/verify` route — ours vs FastAPI vs nginx
+
+- Date: {now}
+- Machine: nproc={nproc}, CPU: {cpu_model()}, kernel {platform.release()}; CPU busy with
+  other work in the 3 s before the runs: {env['BUSY_BEFORE']}%
+- Command (repo root): `{env['CMD']}`
+- Each measured run: `wrk -t{th} -c<conns> -d{d}s --timeout {to} --latency -s bench/wrk_post.lua <url>/verify -- body.json`
+  after a {w} s warm-up at 64 connections; body = line {env['ROW']} of
+  `{env['DATA_FILE_REL']}` ({env['BODY_BYTES']} bytes), `Content-Type: application/json`.
+- One worker/process per server: ours `--workers 1`; uvicorn `--workers 1 --loop uvloop
+  --http httptools --backlog 8192`; nginx `worker_processes 1`, `return 200` fixed body,
+  `keepalive_requests 1000000`. wrk shares the same cores.
+- Socket errors are wrk's connect/read/write/timeout counts; non-2xx are counted by
+  `wrk_post.lua`. wrk counts a timeout only when a late answer finally arrives, so a
+  connection the server never accepts is not an error to wrk: "accept queue max / end" is the
+  listener's accept-queue depth (`ss` Recv-Q, sampled every 0.5 s) at its peak and at the last
+  sample of the run; a non-zero end means that many connections got no answer at all.
+  Listen overflows are the kernel's `TcpExtListenOverflows` delta during the run.
+
+{table(True)}
+
+Targets:
+{chr(10).join('- ' + t for t in targets)}
+
+Also:
+{chr(10).join('- ' + t for t in info)}
+<!-- http_load.sh:end -->
+"""
+
+path = env["RESULTS_MD"]
+text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+pat = re.compile(r"<!-- http_load\.sh:begin.*?<!-- http_load\.sh:end -->\n?", re.S)
+if pat.search(text):
+    text = pat.sub(lambda _: section, text, count=1)
+else:
+    text = text.rstrip("\n") + "\n\n" + section
+with open(path, "w") as f:
+    f.write(text)
+print(f"\nrecorded in {path}")
+EOF
