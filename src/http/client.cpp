@@ -461,7 +461,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 };
 
 HttpClient::HttpClient(asio::any_io_executor executor, PoolParams params, PoolObserver* observer)
-    : pool_(std::make_shared<Pool>(std::move(executor), params, observer)) {}
+    : pool_(std::make_shared<Pool>(std::move(executor), params, observer)) {
+  params.log_capacity_report();  // once per process: each process owns one client
+}
 
 HttpClient::~HttpClient() {
   pool_->closed = true;

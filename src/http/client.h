@@ -28,9 +28,20 @@ struct PoolParams {
   double retry_budget_seconds = 300;                // global_http_retry_budget_seconds; 0 = none
   bool request_debug = false;                       // global_aiohttp_client_request_debug
 
+  // Sizing inputs of the startup capacity report (telemetry.md 6.7); not enforced.
+  int workers = 1;                                  // max(1, num_workers)
+  std::size_t aggregate_total = 102400;             // before division by workers
+  std::size_t aggregate_per_host = 1024;
+  std::optional<std::size_t> intended_per_worker;           // ceil(intended / workers)
+  std::optional<std::size_t> intended_per_host_per_worker;  // ceil(intended_per_host / workers)
+
   // Reads the global_aiohttp_* keys of the merged config and divides the aggregate limits by
   // the server's workers. Throws core::ConfigError naming the key on an invalid value.
   static PoolParams from_config(const boost::json::object& cfg, int num_workers);
+
+  // The startup capacity report: one info line, plus a warning per sizing problem.
+  // Returns the warnings (for tests).
+  std::vector<std::string> log_capacity_report() const;
 };
 
 enum class QueueOutcome { ok, abandoned };

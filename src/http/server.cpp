@@ -100,6 +100,13 @@ struct Loop {
     });
   }
 
+  // The session of a request: the id of a valid signed cookie, else a new one (runtime.md 4.3).
+  std::string session_for(std::string_view cookie_value) const {
+    std::optional<std::string> id;
+    if (!cookie_value.empty()) id = cookie->verify(cookie_value);
+    return id ? std::move(*id) : new_uuid4();
+  }
+
   void request_finished() {
     --active_requests;
     if (stopping && active_requests == 0) io.stop();
@@ -108,8 +115,16 @@ struct Loop {
 
 // Writes a small error response and closes, draining what the client still sends for a
 // moment so the response is not lost to a TCP reset (a "lingering close").
-asio::awaitable<void> reject_and_close(beast::tcp_stream& stream, int status,
-                                       const Response& res) {
+// Every response carries the session cookie, rejections too; `cookie_header` is the request's
+// Cookie header when its head was parsed.
+asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, int status,
+                                       Response res, std::string_view cookie_header = {}) {
+  if (loop.cookie) {
+    std::string value;
+    for (const auto& [name, v] : parse_cookie_header(cookie_header))
+      if (name == loop.cookie->name()) value = v;
+    res.headers.push_back({"Set-Cookie", loop.cookie->set_cookie_header(loop.session_for(value))});
+  }
   bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(status), 11};
   out.set(bhttp::field::content_type, res.content_type);
   for (const auto& h : res.headers) out.insert(h.name, h.value);
@@ -149,11 +164,7 @@ Request to_request(bhttp::request<bhttp::string_body>&& in) {
 }
 
 asio::awaitable<Response> dispatch(Loop& loop, Request& req) {
-  if (loop.cookie) {
-    std::optional<std::string> id;
-    if (auto v = req.cookie(loop.cookie->name()); !v.empty()) id = loop.cookie->verify(v);
-    req.session_id = id ? std::move(*id) : new_uuid4();
-  }
+  if (loop.cookie) req.session_id = loop.session_for(req.cookie(loop.cookie->name()));
   Response res;
   auto match = loop.router.match(req.method, req.path);
   req.route = match.route;
@@ -203,14 +214,13 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
     (void)hn;
     if (hec == bhttp::error::header_limit) {
-      co_await reject_and_close(stream, 431,
+      co_await reject_and_close(loop, stream, 431,
                                 Response::detail(431, "Request header fields too large"));
       break;
     }
     if (hec == bhttp::error::body_limit) {
-      co_await reject_and_close(
-          stream, 413,
-          body_too_large(opt.max_body_bytes));
+      co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
+                                parser.get()[bhttp::field::cookie]);
       break;
     }
     if (hec == beast::error::timeout || hec == bhttp::error::end_of_stream ||
@@ -218,8 +228,9 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
         hec == asio::error::connection_reset || hec == asio::error::bad_descriptor)
       break;
     if (hec) {
-      co_await reject_and_close(stream, 400,
-                                Response::detail(400, boost::json::string("Invalid HTTP request: " + hec.message())));
+      co_await reject_and_close(
+          loop, stream, 400,
+          Response::detail(400, boost::json::string("Invalid HTTP request: " + hec.message())));
       break;
     }
     if (auto expect = parser.get()[bhttp::field::expect];
@@ -236,9 +247,8 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
       auto [bec, bn] = co_await bhttp::async_read_some(stream, buffer, parser, kTuple);
       (void)bn;
       if (bec == bhttp::error::body_limit) {
-        co_await reject_and_close(
-            stream, 413,
-            body_too_large(opt.max_body_bytes));
+        co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
+                                  parser.get()[bhttp::field::cookie]);
       }
       if (bec) {
         body_failed = true;
@@ -276,29 +286,43 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
   --loop.stats.connections_open;
 }
 
+void start_connection(Loop& loop, tcp::socket socket) {
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  ++loop.stats.connections_accepted;
+  asio::co_spawn(loop.io, connection(loop, std::move(socket)), [](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      spdlog::error("connection task failed: {}", ex.what());
+    }
+  });
+}
+
 asio::awaitable<void> accept_loop(Loop& loop) {
+  boost::system::error_code ec;
+  loop.acceptor.non_blocking(true, ec);
   for (;;) {
-    auto [ec, socket] = co_await loop.acceptor.async_accept(kTuple);
+    auto [aec, socket] = co_await loop.acceptor.async_accept(kTuple);
     if (loop.stopping) co_return;
-    if (ec) {
-      if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
+    if (aec) {
+      if (aec == asio::error::operation_aborted || aec == asio::error::bad_descriptor) co_return;
       // EMFILE and friends: back off briefly instead of spinning.
-      spdlog::warn("accept failed: {}", ec.message());
+      spdlog::warn("accept failed: {}", aec.message());
       asio::steady_timer t(loop.io, std::chrono::milliseconds(50));
       co_await t.async_wait(kTuple);
       continue;
     }
-    boost::system::error_code oec;
-    socket.set_option(tcp::no_delay(true), oec);
-    ++loop.stats.connections_accepted;
-    asio::co_spawn(loop.io, connection(loop, std::move(socket)), [](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        spdlog::error("connection task failed: {}", ex.what());
-      }
-    });
+    start_connection(loop, std::move(socket));
+    // Drain the backlog now: one accept per pass of a busy loop would leave thousands of
+    // connections waiting in the kernel queue.
+    for (int i = 0; i < 256 && !loop.stopping; ++i) {
+      tcp::socket more(loop.io);
+      loop.acceptor.accept(more, ec);  // non-blocking: would_block once the queue is empty
+      if (ec) break;
+      start_connection(loop, std::move(more));
+    }
   }
 }
 

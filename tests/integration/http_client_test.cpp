@@ -404,3 +404,19 @@ TEST(PoolParams, DividesAggregateLimitsByWorkers) {
   EXPECT_THROW(PoolParams::from_config(json::object{{"global_aiohttp_tcp_keepalive_probes", 500}}, 1),
                std::exception);
 }
+
+TEST(PoolParams, CapacityReportWarnsWhenIntendedConcurrencyCannotFit) {
+  json::object cfg{{"global_aiohttp_connector_limit", 100},
+                   {"global_aiohttp_connector_limit_per_host", 10},
+                   {"global_aiohttp_intended_concurrency", 300},
+                   {"global_aiohttp_intended_concurrency_per_host", 50}};
+  auto p = PoolParams::from_config(cfg, 2);
+  EXPECT_EQ(p.intended_per_worker, 150u);
+  EXPECT_EQ(p.intended_per_host_per_worker, 25u);
+  auto warnings = p.log_capacity_report();
+  ASSERT_GE(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("exceeds the total connection limit"), std::string::npos);
+  EXPECT_NE(warnings[1].find("exceeds the per-host connection limit"), std::string::npos);
+  // The limits alone never warn.
+  EXPECT_TRUE(PoolParams::from_config(json::object{}, 1).log_capacity_report().empty());
+}

@@ -2,6 +2,7 @@
 // real test server binary (tests/support/test_server.cpp) on 127.0.0.1 with an OS-chosen port
 // and talks HTTP over real sockets. Timeouts here are hang guards only; no test asserts how
 // long something took.
+#include "http/session_cookie.h"
 #include "process.h"
 
 #include <boost/json.hpp>
@@ -232,24 +233,7 @@ json::value stats(int port) {
   return parse(body_of(r));
 }
 
-std::optional<std::string> base64url_decode(std::string_view text) {
-  static constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    auto pos = kAlphabet.find(c);
-    if (pos == std::string_view::npos) return std::nullopt;
-    acc = (acc << 6) | static_cast<std::uint32_t>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
+using gym::http::base64url_decode;  // the decoder itself is unit-tested
 
 const std::regex kUuid4("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
 
@@ -810,6 +794,26 @@ TEST(HttpServer, EveryResponseCarriesTheSessionCookie) {
   Server plain;
   ASSERT_GT(plain.port, 0);
   EXPECT_EQ(header_of(http_raw(plain.port, get("/")), "Set-Cookie"), "");
+}
+
+TEST(HttpServer, RejectionsCarryTheSessionCookieToo) {
+  Server s({"--cookie", kCookieName, "--max-body", "1024"});
+  ASSERT_GT(s.port, 0);
+  auto first = http_raw(s.port, post("/session", "{}"));
+  auto id = session_of(first);
+  auto cookie = check_set_cookie(first, kCookieName).value;
+  ASSERT_FALSE(cookie.empty());
+  // 413 is decided after the head is parsed: the client's session is kept.
+  auto too_large = http_raw(s.port, post("/echo", std::string(2048, ' '),
+                                         "Cookie: " + std::string(kCookieName) + "=" + cookie + "\r\n"));
+  EXPECT_EQ(status_of(too_large), 413);
+  EXPECT_EQ(check_set_cookie(too_large, kCookieName).session_id, id);
+  // 431 and a broken request line come before any header is known: a fresh session.
+  auto huge_head = http_raw(s.port, get("/", "X-Big: " + std::string(70 * 1024, 'a') + "\r\n"));
+  EXPECT_EQ(status_of(huge_head), 431);
+  auto fresh = check_set_cookie(huge_head, kCookieName).session_id;
+  EXPECT_TRUE(std::regex_match(fresh, kUuid4)) << fresh;
+  EXPECT_NE(fresh, id);
 }
 
 TEST(HttpServer, SessionCookieKeepsTheSessionAndRejectsTampering) {
