@@ -25,6 +25,17 @@ core::ImplCatalog Registry::catalog() const {
   return c;
 }
 
+std::string ServerContext::url_of(std::string_view instance_name) const {
+  for (const auto& inst : core::find_server_instances(global)) {
+    if (inst.name != instance_name) continue;
+    if (!inst.config.contains("port"))
+      throw core::ConfigError("server instance '" + inst.name + "' has no port in the merged config");
+    return "http://" + core::get_string(inst.config, "host", core::get_string(global, "default_host", "127.0.0.1")) +
+           ":" + std::to_string(core::get_int(inst.config, "port", 0, 1, 65535));
+  }
+  throw core::ConfigError("no server instance named '" + std::string(instance_name) + "'");
+}
+
 http::ServerOptions server_options(const boost::json::object& global,
                                    const core::ServerInstance& instance,
                                    const Implementation& impl) {
@@ -75,12 +86,23 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   http::Router router;
   impl->add_routes(ctx, router);
   auto options = server_options(global, ctx.instance, *impl);
+  auto pool = http::PoolParams::from_config(global, options.num_workers);  // checked before serving
   raise_fd_limit();
   http::HttpServer server(std::move(router), options);
   auto port = server.bind();
   spdlog::info("{} ({}/{}) listening on http://{}:{}", instance_name, it->server_type, it->impl,
                options.host, port);
-  return server.run();
+  std::unique_ptr<http::HttpClient> client;
+  http::ServeHooks hooks;
+  hooks.on_start = [&](boost::asio::io_context& io) {
+    client = std::make_unique<http::HttpClient>(io.get_executor(), pool);
+    ctx.client = client.get();
+  };
+  hooks.on_stop = [&] {
+    ctx.client = nullptr;
+    client.reset();
+  };
+  return server.run(hooks);
 }
 
 }  // namespace gym::servers

@@ -1,6 +1,7 @@
 #pragma once
 // Built-in server implementations (R1): the third config level `<impl>` selects one of these.
 #include "core/config.h"
+#include "http/client.h"
 #include "http/router.h"
 #include "http/server.h"
 
@@ -11,10 +12,18 @@
 
 namespace gym::servers {
 
-// What an implementation sees when it builds its routes: the merged config and its instance.
+// What an implementation sees when it builds its routes. It lives as long as the serving process;
+// handlers may keep a reference to it.
 struct ServerContext {
   const boost::json::object& global;  // the complete merged config
   core::ServerInstance instance;      // config has `name: <instance>` added
+  // The process's HTTP client (one per serving process, so one per worker). Set when the
+  // process starts serving, after any fork: use it from handlers, not from add_routes.
+  http::HttpClient* client = nullptr;
+
+  // "http://host:port" of a configured instance (hosts and ports are in the merged config).
+  // Throws core::ConfigError when the instance is unknown or has no port.
+  std::string url_of(std::string_view instance_name) const;
 };
 
 struct Implementation {
