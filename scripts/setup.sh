@@ -9,7 +9,7 @@ packages=(
   # libraries (architecture.md "Dependencies"); Boost 1.81, never libboost-all-dev (1.74)
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev
+  libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev libicu-dev libpcre2-dev
   # tests and micro-benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
