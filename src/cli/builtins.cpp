@@ -1,4 +1,5 @@
 // The implementations compiled into the gym binary (R1).
+#include "agents/simple_agent.h"
 #include "example_single_tool_call/example_single_tool_call.h"
 #include "servers/registry.h"
 
@@ -7,6 +8,7 @@ namespace gym::servers {
 const Registry& builtin_registry() {
   static const Registry registry = [] {
     Registry r;
+    agents::register_simple_agent(r);
     environments::register_example_single_tool_call(r);
     return r;
   }();

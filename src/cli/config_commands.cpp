@@ -1,6 +1,7 @@
 // `gym serve` (a spawned server) and `gym config show`.
 #include "cli/commands.h"
 #include "core/yaml_json.h"
+#include "orchestrator/presets.h"
 #include "servers/registry.h"
 
 #include <cstdio>
@@ -11,9 +12,42 @@
 namespace gym::cli {
 
 core::ConfigSources to_sources(const ConfigFlags& flags) {
+  if (!flags.search_dirs.empty()) {
+    std::string roots;
+    for (const auto& d : flags.search_dirs) roots += (roots.empty() ? "" : ":") + d;
+    if (const char* old = std::getenv("NEMO_GYM_EXTRA_ROOTS"); old && *old) roots += std::string(":") + old;
+    ::setenv("NEMO_GYM_EXTRA_ROOTS", roots.c_str(), 1);  // children resolve paths alike
+  }
   auto s = core::default_sources();
-  s.config_paths = flags.config_paths;
-  s.overrides = flags.overrides;
+  std::size_t next_config = 0, next_resources = 0, next_model = 0;
+  for (const auto& name : flags.parse_order) {
+    if (name == "--config" && next_config < flags.config_paths.size()) {
+      s.config_paths.push_back(flags.config_paths[next_config++]);
+    } else if (name == "--resources-server" && next_resources < flags.resources_servers.size()) {
+      s.config_paths.push_back(orchestrator::selector_config_path(
+          "resources_servers", flags.resources_servers[next_resources++], s.search_roots));
+    } else if (name == "--model-type" && next_model < flags.model_types.size()) {
+      s.config_paths.push_back(orchestrator::selector_config_path(
+          "responses_api_models", flags.model_types[next_model++], s.search_roots));
+    }
+  }
+  // Sources given without a recorded flag order (programmatic callers) come last.
+  for (; next_config < flags.config_paths.size(); ++next_config)
+    s.config_paths.push_back(flags.config_paths[next_config]);
+  for (; next_resources < flags.resources_servers.size(); ++next_resources)
+    s.config_paths.push_back(orchestrator::selector_config_path(
+        "resources_servers", flags.resources_servers[next_resources], s.search_roots));
+  for (; next_model < flags.model_types.size(); ++next_model)
+    s.config_paths.push_back(orchestrator::selector_config_path(
+        "responses_api_models", flags.model_types[next_model], s.search_roots));
+  auto add = [&](const std::string& key, const std::string& value) {
+    if (!value.empty()) s.overrides.push_back("++" + key + "=" + value);
+  };
+  add("policy_model_name", flags.model);
+  add("policy_base_url", flags.model_url);
+  add("policy_api_key", flags.model_api_key);
+  if (flags.verbose) s.overrides.push_back("++verbose=true");
+  s.overrides.insert(s.overrides.end(), flags.overrides.begin(), flags.overrides.end());
   return s;
 }
 

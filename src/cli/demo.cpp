@@ -137,6 +137,9 @@ int run_demo(const DemoOptions& opt) {
                                  "/environments/example_single_tool_call/configs/"
                                  "example_single_tool_call.yaml");
   auto cfg = core::load_config(to_sources(flags));
+  // The demo runs the environments only: agents and their model references are dropped.
+  for (const auto& inst : core::find_server_instances(cfg))
+    if (inst.server_type != "resources_servers") cfg.erase(inst.name);
   const auto& registry = servers::builtin_registry();
   core::validate_server_instances(cfg, registry.catalog());
   std::vector<core::ServerInstance> targets;

@@ -5,6 +5,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -52,8 +53,10 @@ Method to_method(bhttp::verb v) {
   }
 }
 
+}  // namespace
+
 // One serving process's loop state. Connections register here so shutdown can close them.
-struct Loop {
+struct HttpServer::Loop {
   asio::io_context& io;
   const Router& router;
   const ServerOptions& opt;
@@ -112,6 +115,9 @@ struct Loop {
     if (stopping && active_requests == 0) io.stop();
   }
 };
+
+namespace {
+using Loop = HttpServer::Loop;
 
 // Writes a small error response and closes, draining what the client still sends for a
 // moment so the response is not lost to a TCP reset (a "lingering close").
@@ -366,6 +372,17 @@ std::uint16_t bound_port(int fd) {
 
 HttpServer::HttpServer(Router router, ServerOptions options)
     : router_(std::move(router)), options_(std::move(options)) {}
+
+void HttpServer::start(asio::io_context& io) {
+  bind();
+  loop_ = std::make_unique<Loop>(io, router_, options_, stats_, std::exchange(listen_fd_, -1));
+  asio::co_spawn(io, accept_loop(*loop_), asio::detached);
+}
+
+void HttpServer::stop() {
+  if (!loop_) return;
+  asio::post(loop_->io, [loop = loop_.get()] { loop->begin_shutdown(); });
+}
 
 HttpServer::~HttpServer() {
   if (listen_fd_ >= 0) ::close(listen_fd_);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -57,8 +58,16 @@ class HttpServer {
   // With num_workers > 1 this process forks the workers and supervises them (runtime.md 3.6).
   int run(const ServeHooks& hooks = {});
 
+  // Serves on a loop the caller owns and runs, with no signal handling (the orchestrator's
+  // head server). stop() shuts down gracefully and stops `io` once the last request is done;
+  // it may be called from any thread.
+  void start(boost::asio::io_context& io);
+  void stop();
+
   const ServerStats& stats() const { return stats_; }
   const ServerOptions& options() const { return options_; }
+
+  struct Loop;  // implementation detail of server.cpp
 
  private:
   int serve(const ServeHooks& hooks);  // the event loop of one serving process
@@ -68,6 +77,7 @@ class HttpServer {
   ServerOptions options_;
   ServerStats stats_;
   int listen_fd_ = -1;
+  std::unique_ptr<Loop> loop_;  // set by start()
 };
 
 }  // namespace gym::http

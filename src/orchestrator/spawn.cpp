@@ -27,7 +27,7 @@ std::string self_executable() {
 }
 
 SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
-                           const std::vector<std::string>& extra_env) {
+                           const std::vector<std::string>& extra_env, bool capture_output) {
   SpawnedServer s;
   s.instance = instance;
   std::vector<std::string> env;
@@ -60,10 +60,21 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  int out[2] = {-1, -1};
+  if (capture_output && ::pipe2(out, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe failed: ") + strerror(errno));
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + strerror(errno));
   if (pid == 0) {
+    if (capture_output) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(out[1], STDERR_FILENO);
+    }
+    // The orchestrator blocks these to take them synchronously; servers need them delivered.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);  // the orchestrator died before we got here
@@ -71,6 +82,10 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
     ::_exit(127);
   }
   s.pid = pid;
+  if (capture_output) {
+    ::close(out[1]);
+    s.output_fd = out[0];
+  }
   return s;
 }
 

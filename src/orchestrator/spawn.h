@@ -14,14 +14,18 @@ struct SpawnedServer {
   std::string instance;
   pid_t pid = -1;
   std::string config_file;  // NEMO_GYM_CONFIG_DICT_FILE, removed by the caller at shutdown
+  int output_fd = -1;       // read end of the child's stdout+stderr when captured
 };
 
 // Path of the running gym binary (/proc/self/exe).
 std::string self_executable();
 
 // Starts `gym serve` for `instance` with `config_yaml`. `extra_env` entries are "K=V".
+// With `capture_output` the child's stdout and stderr go to one pipe (SpawnedServer::output_fd);
+// otherwise it inherits ours.
 SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
-                           const std::vector<std::string>& extra_env = {});
+                           const std::vector<std::string>& extra_env = {},
+                           bool capture_output = false);
 
 // Non-blocking: the exit code (or 128+signal) if `pid` has exited, else -1.
 int poll_exit(pid_t pid);

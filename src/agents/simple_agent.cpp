@@ -1,0 +1,236 @@
+#include "agents/simple_agent.h"
+
+#include "core/json_text.h"
+#include "servers/agent_server.h"
+#include "servers/responses_api.h"
+
+#include <boost/json.hpp>
+
+namespace gym::agents {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using http::Cookies;
+using http::Request;
+using http::Response;
+using servers::DownstreamError;
+
+namespace {
+
+// Replaces cookies of the same name and adds new ones (a response's cookies over the last).
+void update_cookies(Cookies& cookies, const Cookies& from) {
+  for (const auto& [name, value] : from) {
+    bool found = false;
+    for (auto& c : cookies)
+      if (c.first == name) c.second = value, found = true;
+    if (!found) cookies.emplace_back(name, value);
+  }
+}
+
+Cookies request_cookies(const Request& req) {
+  Cookies out;
+  for (const auto& h : req.headers)
+    if (h.name.size() == 6 && strncasecmp(h.name.c_str(), "cookie", 6) == 0)
+      update_cookies(out, http::parse_cookie_header(h.value));
+  return out;
+}
+
+void set_cookies(Response& res, const Cookies& cookies) {
+  for (const auto& [name, value] : cookies)
+    res.headers.push_back({"Set-Cookie", name + "=" + value + "; Path=/; SameSite=lax"});
+}
+
+struct Agent {
+  servers::ServerContext& ctx;
+  std::string name;         // instance name
+  std::string cookie_name;  // SimpleAgent___<instance>
+  std::string resources;    // instance names of the references
+  std::string model;
+  std::int64_t max_steps = 0;  // 0 = unbounded
+  bool skip_verification = false;
+  double skip_verification_reward = 0.0;
+
+  std::string url(const std::string& instance, std::string_view path) const {
+    return ctx.url_of(instance) + std::string(path);
+  }
+
+  asio::awaitable<http::ClientResponse> post(const std::string& instance, std::string_view path,
+                                             std::string body, const Cookies& cookies) {
+    http::ClientRequest r;
+    r.url = url(instance, path);
+    r.body = std::move(body);
+    r.cookies = cookies;
+    r.destination = instance;
+    co_return co_await ctx.client->request(std::move(r));
+  }
+
+  // The row with its create params expanded to every field (runtime.md 5 step 1).
+  static json::object expanded_row(const json::object& row) {
+    json::object out = row;
+    out["responses_create_params"] =
+        servers::expand_create_params(row.at("responses_create_params").as_object());
+    return out;
+  }
+
+  asio::awaitable<Response> run(Request& req, json::value& body) {
+    auto& row = body.as_object();
+    Cookies c0 = request_cookies(req);
+    json::object expanded = expanded_row(row);
+    auto seeded = co_await post(resources, "/seed_session", core::render_json(expanded), c0);
+    servers::require_success(seeded);
+    Cookies cr = seeded.cookies;
+
+    std::string params = core::render_json(row.at("responses_create_params"));
+    auto turn = co_await post(name, "/v1/responses", std::move(params), cr);
+    servers::require_success(turn);
+    json::value response = turn.json();
+
+    if (skip_verification) {
+      json::object out = std::move(expanded);
+      out["response"] = std::move(response);
+      out["reward"] = skip_verification_reward;
+      out["verification_skipped"] = true;
+      co_return Response::json(out);
+    }
+    json::object verify_body = std::move(expanded);
+    verify_body["response"] = std::move(response);
+    auto verified = co_await post(resources, "/verify", core::render_json(verify_body), turn.cookies);
+    servers::require_success(verified);
+    Response res;  // the verify answer, byte for byte
+    res.body = std::move(verified.body);
+    co_return res;
+  }
+
+  asio::awaitable<Response> responses(Request& req, json::value& body) {
+    json::object params = body.as_object();
+    Cookies cr = request_cookies(req);
+    Cookies cm;
+    json::array inputs;
+    if (auto* in = params.if_contains("input"); in && in->is_string()) {
+      json::object message;
+      message["role"] = "user";
+      message["content"] = in->get_string();
+      inputs.push_back(std::move(message));
+    } else if (in && in->is_array()) {
+      inputs = in->get_array();
+    }
+    json::array outputs;
+    json::value usage = nullptr;
+    json::value last;
+    for (std::int64_t step = 1;; ++step) {
+      json::array turn_input = inputs;
+      for (const auto& o : outputs) turn_input.push_back(o);
+      params["input"] = std::move(turn_input);
+      auto answer = co_await post(model, "/v1/responses", core::render_json(params), cm);
+      servers::require_success(answer);
+      json::value model_response = answer.json();
+      if (auto problem = servers::response_problem(model_response))
+        throw std::runtime_error("invalid Response from " + model + ": " + *problem);
+      cm = answer.cookies;  // replaced, not merged
+      auto& mr = model_response.as_object();
+      const auto& turn_output = mr.at("output").as_array();
+      for (const auto& item : turn_output) outputs.push_back(item);
+      usage = servers::accumulate_usage(usage, mr.contains("usage") ? mr.at("usage") : json::value());
+      last = model_response;
+      if (auto* inc = mr.if_contains("incomplete_details"); inc && !inc->is_null()) break;
+
+      std::vector<const json::object*> calls;
+      bool has_message = false;
+      for (const auto& item : turn_output) {
+        const auto& o = item.as_object();
+        auto type = o.at("type").as_string();
+        if (type == "function_call") calls.push_back(&o);
+        if (type == "message" && o.contains("role") && o.at("role") == "assistant") has_message = true;
+      }
+      if (calls.empty() && has_message) break;
+      // Copies: `outputs` grows while the calls run.
+      std::vector<json::object> pending;
+      for (const auto* c : calls) pending.push_back(*c);
+      for (const auto& call : pending) {
+        std::string tool_output;
+        boost::system::error_code ec;
+        const auto* args_text = call.if_contains("arguments");
+        json::value args = args_text && args_text->is_string()
+                               ? json::parse(args_text->get_string(), ec)
+                               : json::value();
+        if (!args_text || !args_text->is_string()) ec = json::error::syntax;
+        if (ec) {
+          json::object err;
+          err["error"] = "Invalid tool call arguments: " + ec.message();
+          tool_output = core::render_json(err);
+        } else {
+          std::string tool = call.contains("name") ? std::string(call.at("name").as_string()) : "";
+          auto r = co_await post(resources, "/" + tool, core::render_json(args), cr);
+          tool_output = servers::utf8_replace_invalid(r.body);
+          if (!r.cookies.empty()) cr = r.cookies;
+        }
+        json::object out_item;
+        out_item["type"] = "function_call_output";
+        out_item["call_id"] = call.contains("call_id") ? call.at("call_id") : json::value("");
+        out_item["output"] = std::move(tool_output);
+        outputs.push_back(std::move(out_item));
+      }
+      if (max_steps > 0 && step >= max_steps) break;
+    }
+    auto& result = last.as_object();
+    result["output"] = std::move(outputs);
+    result["usage"] = std::move(usage);
+    Response res = Response::json(result);
+    set_cookies(res, cr);
+    set_cookies(res, cm);
+    co_return res;
+  }
+};
+
+std::string reference_name(const json::object& cfg, const char* key, const char* type) {
+  const auto* ref = cfg.if_contains(key);
+  if (!ref || !ref->is_object() || !ref->as_object().contains("name"))
+    throw core::ConfigError(std::string("simple_agent needs `") + key + ": {type: " + type +
+                            ", name: <instance>}`");
+  return std::string(ref->as_object().at("name").as_string());
+}
+
+}  // namespace
+
+void register_simple_agent(servers::Registry& registry) {
+  registry.add({
+      "responses_api_agents",
+      "simple_agent",
+      "SimpleAgent",
+      [](servers::ServerContext& ctx, http::Router& router) {
+        const auto& cfg = ctx.instance.config;
+        auto agent = std::make_shared<Agent>(Agent{ctx, ctx.instance.name,
+                                                   "SimpleAgent___" + ctx.instance.name,
+                                                   reference_name(cfg, "resources_server", "resources_servers"),
+                                                   reference_name(cfg, "model_server", "responses_api_models")});
+        agent->max_steps = core::get_int(cfg, "max_steps", 0, 0, std::numeric_limits<std::int64_t>::max());
+        agent->skip_verification = core::get_bool(cfg, "skip_verification", false);
+        agent->skip_verification_reward = core::get_double(cfg, "skip_verification_reward", 0.0, -1e300, 1e300);
+        servers::add_agent_base_routes(router);
+
+        auto run_schema = std::make_shared<const http::Schema>(http::Schema::object_of(
+            {{"responses_create_params", http::Schema::of(http::Schema::Kind::dict), true}}));
+        auto guarded = [agent](auto method) {
+          return [agent, method](Request& req, json::value& body) -> asio::awaitable<Response> {
+            try {
+              co_return co_await ((*agent).*method)(req, body);
+            } catch (const DownstreamError& e) {
+              co_return servers::downstream_failure(agent->cookie_name, e);
+            }
+          };
+        };
+        router.post("/run", http::json_route(guarded(&Agent::run), run_schema));
+        router.post("/v1/responses", http::json_route(guarded(&Agent::responses)));
+        router.post("/aggregate_metrics",
+                    http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {
+                      auto r = co_await agent->post(agent->resources, "/aggregate_metrics",
+                                                    core::render_json(body), request_cookies(req));
+                      Response res;
+                      res.status = r.status;
+                      res.body = std::move(r.body);
+                      co_return res;
+                    }));
+      },
+  });
+}
+
+}  // namespace gym::agents

@@ -1,0 +1,9 @@
+#pragma once
+#include "servers/registry.h"
+
+namespace gym::agents {
+
+// `simple_agent` (runtime.md 5): seed, model turns with sequential tool calls, verify.
+void register_simple_agent(servers::Registry& registry);
+
+}  // namespace gym::agents

@@ -1,0 +1,484 @@
+#include "orchestrator/orchestrator.h"
+
+#include "core/json_text.h"
+#include "core/yaml_json.h"
+#include "http/server.h"
+#include "orchestrator/ports.h"
+#include "orchestrator/probe.h"
+#include "orchestrator/spawn.h"
+#include "servers/head_server.h"
+#include "servers/registry.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace gym::orchestrator {
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kTailLines = 50;
+
+void raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  rlim_t want = std::min<rlim_t>(65535, r.rlim_max);
+  if (r.rlim_cur < want) {
+    r.rlim_cur = want;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+json::object& instance_block(json::object& cfg, const core::ServerInstance& inst) {
+  return cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
+}
+
+// runtime.md 3.3: explicit ports are kept; the others get a random free port of the range.
+void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances) {
+  const std::string default_host = core::get_string(cfg, "default_host", "127.0.0.1");
+  const auto low = core::get_int(cfg, "port_range_low", 10001, 1, 65535);
+  const auto high = core::get_int(cfg, "port_range_high", 20000, low, 65535);
+  std::set<std::int64_t> taken{core::get_int(cfg, "head_server.port", 11000, 0, 65535)};
+  for (const auto& inst : instances)
+    if (auto* p = inst.config.if_contains("port"); p && !p->is_null())
+      taken.insert(core::get_int(inst.config, "port", 0, 0, 65535));
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<std::int64_t> pick(low, high);
+  json::array disallowed;
+  for (const auto& t : taken) disallowed.push_back(t);
+  for (const auto& inst : instances) {
+    auto& block = instance_block(cfg, inst);
+    if (!block.contains("host") || block.at("host").is_null()) block["host"] = default_host;
+    if (auto* p = block.if_contains("port"); p && !p->is_null()) {
+      // Another process answering there would pass our readiness check for this server.
+      auto port = core::get_int(inst.config, "port", 0, 0, 65535);
+      if (port != 0 && !port_free(std::string(block.at("host").as_string()), static_cast<int>(port)))
+        throw std::runtime_error("port " + std::to_string(port) + " of server " + inst.name +
+                                 " is already in use; stop what listens there or set another with ++" +
+                                 inst.name + "." + inst.server_type + "." + inst.impl + ".port=<port>");
+      continue;
+    }
+    std::string host(block.at("host").as_string());
+    std::int64_t port = 0;
+    for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
+      auto candidate = pick(rng);
+      if (!taken.count(candidate) && port_free(host, static_cast<int>(candidate))) port = candidate;
+    }
+    if (port == 0)
+      throw std::runtime_error("no free port for " + inst.name + " in [" + std::to_string(low) +
+                               ", " + std::to_string(high) + "] after 50 attempts; widen "
+                               "port_range_low/port_range_high");
+    block["port"] = port;
+    taken.insert(port);
+    disallowed.push_back(port);
+  }
+  cfg["disallowed_ports"] = std::move(disallowed);
+}
+
+// One spawned server root and what it printed.
+struct Child {
+  core::ServerInstance instance;
+  std::string host;
+  int port = 0;
+  SpawnedServer process;
+  bool ready = false;
+  int exit_code = -1;  // once reaped
+  std::deque<std::string> tail;
+  std::string partial;
+  std::unique_ptr<std::ofstream> log;
+};
+
+// Prints every child's output line by line, prefixed with its instance name.
+class OutputPump {
+ public:
+  explicit OutputPump(std::vector<Child>& children) : children_(children) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~OutputPump() { stop(); }
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<std::string> tail(const Child& c) {
+    std::lock_guard lock(mu_);
+    return {c.tail.begin(), c.tail.end()};
+  }
+
+ private:
+  void emit(Child& c, std::string line) {
+    std::lock_guard lock(mu_);
+    std::fprintf(stdout, "(%s) %s\n", c.instance.name.c_str(), line.c_str());
+    std::fflush(stdout);
+    if (c.log) *c.log << line << '\n' << std::flush;
+    c.tail.push_back(std::move(line));
+    if (c.tail.size() > kTailLines) c.tail.pop_front();
+  }
+
+  void loop() {
+    for (;;) {
+      std::vector<pollfd> fds;
+      std::vector<Child*> owners;
+      for (auto& c : children_)
+        if (c.process.output_fd >= 0) {
+          fds.push_back({c.process.output_fd, POLLIN, 0});
+          owners.push_back(&c);
+        }
+      if (fds.empty() || (stopping_ && ::poll(fds.data(), fds.size(), 0) <= 0)) break;
+      if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+      for (std::size_t i = 0; i < fds.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        Child& c = *owners[i];
+        char buf[8192];
+        auto n = ::read(c.process.output_fd, buf, sizeof buf);
+        if (n <= 0) {
+          if (!c.partial.empty()) emit(c, std::move(c.partial));
+          c.partial.clear();
+          ::close(c.process.output_fd);
+          c.process.output_fd = -1;
+          continue;
+        }
+        c.partial.append(buf, static_cast<std::size_t>(n));
+        for (auto nl = c.partial.find('\n'); nl != std::string::npos; nl = c.partial.find('\n')) {
+          emit(c, c.partial.substr(0, nl));
+          c.partial.erase(0, nl + 1);
+        }
+      }
+    }
+  }
+
+  std::vector<Child>& children_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::atomic<bool> stopping_{false};
+};
+
+// The head server on its own loop and thread.
+class HeadServer {
+ public:
+  HeadServer(const std::string& host, int port, std::string yaml,
+             std::function<json::array()> instances) {
+    http::Router router;
+    servers::add_head_routes(router, std::move(yaml), std::move(instances));
+    http::ServerOptions opt;
+    opt.host = host;
+    opt.port = static_cast<std::uint16_t>(port);
+    server_ = std::make_unique<http::HttpServer>(std::move(router), opt);
+    server_->start(io_);  // binds now: a busy head port fails here, before any spawn
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~HeadServer() {
+    server_->stop();
+    thread_.join();
+    server_.reset();
+  }
+
+ private:
+  boost::asio::io_context io_{1};
+  std::unique_ptr<http::HttpServer> server_;
+  std::thread thread_;
+};
+
+class Orchestrator {
+ public:
+  explicit Orchestrator(const core::ConfigSources& sources) : sources_(sources) {}
+
+  int run() {
+    // Signals are taken synchronously by this thread; every thread started later inherits
+    // the mask, and spawned servers restore theirs.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signals_ = set;
+    raise_fd_limit();
+    start_time_ = std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+
+    core::ConfigOrigins origins;
+    cfg_ = core::load_config(sources_, &origins);
+    core::validate_server_instances(cfg_, servers::builtin_registry().catalog(), &origins);
+    auto instances = core::find_server_instances(cfg_, &origins);
+    if (instances.empty())
+      throw core::ConfigError(
+          "no server instance is configured: add one with --config FILE or a selector such as "
+          "--resources-server example_single_tool_call");
+    assign_ports(cfg_, instances);
+    instances = core::find_server_instances(cfg_);
+    const std::string yaml = core::to_yaml(cfg_);
+
+    std::string head_host = core::get_string(cfg_, "head_server.host", "127.0.0.1");
+    int head_port = static_cast<int>(core::get_int(cfg_, "head_server.port", 11000, 0, 65535));
+    try {
+      head_ = std::make_unique<HeadServer>(head_host, head_port, yaml,
+                                           [this] { return server_instances(); });
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: head server: %s\n", e.what());
+      return 2;
+    }
+    std::printf("Head server at http://%s:%d\n", head_host.c_str(), head_port);
+
+    const std::string log_dir = core::get_string(cfg_, "nemo_gym_log_dir", "");
+    children_.reserve(instances.size());
+    for (auto& inst : instances) {
+      Child c;
+      c.instance = inst;
+      c.host = std::string(inst.config.at("host").as_string());
+      c.port = static_cast<int>(core::get_int(inst.config, "port", 0, 0, 65535));
+      if (!log_dir.empty()) {
+        std::filesystem::create_directories(log_dir);
+        c.log = std::make_unique<std::ofstream>(log_dir + "/" + inst.name + ".log");
+      }
+      children_.push_back(std::move(c));
+    }
+    for (auto& c : children_) c.process = spawn_server(c.instance.name, yaml, {}, true);
+    pump_ = std::make_unique<OutputPump>(children_);
+
+    int code = wait_ready();
+    if (code == 0) {
+      std::printf("All %zu / %zu servers ready!\n", children_.size(), children_.size());
+      print_table();
+      std::fflush(stdout);
+      code = supervise();
+    }
+    shutdown();
+    return code;
+  }
+
+ private:
+  json::array server_instances() const {
+    json::array out;
+    for (const auto& c : children_) {
+      json::object o;
+      o["config_path"] = c.instance.name;
+      o["dir_path"] = nullptr;
+      auto* ep = c.instance.config.if_contains("entrypoint");
+      o["entrypoint"] = ep ? *ep : json::value(nullptr);
+      o["host"] = c.host;
+      o["name"] = c.instance.impl;
+      o["pid"] = c.process.pid;
+      o["port"] = c.port;
+      o["process_name"] = c.instance.name;
+      o["server_type"] = c.instance.server_type;
+      o["start_time"] = start_time_;
+      o["status"] = nullptr;
+      o["uptime_seconds"] = nullptr;
+      o["url"] = "http://" + c.host + ":" + std::to_string(c.port);
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  // A pending SIGINT/SIGTERM, or 0. Reaps exited children on SIGCHLD.
+  int take_signal(std::chrono::milliseconds wait) {
+    timespec ts{static_cast<time_t>(wait.count() / 1000),
+                static_cast<long>((wait.count() % 1000) * 1'000'000)};
+    int sig = ::sigtimedwait(&signals_, nullptr, &ts);
+    reap();
+    return sig == SIGINT || sig == SIGTERM ? sig : 0;
+  }
+
+  void reap() {
+    for (auto& c : children_)
+      if (c.exit_code < 0) c.exit_code = poll_exit(c.process.pid);
+  }
+
+  const Child* exited() const {
+    for (const auto& c : children_)
+      if (c.exit_code >= 0) return &c;
+    return nullptr;
+  }
+
+  void report_exit(const Child& c, const char* when) {
+    pump_->stop();  // drain what it printed last
+    std::fprintf(stderr, "error: server %s exited %s with code %d; its last output:\n",
+                 c.instance.name.c_str(), when, c.exit_code);
+    for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
+  }
+
+  static int signal_exit(int sig) { return sig == SIGINT ? 130 : 143; }
+
+  int wait_ready() {
+    const double timeout_s = core::get_double(cfg_, "server_readiness_timeout_seconds", 300, 0, 1e9);
+    const auto start = Clock::now();
+    auto last_report = start;
+    for (;;) {
+      if (int sig = take_signal(std::chrono::milliseconds(0))) return signal_exit(sig);
+      if (const Child* c = exited()) {
+        report_exit(*c, "during start-up");
+        return 2;
+      }
+      bool all = true;
+      for (auto& c : children_) {
+        if (c.ready) continue;
+        auto r = http_get(c.host, c.port, "/", std::chrono::seconds(5));
+        c.ready = r.outcome == ProbeOutcome::success;  // any HTTP answer (runtime.md 3.5)
+        all = all && c.ready;
+      }
+      if (all) return 0;
+      auto now = Clock::now();
+      if (timeout_s > 0 && now - start > std::chrono::duration<double>(timeout_s)) {
+        std::fprintf(stderr, "error: servers not ready after server_readiness_timeout_seconds=%g:",
+                     timeout_s);
+        for (const auto& c : children_)
+          if (!c.ready) std::fprintf(stderr, " %s", c.instance.name.c_str());
+        std::fprintf(stderr, "\n");
+        return 2;
+      }
+      if (now - last_report > std::chrono::seconds(30)) {
+        last_report = now;
+        std::string waiting;
+        for (const auto& c : children_)
+          if (!c.ready) waiting += " " + c.instance.name;
+        spdlog::info("still starting:{}", waiting);
+      }
+      if (int sig = take_signal(std::chrono::milliseconds(200))) return signal_exit(sig);
+    }
+  }
+
+  void print_table() const {
+    for (const auto& c : children_)
+      std::printf("  %-45s %s/%s  http://%s:%d  pid %d\n", c.instance.name.c_str(),
+                  c.instance.server_type.c_str(), c.instance.impl.c_str(), c.host.c_str(), c.port,
+                  c.process.pid);
+  }
+
+  int supervise() {
+    for (;;) {
+      if (int sig = take_signal(std::chrono::milliseconds(1000))) return signal_exit(sig);
+      if (const Child* c = exited()) {
+        report_exit(*c, "unexpectedly");
+        return 2;
+      }
+    }
+  }
+
+  // runtime.md 3.7: SIGTERM every root, wait the grace period, SIGKILL the rest's groups.
+  void shutdown() {
+    const double grace = core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600);
+    for (auto& c : children_)
+      if (c.exit_code < 0) ::kill(c.process.pid, SIGTERM);
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(grace));
+    auto running = [&] {
+      reap();
+      return std::any_of(children_.begin(), children_.end(),
+                         [](const Child& c) { return c.exit_code < 0; });
+    };
+    while (running() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (auto& c : children_) {
+      if (c.exit_code >= 0) continue;
+      spdlog::warn("{} did not stop within {} s; killing it", c.instance.name, grace);
+      ::kill(-c.process.pid, SIGKILL);
+    }
+    const auto kill_deadline = Clock::now() + std::chrono::seconds(2);
+    while (running() && Clock::now() < kill_deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (pump_) pump_->stop();
+    head_.reset();
+    for (auto& c : children_)
+      if (!c.process.config_file.empty()) ::unlink(c.process.config_file.c_str());
+  }
+
+  core::ConfigSources sources_;
+  json::object cfg_;
+  sigset_t signals_{};
+  double start_time_ = 0;
+  std::vector<Child> children_;
+  std::unique_ptr<OutputPump> pump_;
+  std::unique_ptr<HeadServer> head_;
+};
+
+std::string uptime_text(double seconds) {
+  auto total = static_cast<long>(seconds);
+  long d = total / 86400, h = total % 86400 / 3600, m = total % 3600 / 60;
+  double s = seconds - static_cast<double>(total - total % 60);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%ldd %ldh %ldm %.1fs", d, h, m, s);
+  return buf;
+}
+
+}  // namespace
+
+int run_env_start(const core::ConfigSources& sources) {
+  Orchestrator o(sources);
+  return o.run();
+}
+
+int run_env_status(const core::ConfigSources& sources, bool as_json) {
+  auto cfg = core::load_config(sources);
+  std::string host = core::get_string(cfg, "head_server.host", "127.0.0.1");
+  int port = static_cast<int>(core::get_int(cfg, "head_server.port", 11000, 1, 65535));
+  auto head = http_get(host, port, "/server_instances", std::chrono::seconds(5));
+  boost::system::error_code ec;
+  json::value list = head.outcome == ProbeOutcome::success ? json::parse(head.body, ec) : nullptr;
+  if (head.outcome != ProbeOutcome::success || ec || !list.is_array()) {
+    spdlog::warn("no head server answered at http://{}:{} ({})", host, port,
+                 head.error.empty() ? "unexpected answer" : head.error);
+    std::puts(as_json ? "[]" : "No NeMo Gym servers found running.");
+    return 0;
+  }
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  int healthy = 0;
+  auto& servers = list.as_array();
+  for (auto& v : servers) {
+    auto& s = v.as_object();
+    std::string shost = s.contains("host") ? std::string(s.at("host").as_string()) : host;
+    int sport = s.contains("port") ? static_cast<int>(s.at("port").to_number<std::int64_t>()) : 0;
+    auto probe = http_get(shost, sport, "/", std::chrono::seconds(2));
+    s["status"] = to_string(probe.outcome);
+    if (auto* st = s.if_contains("start_time"); st && st->is_number())
+      s["uptime_seconds"] = now - st->to_number<double>();
+    if (probe.outcome == ProbeOutcome::success) ++healthy;
+  }
+  if (as_json) {
+    std::puts(core::render_json(list).c_str());
+    return 0;
+  }
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const auto& s = servers[i].as_object();
+    bool ok = s.at("status") == "success";
+    auto text = [&](const char* key) {
+      auto* v = s.if_contains(key);
+      return !v || v->is_null() ? std::string("-")
+             : v->is_string()   ? std::string(v->as_string())
+                                : core::render_json(*v);
+    };
+    std::printf("[%zu] %s %s (%s/%s)\n", i + 1, ok ? "\u2713" : "\u2717", text("process_name").c_str(),
+                text("server_type").c_str(), text("name").c_str());
+    std::printf("    server_type: %s\n    name: %s\n    port: %s\n    pid: %s\n    uptime_seconds: %s\n",
+                text("server_type").c_str(), text("name").c_str(), text("port").c_str(),
+                text("pid").c_str(),
+                s.at("uptime_seconds").is_number()
+                    ? uptime_text(s.at("uptime_seconds").to_number<double>()).c_str()
+                    : "-");
+  }
+  std::printf("%zu servers found (%d healthy, %zu unhealthy)\n", servers.size(), healthy,
+              servers.size() - static_cast<std::size_t>(healthy));
+  return 0;
+}
+
+}  // namespace gym::orchestrator

@@ -1,0 +1,25 @@
+#pragma once
+// A minimal blocking HTTP GET for readiness and status probes. These never go through the
+// process's pooled client (telemetry.md 6.7: probes do not appear in pool metrics).
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace gym::orchestrator {
+
+enum class ProbeOutcome { success, connection_error, timeout, unknown_error };
+
+struct ProbeResult {
+  ProbeOutcome outcome = ProbeOutcome::unknown_error;
+  int status = 0;     // HTTP status when outcome is success
+  std::string body;   // response body when outcome is success
+  std::string error;  // what went wrong otherwise
+};
+
+// GET http://host:port<path> with `Connection: close`; any HTTP answer is a success.
+ProbeResult http_get(const std::string& host, int port, const std::string& path,
+                     std::chrono::milliseconds timeout);
+
+std::string to_string(ProbeOutcome o);
+
+}  // namespace gym::orchestrator

@@ -1,0 +1,38 @@
+#pragma once
+// What every agent server shares (runtime.md 4.6): liveness, and the error an agent answers
+// when a downstream Gym call fails.
+#include "http/client.h"
+#include "http/router.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace gym::servers {
+
+void add_agent_base_routes(http::Router& router);
+
+// A downstream Gym call that answered non-2xx inside a handler (runtime.md 4.2).
+class DownstreamError : public std::runtime_error {
+ public:
+  DownstreamError(int status, std::string body)
+      : std::runtime_error("HTTP " + std::to_string(status)), status_(status),
+        body_(std::move(body)) {}
+  int status() const { return status_; }
+  const std::string& body() const { return body_; }
+
+ private:
+  int status_;
+  std::string body_;
+};
+
+// 500 with the JSON string "Hit an exception in <cookie name> calling an inner server:
+// <status> <downstream body>".
+http::Response downstream_failure(const std::string& cookie_name, const DownstreamError& e);
+
+// Throws DownstreamError unless `r` is 2xx.
+void require_success(const http::ClientResponse& r);
+
+// Text of a body as UTF-8, invalid bytes replaced by U+FFFD (Python's errors="replace").
+std::string utf8_replace_invalid(std::string_view bytes);
+
+}  // namespace gym::servers
