@@ -1,6 +1,7 @@
 #include "orchestrator/orchestrator.h"
 
 #include "core/json_text.h"
+#include "core/process_limits.h"
 #include "core/yaml_json.h"
 #include "http/server.h"
 #include "orchestrator/ports.h"
@@ -15,7 +16,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,15 +39,6 @@ namespace {
 
 constexpr std::size_t kTailLines = 50;
 
-void raise_fd_limit() {
-  rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
-  rlim_t want = std::min<rlim_t>(65535, r.rlim_max);
-  if (r.rlim_cur < want) {
-    r.rlim_cur = want;
-    ::setrlimit(RLIMIT_NOFILE, &r);
-  }
-}
 
 json::object& instance_block(json::object& cfg, const core::ServerInstance& inst) {
   return cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
@@ -212,7 +203,7 @@ class Orchestrator {
     sigaddset(&set, SIGCHLD);
     ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
     signals_ = set;
-    raise_fd_limit();
+    core::raise_fd_limit();
     start_time_ = std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();

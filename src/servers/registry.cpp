@@ -1,10 +1,11 @@
 #include "servers/registry.h"
 
+#include "core/process_limits.h"
+
 #include "http/client.h"
 
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 
@@ -55,21 +56,6 @@ http::ServerOptions server_options(const boost::json::object& global,
   return o;
 }
 
-namespace {
-
-// runtime.md 3.4: servers raise their soft fd limit to min(65535, hard).
-void raise_fd_limit() {
-  rlimit r{};
-  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
-  rlim_t want = std::min<rlim_t>(65535, r.rlim_max);
-  if (r.rlim_cur < want) {
-    r.rlim_cur = want;
-    ::setrlimit(RLIMIT_NOFILE, &r);
-  }
-}
-
-}  // namespace
-
 int serve_instance(const boost::json::object& global, const std::string& instance_name,
                    const Registry& registry) {
   auto instances = core::find_server_instances(global);
@@ -87,7 +73,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   impl->add_routes(ctx, router);
   auto options = server_options(global, ctx.instance, *impl);
   auto pool = http::PoolParams::from_config(global, options.num_workers);  // checked before serving
-  raise_fd_limit();
+  core::raise_fd_limit();
   http::HttpServer server(std::move(router), options);
   auto port = server.bind();
   spdlog::info("{} ({}/{}) listening on http://{}:{}", instance_name, it->server_type, it->impl,

@@ -23,19 +23,8 @@ namespace {
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Result run_gym(const std::string& args) {
-  std::string cmd = gym_binary() + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = std::fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
-  int status = ::pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+gym::test::CommandResult run_gym(const std::string& args) {
+  return gym::test::run_command(gym_binary() + " " + args);
 }
 
 class TempDir {

@@ -24,19 +24,8 @@ namespace {
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 
-struct Result {
-  int code;
-  std::string output;
-};
-
-Result run(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen((command + " 2>&1").c_str(), "r"), ::pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = std::fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
-  int status = ::pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using gym::test::run_command;
+auto run = run_command;
 
 std::string write_config(const std::string& text) {
   char tmpl[] = "/tmp/gym-orch-test-XXXXXX.yaml";

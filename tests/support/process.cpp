@@ -95,6 +95,16 @@ int ChildProcess::wait_exit(std::chrono::seconds limit) {
   return status_;
 }
 
+CommandResult run_command(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  char buf[4096];
+  while (auto n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
 std::string build_path(const std::string& relative) {
   return std::string(GYM_BUILD_DIR) + "/" + relative;
 }

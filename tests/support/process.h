@@ -38,6 +38,13 @@ class ChildProcess {
   std::string pending_;
 };
 
+// Runs a shell command to completion; its exit code and stdout+stderr.
+struct CommandResult {
+  int code;
+  std::string output;
+};
+CommandResult run_command(const std::string& command);
+
 // Path of a built binary next to the test binaries (CMake passes GYM_BUILD_DIR).
 std::string build_path(const std::string& relative);
 
