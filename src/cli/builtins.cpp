@@ -1,5 +1,6 @@
 // The implementations compiled into the gym binary (R1).
 #include "example_single_tool_call/example_single_tool_call.h"
+#include "models/replay_model.h"
 #include "servers/registry.h"
 
 namespace gym::servers {
@@ -8,6 +9,7 @@ const Registry& builtin_registry() {
   static const Registry registry = [] {
     Registry r;
     environments::register_example_single_tool_call(r);
+    models::register_replay_model(r);
     return r;
   }();
   return registry;
