@@ -325,7 +325,10 @@ TEST_P(ReplayConformance, EveryRecordedRowReplaysTurnByTurn) {
 INSTANTIATE_TEST_SUITE_P(Envs, ReplayConformance,
                          ::testing::Values("example_single_tool_call",
                                            "example_session_state_mgmt", "example_multi_step",
-                                           "mcqa", "xlam_fc", "string_match"));
+                                           "mcqa", "xlam_fc", "string_match"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // ---- Failures, validation and routes ----
 
