@@ -55,7 +55,8 @@ struct Deployment {
   bool ready() { return !proc->wait_for_line("All ").empty(); }
   int port_of(const std::string& instance) {
     auto raw = gym::test::http_raw(head_port, "GET /server_instances HTTP/1.1\r\nHost: x\r\n\r\n");
-    for (auto& v : json::parse(gym::test::body_of(raw)).as_array())
+    auto listing = json::parse(gym::test::body_of(raw));
+    for (auto& v : listing.as_array())
       if (v.at("process_name").as_string() == instance) return v.at("port").to_number<int>();
     return -1;
   }
@@ -147,8 +148,9 @@ std::string bad_call_rollouts(const std::string& name, const std::string& argume
 
 json::value run_bad_call(const std::string& name, const std::string& arguments) {
   auto rollouts = bad_call_rollouts(name, arguments);
+  // Quoted: in YAML 1.1, as NeMo Gym reads it, a bare `off` is the boolean false.
   Deployment d("example_single_tool_call", rollouts,
-               {"++policy_model.responses_api_models.replay_model.tool_output_check=off"});
+               {"++policy_model.responses_api_models.replay_model.tool_output_check='off'"});
   EXPECT_TRUE(d.ready()) << d.proc->output();
   int agent = d.port_of("example_single_tool_call_simple_agent");
   json::object row{{"responses_create_params",
@@ -187,7 +189,8 @@ TEST(SimpleAgent, RunWithoutCreateParamsIs422) {
   int agent = d.port_of("example_single_tool_call_simple_agent");
   auto raw = gym::test::http_raw(agent, gym::test::post("/run", R"({"question":"x"})"));
   EXPECT_EQ(gym::test::status_of(raw), 422);
-  auto detail = json::parse(gym::test::body_of(raw)).at("detail").as_array();
+  auto body = json::parse(gym::test::body_of(raw));
+  auto& detail = body.at("detail").as_array();
   EXPECT_EQ(detail.at(0).at("type"), "missing");
   EXPECT_EQ(detail.at(0).at("loc"), (json::array{"body", "responses_create_params"}));
 }
