@@ -1,7 +1,12 @@
 // The implementations compiled into the gym binary (R1).
 #include "agents/simple_agent.h"
+#include "example_multi_step/example_multi_step.h"
+#include "example_session_state_mgmt/example_session_state_mgmt.h"
 #include "example_single_tool_call/example_single_tool_call.h"
+#include "mcqa/mcqa.h"
 #include "models/replay_model.h"
+#include "string_match/string_match.h"
+#include "xlam_fc/xlam_fc.h"
 #include "servers/registry.h"
 
 namespace gym::servers {
@@ -12,6 +17,11 @@ const Registry& builtin_registry() {
     agents::register_simple_agent(r);
     environments::register_example_single_tool_call(r);
     models::register_replay_model(r);
+    environments::register_example_session_state_mgmt(r);
+    environments::register_example_multi_step(r);
+    environments::register_mcqa(r);
+    environments::register_xlam_fc(r);
+    environments::register_string_match(r);
     return r;
   }();
   return registry;

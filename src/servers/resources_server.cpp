@@ -24,9 +24,26 @@ void add_resources_base_routes(http::Router& router, std::string reverify_mode) 
 std::shared_ptr<const Schema> verify_request_schema() {
   static const auto schema = std::make_shared<const Schema>(Schema::object_of({
       {"responses_create_params", Schema::of(Schema::Kind::dict), true},
-      {"response", Schema::of(Schema::Kind::dict), true},
+      // A Response's `output` is a list of items (runtime.md 4.7); verifiers walk it.
+      {"response",
+       Schema::object_of({{"output", Schema::list_of(Schema::of(Schema::Kind::dict)), true}}),
+       true},
   }));
   return schema;
+}
+
+std::shared_ptr<const Schema> verify_request_schema(std::vector<http::SchemaField> fields) {
+  std::vector<http::SchemaField> all = verify_request_schema()->fields;
+  for (auto& f : fields) all.push_back(std::move(f));
+  return std::make_shared<const Schema>(Schema::object_of(std::move(all)));
+}
+
+json::object verify_response(const json::object& request, double reward) {
+  json::object out;
+  out["responses_create_params"] = request.at("responses_create_params");
+  out["response"] = request.at("response");
+  out["reward"] = reward;
+  return out;
 }
 
 }  // namespace gym::servers

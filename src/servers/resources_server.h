@@ -3,7 +3,11 @@
 // their /verify on top.
 #include "http/router.h"
 
+#include <boost/json/object.hpp>
+
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace gym::servers {
 
@@ -11,7 +15,15 @@ namespace gym::servers {
 // GET /reverify_mode answering `reverify_mode` ("stateless", "unsupported" or "unknown").
 void add_resources_base_routes(http::Router& router, std::string reverify_mode = "unknown");
 
-// Schema shared by every /verify: a run row plus the Response (both objects, required).
+// Schema shared by every /verify: a run row plus the Response (both objects, required; the
+// Response needs an `output` list of objects).
 std::shared_ptr<const http::Schema> verify_request_schema();
+// An environment's /verify schema: the two base fields, then `fields` in the order upstream's
+// request model declares them (422 details come in that order).
+std::shared_ptr<const http::Schema> verify_request_schema(std::vector<http::SchemaField> fields);
+
+// The start of every /verify answer (environments.md 1.2): `responses_create_params` and
+// `response` as received, then `reward`; the environment appends its extra fields.
+boost::json::object verify_response(const boost::json::object& request, double reward);
 
 }  // namespace gym::servers

@@ -1,0 +1,118 @@
+#include "example_session_state_mgmt.h"
+
+#include "servers/python_compat.h"
+#include "servers/resources_server.h"
+
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace gym::environments {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using http::Request;
+using http::Response;
+using http::Schema;
+
+namespace {
+
+// Counters by session id, never evicted (upstream keeps a plain dict).
+class CounterStore {
+ public:
+  // dict.setdefault(session, initial): an existing counter is left unchanged.
+  void seed(const std::string& session, std::int64_t initial) {
+    std::lock_guard lock(mutex_);
+    counters_.try_emplace(session, initial);
+  }
+
+  // The counter (created at 0) plus `delta`.
+  void add(const std::string& session, std::int64_t delta) {
+    std::lock_guard lock(mutex_);
+    auto& counter = counters_[session];
+    std::int64_t sum = 0;
+    if (__builtin_add_overflow(counter, delta, &sum))
+      throw servers::OverflowError("the counter leaves the 64-bit range gym-cpp supports");
+    counter = sum;
+  }
+
+  std::int64_t get_or_create(const std::string& session) {
+    std::lock_guard lock(mutex_);
+    return counters_[session];
+  }
+
+  std::optional<std::int64_t> find(const std::string& session) const {
+    std::lock_guard lock(mutex_);
+    auto it = counters_.find(session);
+    if (it == counters_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::int64_t> counters_;
+};
+
+// A validated int field; ints beyond 64 bits (Python has no limit) are refused.
+std::int64_t int_field(const json::object& body, std::string_view key) {
+  const auto& v = body.at(key);
+  if (v.is_uint64()) throw servers::OverflowError(std::string(key) + " exceeds the 64-bit range");
+  return v.get_int64();
+}
+
+std::shared_ptr<const Schema> int_body(std::string field) {
+  return std::make_shared<const Schema>(
+      Schema::object_of({{std::move(field), Schema::of(Schema::Kind::integer), true}}));
+}
+
+}  // namespace
+
+void register_example_session_state_mgmt(servers::Registry& registry) {
+  registry.add({
+      "resources_servers",
+      "example_session_state_mgmt",
+      "StatefulCounterResourcesServer",
+      [](servers::ServerContext&, http::Router& router) {
+        auto store = std::make_shared<CounterStore>();
+        servers::add_resources_base_routes(router);
+        router.post("/seed_session",
+                    http::json_route(
+                        [store](Request& req, json::value& body) -> asio::awaitable<Response> {
+                          auto initial = int_field(body.get_object(), "initial_count");
+                          store->seed(req.session_id, initial);
+                          co_return Response::json(json::object{});
+                        },
+                        int_body("initial_count")));
+        router.post("/increment_counter",
+                    http::json_route(
+                        [store](Request& req, json::value& body) -> asio::awaitable<Response> {
+                          store->add(req.session_id, int_field(body.get_object(), "count"));
+                          co_return Response::json(json::object{{"success", true}});
+                        },
+                        int_body("count")));
+        // No body model upstream: the body is not even parsed.
+        router.post("/get_counter_value", [store](Request& req) -> asio::awaitable<Response> {
+          co_return Response::json(json::object{{"count", store->get_or_create(req.session_id)}});
+        });
+        auto verify_schema = servers::verify_request_schema(
+            {{"expected_count", Schema::of(Schema::Kind::integer), true}});
+        router.post("/verify",
+                    http::json_route(
+                        [store](Request& req, json::value& body) -> asio::awaitable<Response> {
+                          const auto& row = body.get_object();
+                          auto counter = store->find(req.session_id);
+                          bool equal = counter && servers::py_equal(row.at("expected_count"),
+                                                                    json::value(*counter));
+                          co_return Response::json(
+                              servers::verify_response(row, equal ? 1.0 : 0.0));
+                        },
+                        verify_schema));
+      },
+  });
+}
+
+}  // namespace gym::environments
