@@ -133,20 +133,6 @@ json::value normalized_input(const json::object& row) {
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 
-struct CommandResult {
-  int code;
-  std::string out;
-};
-
-CommandResult run_stdout(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = std::fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
-  int status = ::pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 struct Reply {
   int status = -1;
   std::string body;
@@ -161,17 +147,19 @@ class EnvServer {
     port_ = gym::orchestrator::free_port();
     auto preset =
         fs::path(GYM_SOURCE_ROOT) / "environments" / c.env / "configs" / (c.env + ".yaml");
-    // The merged config, as the orchestrator hands it to a server.
-    auto merged = run_stdout(gym_binary() + " config show --config " + preset.string() + " ++" +
-                             c.instance + ".resources_servers." + c.env +
-                             ".port=" + std::to_string(port_) + " " + overrides + " 2>&1");
+    // The merged config, as the orchestrator hands it to a server (the preset's agent refers
+    // to policy_model, so the replay model's preset is merged too; it is not served here).
+    auto merged = gym::test::run_command(
+        gym_binary() + " config show --config " + preset.string() +
+        " --model-type replay_model ++" + c.instance + ".resources_servers." + c.env +
+        ".port=" + std::to_string(port_) + " " + overrides);
     if (merged.code != 0) {
-      error_ = "gym config show failed for " + preset.string() + ":\n" + merged.out;
+      error_ = "gym config show failed for " + preset.string() + ":\n" + merged.output;
       return;
     }
     process_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{gym_binary(), "serve"},
-        std::vector<std::string>{"NEMO_GYM_CONFIG_DICT=" + merged.out,
+        std::vector<std::string>{"NEMO_GYM_CONFIG_DICT=" + merged.output,
                                  "NEMO_GYM_CONFIG_PATH=" + c.instance});
     for (int i = 0; i < 400; ++i) {
       if (gym::test::status_of(gym::test::http_raw(port_, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) >
