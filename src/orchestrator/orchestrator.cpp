@@ -24,6 +24,8 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -248,6 +250,7 @@ class Orchestrator {
     pump_ = std::make_unique<OutputPump>(children_);
 
     int code = wait_ready();
+    if (code == 0) code = probe_model_endpoints();
     if (code == 0) {
       std::printf("All %zu / %zu servers ready!\n", children_.size(), children_.size());
       print_table();
@@ -347,6 +350,102 @@ class Orchestrator {
       }
       if (int sig = take_signal(std::chrono::milliseconds(200))) return signal_exit(sig);
     }
+  }
+
+  // runtime.md 3.5: every `*base_url` of a model server block must answer before we go on.
+  int probe_model_endpoints() {
+    const double timeout_s =
+        core::get_double(cfg_, "model_endpoint_readiness_timeout_seconds", 600, 0, 1e9);
+    if (timeout_s == 0) return 0;
+    struct Endpoint {
+      std::string key, url;
+    };
+    std::vector<Endpoint> endpoints;
+    std::function<void(const json::value&, const std::string&)> walk = [&](const json::value& v,
+                                                                            const std::string& path) {
+      if (!v.is_object()) return;
+      for (const auto& kv : v.get_object()) {
+        std::string key = path + "." + std::string(kv.key());
+        bool is_url_key = kv.key().ends_with("base_url");
+        if (is_url_key && kv.value().is_string()) endpoints.push_back({key, std::string(kv.value().get_string())});
+        if (is_url_key && kv.value().is_array())
+          for (const auto& u : kv.value().get_array())
+            if (u.is_string()) endpoints.push_back({key, std::string(u.get_string())});
+        walk(kv.value(), key);
+      }
+    };
+    for (const auto& c : children_)
+      if (c.instance.server_type == "responses_api_models")
+        walk(c.instance.config, c.instance.name + "." + c.instance.server_type + "." + c.instance.impl);
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout_s));
+    for (const auto& e : endpoints) {
+      std::string url = e.url;
+      while (url.ends_with("/")) url.pop_back();
+      if (url.ends_with("/v1")) url += "/models";
+      auto parsed = parse_endpoint(url);
+      if (!parsed) {
+        std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(), e.url.c_str());
+        return 2;
+      }
+      for (bool reported = false;;) {
+        if (int sig = take_signal(std::chrono::milliseconds(0))) return signal_exit(sig);
+        // https: a completed TCP connect counts (gym-cpp has no TLS client yet).
+        auto r = http_get(parsed->host, parsed->port, parsed->path, std::chrono::seconds(5));
+        bool answered = r.outcome == ProbeOutcome::success ||
+                        (parsed->tls && r.outcome != ProbeOutcome::connection_error);
+        if (answered) break;
+        if (r.error.rfind("cannot resolve", 0) == 0) {
+          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), e.url.c_str(),
+                       r.error.c_str());
+          return 2;
+        }
+        if (!reported) {
+          spdlog::info("waiting for model endpoint {} ({}): {}", e.url, e.key, r.error);
+          reported = true;
+        }
+        if (Clock::now() > deadline) {
+          std::fprintf(stderr,
+                       "error: model endpoint %s = %s did not answer within "
+                       "model_endpoint_readiness_timeout_seconds=%g\n",
+                       e.key.c_str(), e.url.c_str(), timeout_s);
+          return 2;
+        }
+        if (int sig = take_signal(std::chrono::milliseconds(3000))) return signal_exit(sig);
+      }
+    }
+    return 0;
+  }
+
+  struct Endpoint {
+    std::string host;
+    int port = 80;
+    std::string path = "/";
+    bool tls = false;
+  };
+  static std::optional<Endpoint> parse_endpoint(const std::string& url) {
+    Endpoint e;
+    std::string rest;
+    if (url.rfind("http://", 0) == 0) {
+      rest = url.substr(7);
+    } else if (url.rfind("https://", 0) == 0) {
+      rest = url.substr(8);
+      e.tls = true;
+      e.port = 443;
+    } else {
+      return std::nullopt;
+    }
+    auto slash = rest.find('/');
+    std::string authority = rest.substr(0, slash);
+    if (slash != std::string::npos) e.path = rest.substr(slash);
+    auto colon = authority.rfind(':');
+    if (colon != std::string::npos && authority.find(']') == std::string::npos) {
+      e.port = std::atoi(authority.c_str() + colon + 1);
+      authority.resize(colon);
+    }
+    e.host = authority;
+    if (e.host.empty()) return std::nullopt;
+    return e;
   }
 
   void print_table() const {

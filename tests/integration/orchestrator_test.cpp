@@ -217,3 +217,40 @@ TEST(Orchestrator, StatusWithoutDeploymentAndLegacyName) {
   auto j = run(gym_binary() + " env status --json ++head_server.port=" + std::to_string(port));
   EXPECT_NE(j.output.find("[]"), std::string::npos) << j.output;
 }
+
+namespace {
+
+std::string model_config(const std::string& base_url) {
+  std::string data = std::getenv("GYM_CONFORMANCE_DIR") ? std::getenv("GYM_CONFORMANCE_DIR")
+                                                       : std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
+  return write_config(std::string(kWeather) +
+                      "policy_model:\n  responses_api_models:\n    replay_model:\n"
+                      "      rollouts_jsonl_fpaths: [" + data +
+                      "/example_single_tool_call/example_rollouts.jsonl]\n"
+                      "      upstream_base_url: " + base_url + "\n");
+}
+
+}  // namespace
+
+TEST(Orchestrator, ModelEndpointThatAnswersLetsStartupFinish) {
+  ChildProcess endpoint({gym::test::build_path("tests/support/gym_test_server"), "--port", "0"});
+  int port = endpoint.wait_port();
+  ASSERT_GT(port, 0);
+  // Any HTTP answer counts, here a 404 for /v1/models.
+  auto config = model_config("http://127.0.0.1:" + std::to_string(port) + "/v1/");
+  Deployment d(config);
+  EXPECT_TRUE(d.ready()) << d.proc->output();
+  fs::remove(config);
+}
+
+TEST(Orchestrator, ModelEndpointThatNeverAnswersAbortsNamingTheKey) {
+  auto config = model_config("http://127.0.0.1:" + std::to_string(gym::orchestrator::free_port()) + "/v1");
+  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=" +
+               std::to_string(gym::orchestrator::free_port()) +
+               " ++model_endpoint_readiness_timeout_seconds=1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("policy_model.responses_api_models.replay_model.upstream_base_url"),
+            std::string::npos)
+      << r.output;
+  fs::remove(config);
+}
