@@ -254,3 +254,23 @@ TEST(Orchestrator, ModelEndpointThatNeverAnswersAbortsNamingTheKey) {
       << r.output;
   fs::remove(config);
 }
+
+TEST(Orchestrator, LargeConfigTravelsThroughAPrivateFile) {
+  // Over 96 KiB of YAML cannot go into one environment variable (R2).
+  auto config = write_config(std::string(kWeather) + "padding: " + std::string(120 * 1024, 'x') + "\n");
+  Deployment d(config);
+  ASSERT_TRUE(d.ready()) << d.proc->output();
+  auto listing = d.head_get("/server_instances");
+  pid_t pid = static_cast<pid_t>(listing.at(0).at("pid").to_number<int>());
+  std::ifstream environ_file("/proc/" + std::to_string(pid) + "/environ");
+  std::string env((std::istreambuf_iterator<char>(environ_file)), {});
+  auto pos = env.find("NEMO_GYM_CONFIG_DICT_FILE=");
+  ASSERT_NE(pos, std::string::npos);
+  std::string path = env.substr(pos + 26, env.find('\0', pos) - pos - 26);
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  d.proc->signal(SIGTERM);
+  EXPECT_EQ(d.proc->wait_exit(), 143);
+  EXPECT_FALSE(fs::exists(path));  // removed at shutdown
+  fs::remove(config);
+}
