@@ -274,3 +274,18 @@ TEST(Orchestrator, LargeConfigTravelsThroughAPrivateFile) {
   EXPECT_FALSE(fs::exists(path));  // removed at shutdown
   fs::remove(config);
 }
+
+TEST(Orchestrator, AServerThatDiesStopsTheDeploymentWithCode2) {
+  auto config = write_config(std::string(kWeather) +
+                             "weather2:\n  resources_servers:\n    example_single_tool_call:\n"
+                             "      domain: agent\n");
+  Deployment d(config);
+  ASSERT_TRUE(d.ready()) << d.proc->output();
+  auto listing = d.head_get("/server_instances");
+  pid_t victim = static_cast<pid_t>(listing.at(0).at("pid").to_number<int>());
+  pid_t survivor = static_cast<pid_t>(listing.at(1).at("pid").to_number<int>());
+  ::kill(victim, SIGKILL);
+  EXPECT_EQ(d.proc->wait_exit(), 2);
+  EXPECT_TRUE(gone_within(survivor, std::chrono::seconds(10)));  // the others are stopped too
+  fs::remove(config);
+}
