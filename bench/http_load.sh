@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # HTTP load benchmark: POST a real rollout row (~2.9 KB JSON) to a JSON route that parses it
-# and answers a small JSON object, on our Beast server (bench/json_route_server.cpp) and on an
-# equivalent FastAPI app under uvicorn (bench/fastapi_app.py), plus a fixed-body nginx route as
-# the ceiling, at 64 and 4000 connections, in one run. Prints a side-by-side table with the
-# ratios and records it in bench/RESULTS.md.
+# and answers a small JSON object, on our Beast server (bench/json_route_server.cpp) and on two
+# FastAPI routes of one uvicorn process (bench/fastapi_app.py): /verify reads the body with
+# `await request.json()` (bare), /verify_typed declares it as pydantic models shaped like a NeMo
+# Gym resources server's /verify request (create params + Response), so FastAPI validates the
+# whole row on every request, as NeMo Gym does. A fixed-body nginx route is the ceiling. All four
+# at 64 and 4000 connections, in one run. Prints a side-by-side table with the ratios (the 8x
+# goal is against the NeMo Gym-shaped route, the bare ratio is printed too) and records it in
+# bench/RESULTS.md.
 #
 # Usage: [GYM_BUILD_DIR=build] [DURATION=10] bash bench/http_load.sh [--data-root PATH] [--no-record]
 #
@@ -16,6 +20,9 @@
 #   WRK_THREADS    wrk threads (default 2)
 #   WRK_TIMEOUT    wrk request timeout; slower answers count as timeout errors (default 2s)
 #   KEEP_TMP=1     keep the temp dir (server logs, raw wrk output) for inspection
+#   PYDANTIC2_PYTHON  an interpreter with pydantic 2 to time the /verify_typed models with, beside
+#                  the peer's own pydantic (default: the first python3 on PATH that has it; the
+#                  load runs always use /usr/bin/python3, Debian's FastAPI on pydantic 1.10)
 #
 # Every server gets ONE worker/process (nginx worker_processes 1, uvicorn --workers 1, ours
 # --workers 1); wrk runs on the same machine and shares its cores.
@@ -48,7 +55,7 @@ while [[ $# -gt 0 ]]; do
       shift
       ;;
     -h | --help)
-      sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *) die "unknown argument '$1' (try --help)" ;;
@@ -60,7 +67,7 @@ WARMUP=${WARMUP:-2}
 WRK_THREADS=${WRK_THREADS:-2}
 WRK_TIMEOUT=${WRK_TIMEOUT:-2s}
 CONNS=(64 4000)
-SERVERS=(ours fastapi nginx)
+SERVERS=(ours fastapi fastapi_typed nginx)
 PYTHON=/usr/bin/python3
 BUILD_DIR=${GYM_BUILD_DIR:-build}
 [[ $BUILD_DIR == /* ]] || BUILD_DIR=$REPO_ROOT/$BUILD_DIR
@@ -121,6 +128,28 @@ $PYTHON -c 'import json,sys; json.load(open(sys.argv[1]))' "$BODY" ||
   die "line $ROW of $DATA_FILE is not valid JSON"
 BODY_BYTES=$(($(wc -c <"$BODY") - 1)) # without the trailing newline
 truncate -s "$BODY_BYTES" "$BODY"
+
+# The NeMo Gym-shaped route must take the row as it is: validate it with the route's models first,
+# then time one validation with the peer's pydantic and, where one is on this machine, pydantic 2
+# (what NeMo Gym runs on). Done now, while no server is running.
+$PYTHON "$BENCH_DIR/fastapi_app.py" check "$BODY" >"$TMP/check.txt" 2>&1 ||
+  { cat "$TMP/check.txt" >&2; die "line $ROW does not validate against the /verify_typed models"; }
+VALIDATION_PEER=$($PYTHON "$BENCH_DIR/fastapi_app.py" time "$BODY" 1000)
+VALIDATION_V2=
+PY2=${PYDANTIC2_PYTHON:-}
+if [[ -z $PY2 ]]; then
+  while read -r cand; do
+    [[ $(readlink -f "$cand") == "$(readlink -f "$PYTHON")" ]] && continue
+    if "$cand" -c 'import sys, pydantic; sys.exit(int(pydantic.VERSION.split(".")[0]) < 2)' 2>/dev/null; then
+      PY2=$cand
+      break
+    fi
+  done < <(type -ap python3 || true)
+fi
+if [[ -n $PY2 ]]; then
+  VALIDATION_V2=$("$PY2" "$BENCH_DIR/fastapi_app.py" time "$BODY" 1000 2>"$TMP/validation_v2.err") ||
+    { echo "warning: timing the models with $PY2 failed: $(tail -n 1 "$TMP/validation_v2.err")" >&2; VALIDATION_V2=; }
+fi
 
 # --- file descriptors: 4000 client + 4000 server sockets ---------------------------------
 HARD=$(ulimit -Hn)
@@ -190,7 +219,7 @@ PID_NGINX=$!
 PIDS+=("$PID_NGINX")
 
 show_logs() {
-  local name=$1
+  local name=${1%_typed} # both FastAPI routes are served by one process
   for f in "$TMP/$name.out" "$TMP/$name.err"; do
     [[ -s $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
   done
@@ -210,9 +239,11 @@ done
 declare -A URL PID
 URL[ours]=http://127.0.0.1:$PORT_OURS/verify
 URL[fastapi]=http://127.0.0.1:$PORT_FASTAPI/verify
+URL[fastapi_typed]=http://127.0.0.1:$PORT_FASTAPI/verify_typed
 URL[nginx]=http://127.0.0.1:$PORT_NGINX/verify
 PID[ours]=$PID_OURS
 PID[fastapi]=$PID_FASTAPI
+PID[fastapi_typed]=$PID_FASTAPI
 PID[nginx]=$PID_NGINX
 
 # Wait until each server answers the real POST with 200; show the answers side by side.
@@ -226,10 +257,15 @@ for s in "${SERVERS[@]}"; do
     sleep 0.1
   done
   [[ $ok == 1 ]] || { show_logs "$s"; die "$s server did not answer 200 on ${URL[$s]} within 15 s (last status: ${code:-none})"; }
-  printf '%-8s %s -> %s\n' "$s" "${URL[$s]}" "$(cat "$TMP/$s.answer")"
+  printf '%-13s %s -> %s\n' "$s" "${URL[$s]}" "$(cat "$TMP/$s.answer")"
 done
-[[ $(cat "$TMP/ours.answer") == "$FIXED_BODY" && $(cat "$TMP/fastapi.answer") == "$FIXED_BODY" ]] ||
-  echo "warning: the three answers differ; the comparison is less like-for-like" >&2
+ANSWERS_SAME=1
+for s in "${SERVERS[@]}"; do
+  if [[ $(cat "$TMP/$s.answer") != "$FIXED_BODY" ]]; then
+    echo "warning: $s answers differently from the others; the comparison is less like-for-like" >&2
+    ANSWERS_SAME=0
+  fi
+done
 
 listen_overflows() {
   awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else { for (i = 1; i <= NF; i++) if (n[i] == "ListenOverflows") print $i } }' /proc/net/netstat
@@ -239,6 +275,9 @@ echo
 echo "Note: each server runs ONE worker/process (ours --workers 1, uvicorn --workers 1, nginx"
 echo "worker_processes 1); wrk (-t$WRK_THREADS) runs on the same $(nproc) cores. Body: line $ROW of"
 echo "$DATA_FILE_REL ($BODY_BYTES bytes). somaxconn=$SOMAXCONN, open files=$WANT."
+echo "/verify_typed models: $(head -n 1 "$TMP/check.txt")"
+echo "one validation of the row: $VALIDATION_PEER (the peer)"
+[[ -n $VALIDATION_V2 ]] && echo "one validation of the row: $VALIDATION_V2 ($PY2; not served)"
 echo
 
 # How busy the machine is with other work just before the runs (the servers are idle now).
@@ -304,8 +343,30 @@ for v in GYM_BUILD_DIR GYM_DATA_ROOT DURATION WARMUP WRK_THREADS WRK_TIMEOUT; do
 done
 CMD+="bash bench/http_load.sh${ORIG_ARGS[*]:+ ${ORIG_ARGS[*]}}"
 
+# What the server binary was built from: the build dir's source tree, its commit, and whether its
+# C++ sources differ from that commit.
+HEAD_HERE=$(git -C "$REPO_ROOT" log -1 --format='%h' 2>/dev/null || echo unknown)
+BIN_TIME=$(date -u -r "$SERVER_BIN" '+%Y-%m-%d %H:%M UTC')
+SRC_DIR=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+BUILT_FROM="\`${SERVER_BIN#"$REPO_ROOT"/}\`, built $BIN_TIME from ${SRC_DIR:-an unknown source tree}"
+[[ $SRC_DIR == "$REPO_ROOT" ]] && BUILT_FROM+=" (this work tree)"
+if [[ -n $SRC_DIR ]] && git -C "$SRC_DIR" rev-parse --git-dir >/dev/null 2>&1; then
+  changed=$(git -C "$SRC_DIR" status --porcelain -- src include bench/json_route_server.cpp \
+    bench/CMakeLists.txt CMakeLists.txt cmake | wc -l)
+  BUILT_FROM+=" at commit \`$(git -C "$SRC_DIR" log -1 --format='%h %s')\`"
+  if [[ $changed -eq 0 ]]; then
+    BUILT_FROM+=", its C++ sources unchanged from that commit"
+  else
+    BUILT_FROM+=", with $changed C++ source files changed or new since that commit"
+  fi
+fi
+BUILT_FROM+="; this repo's HEAD is \`$HEAD_HERE\`"
+FASTAPI_VERSIONS=$($PYTHON -c 'import fastapi, pydantic, uvicorn, sys
+print(f"Python {sys.version.split()[0]}, FastAPI {fastapi.__version__}, pydantic {pydantic.VERSION}, uvicorn {uvicorn.__version__}")')
+
 export TMP RECORD CMD BODY_BYTES ROW DATA_FILE_REL DURATION WARMUP WRK_THREADS WRK_TIMEOUT SOMAXCONN \
-  BUSY_BEFORE RSS_OURS RSS_FASTAPI RSS_NGINX ACCEPT_WARNINGS
+  BUSY_BEFORE RSS_OURS RSS_FASTAPI RSS_NGINX ACCEPT_WARNINGS BUILT_FROM FASTAPI_VERSIONS \
+  VALIDATION_PEER VALIDATION_V2 PY2 ANSWERS_SAME
 export RESULTS_MD=$BENCH_DIR/RESULTS.md
 export CONNS_LIST="${CONNS[*]}" SERVERS_LIST="${SERVERS[*]}"
 $PYTHON - <<'EOF'
@@ -315,7 +376,12 @@ env = os.environ
 tmp = env["TMP"]
 conns = [int(c) for c in env["CONNS_LIST"].split()]
 servers = env["SERVERS_LIST"].split()
-label = {"ours": "ours (Beast, gym_http)", "fastapi": "FastAPI + uvicorn", "nginx": "nginx fixed body"}
+label = {
+    "ours": "ours (Beast, gym_http)",
+    "fastapi": "FastAPI, request.json()",
+    "fastapi_typed": "FastAPI, pydantic models like NeMo Gym's /verify",
+    "nginx": "nginx fixed body",
+}
 
 res = {}
 for s in servers:
@@ -342,25 +408,71 @@ head = ["server", "conns", "req/s", "p50 ms", "p99 ms", "socket errors (c/r/w/t)
 def ratio(a, b):
     return res[a[0], a[1]]["rps"] / res[b[0], b[1]]["rps"] if res[b[0], b[1]]["rps"] else float("inf")
 
+def x(r, digits=1):
+    return f"{r:.{digits}f}x" if r != float("inf") else "inf (the peer answered nothing)"
+
 lo, hi = conns[0], conns[-1]
+r_ty = ratio(("ours", lo), ("fastapi_typed", lo))
 r_fa = ratio(("ours", lo), ("fastapi", lo))
 r_ng = ratio(("ours", lo), ("nginx", lo))
+r_ty_hi = ratio(("ours", hi), ("fastapi_typed", hi))
 r_fa_hi = ratio(("ours", hi), ("fastapi", hi))
 r_ng_hi = ratio(("ours", hi), ("nginx", hi))
 ours_hi = res["ours", hi]
 ours_hi_bad = errors(ours_hi) + int(ours_hi["non2xx"]) + int(ours_hi["queue_end"])
 verdict = lambda ok: "MET" if ok else "MISSED"
 targets = [
-    f"ours/FastAPI at {lo} connections: {r_fa:.1f}x (goal >= 8x): {verdict(r_fa >= 8)}",
-    f"ours/nginx at {lo} connections: {r_ng:.2f}x (goal >= 0.5x): {verdict(r_ng >= 0.5)}",
+    f"ours / FastAPI with pydantic models like NeMo Gym's /verify (the server the product replaces) "
+    f"at {lo} connections: {x(r_ty)} (goal >= 8x): {verdict(r_ty >= 8)}",
+    f"ours / FastAPI with bare request.json() at {lo} connections: {x(r_fa)} "
+    f"({'would meet' if r_fa >= 8 else 'would miss'} 8x against this peer)",
+    f"ours/nginx at {lo} connections: {x(r_ng, 2)} (goal >= 0.5x): {verdict(r_ng >= 0.5)}",
     f"ours errors at {hi} connections: {errors(ours_hi)} socket errors, {int(ours_hi['non2xx'])} non-2xx, "
     f"{int(ours_hi['queue_end'])} connections still unaccepted at the end (goal: none): "
     f"{verdict(ours_hi_bad == 0)}",
 ]
+
+def us(text):
+    m = re.search(r"([0-9.]+) us per validation", text or "")
+    return float(m.group(1)) if m else None
+
+t_peer, t_v2 = us(env["VALIDATION_PEER"]), us(env["VALIDATION_V2"])
+typed_rps = res["fastapi_typed", lo]["rps"]
 info = [
-    f"at {hi} connections: ours/FastAPI {r_fa_hi:.1f}x, ours/nginx {r_ng_hi:.2f}x",
-    f"peak RSS (VmHWM): ours {env['RSS_OURS'] or '?'} kB, uvicorn {env['RSS_FASTAPI'] or '?'} kB, "
-    f"nginx worker {env['RSS_NGINX'] or '?'} kB",
+    f"at {hi} connections: ours / FastAPI NeMo Gym-shaped {x(r_ty_hi)}, ours / FastAPI bare "
+    f"{x(r_fa_hi)}, ours/nginx {x(r_ng_hi, 2)}",
+    f"FastAPI NeMo Gym-shaped / bare at {lo} connections: "
+    f"{x(ratio(('fastapi_typed', lo), ('fastapi', lo)), 2)} (the cost of validating the row into models)",
+    f"one validation of the row by the /verify_typed models: {env['VALIDATION_PEER']} (the peer as run)",
+]
+bare_rps = res["fastapi", lo]["rps"]
+if t_peer is not None and t_v2 is not None and typed_rps > 0 and bare_rps > 0:
+    # Debian's FastAPI 0.92 cannot run on pydantic 2, so this is an ESTIMATE of the NeMo
+    # Gym-shaped peer on pydantic 2, from its measured time per request (1 / req/s, one worker)
+    # and two assumptions that bracket it; FastAPI, starlette and uvicorn stay as measured.
+    #   a) only the micro-benchmarked validation time changes (t_peer -> t_v2);
+    #   b) the whole measured typed-minus-bare time per request is pydantic work and shrinks by
+    #      the micro-benchmarked factor t_v2 / t_peer (in-process timings of the two routes put
+    #      the typed route's extra time at more than one micro-benchmarked validation).
+    per_typed, per_bare = 1.0 / typed_rps, 1.0 / bare_rps
+    est_low = 1.0 / max(per_typed - (t_peer - t_v2) * 1e-6, per_bare)
+    est_high = 1.0 / (per_bare + max(per_typed - per_bare, 0.0) * t_v2 / t_peer)
+    est_low, est_high = sorted((est_low, est_high))
+    ours_rps = res["ours", lo]["rps"]
+    info.append(
+        f"one validation with pydantic 2, what NeMo Gym runs on: {env['VALIDATION_V2']} "
+        f"({t_peer / t_v2:.1f}x faster; measured with {env['PY2']}, which has no FastAPI). "
+        f"ESTIMATE, not a measurement: on pydantic 2 the NeMo Gym-shaped peer would do about "
+        f"{est_low:,.0f} to {est_high:,.0f} req/s at {lo} connections, and ours/it would be about "
+        f"{ours_rps / est_high:.1f}x to {ours_rps / est_low:.1f}x (the two ends: only the validation "
+        f"time above changes; or the whole typed-minus-bare time per request shrinks by that factor)")
+else:
+    info.append("no interpreter with pydantic 2 was found or could time the models (set "
+                "PYDANTIC2_PYTHON), so the cost of the peer's pydantic 1.10 was not compared with "
+                "pydantic 2's, which NeMo Gym runs on")
+info += [
+    f"peak RSS (VmHWM): ours {env['RSS_OURS'] or '?'} kB, uvicorn (both FastAPI routes) "
+    f"{env['RSS_FASTAPI'] or '?'} kB, nginx worker {env['RSS_NGINX'] or '?'} kB",
     f"our server logged {env['ACCEPT_WARNINGS'] or 0} 'accept failed' warnings; listen backlog 4096 "
     f"(ours), 8192 (uvicorn, nginx), capped by net.core.somaxconn={env['SOMAXCONN']}",
 ]
@@ -394,19 +506,35 @@ def cpu_model():
 nproc = os.cpu_count()
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 d, w, th, to = env["DURATION"], env["WARMUP"], env["WRK_THREADS"], env["WRK_TIMEOUT"]
+fixed_body = open(f"{tmp}/nginx.answer").read()
+answers = (f"every route answers `{fixed_body}`" if env["ANSWERS_SAME"] == "1" else
+           f"the answers DIFFER (see the script's output); nginx answers `{fixed_body}`")
 section = f"""<!-- http_load.sh:begin (generated by bench/http_load.sh; edits here are overwritten) -->
-## HTTP load: JSON `/verify` route — ours vs FastAPI vs nginx
+## HTTP load: JSON `/verify` route — ours vs FastAPI (bare and NeMo Gym-shaped) vs nginx
 
 - Date: {now}
 - Machine: nproc={nproc}, CPU: {cpu_model()}, kernel {platform.release()}; CPU busy with
   other work in the 3 s before the runs: {env['BUSY_BEFORE']}%
 - Command (repo root): `{env['CMD']}`
-- Each measured run: `wrk -t{th} -c<conns> -d{d}s --timeout {to} --latency -s bench/wrk_post.lua <url>/verify -- body.json`
+- Server binary: {env['BUILT_FROM']}.
+- Each measured run: `wrk -t{th} -c<conns> -d{d}s --timeout {to} --latency -s bench/wrk_post.lua <url> -- body.json`
   after a {w} s warm-up at 64 connections; body = line {env['ROW']} of
   `{env['DATA_FILE_REL']}` ({env['BODY_BYTES']} bytes), `Content-Type: application/json`.
+  Checked before the runs: {answers}.
 - One worker/process per server: ours `--workers 1`; uvicorn `--workers 1 --loop uvloop
-  --http httptools --backlog 8192`; nginx `worker_processes 1`, `return 200` fixed body,
-  `keepalive_requests 1000000`. wrk shares the same cores.
+  --http httptools --backlog 8192` ({env['FASTAPI_VERSIONS']}), ONE process serving both
+  FastAPI routes, loaded one after the other; nginx `worker_processes 1`, `return 200` fixed
+  body, `keepalive_requests 1000000`. wrk shares the same cores.
+- The two FastAPI routes (`bench/fastapi_app.py`): `/verify` reads `await request.json()` with no
+  model. `/verify_typed` declares the body as pydantic models with the structure of a NeMo Gym
+  resources server's /verify request (`responses_create_params`: create params, strict, with
+  their defaults; `response`: the Response with `output` a union of message / function_call /
+  function_call_output / reasoning items told apart by `type`, usage with token details), so
+  FastAPI validates the whole row into typed models on every request, as NeMo Gym does. Its
+  models are lighter than NeMo Gym's (a 4-member union told apart by `type` where NeMo Gym
+  tries about 25 item types; no middleware) and it answers the small object where NeMo Gym's
+  /verify response model is the whole request plus the reward; but it runs on Debian's pydantic
+  1.10 (pure Python), where NeMo Gym runs on pydantic 2, whose validation is faster (see "Also").
 - Socket errors are wrk's connect/read/write/timeout counts; non-2xx are counted by
   `wrk_post.lua`. wrk counts a timeout only when a late answer finally arrives, so a
   connection the server never accepts is not an error to wrk: "accept queue max / end" is the
