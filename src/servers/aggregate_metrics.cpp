@@ -165,8 +165,8 @@ FieldStats field_stats(const std::vector<double>& column, std::size_t begin, std
   s.max = *std::max_element(present.begin(), present.end());
   s.min = *std::min_element(present.begin(), present.end());
   std::sort(present.begin(), present.end());
-  s.median = count % 2 == 1 ? present[count / 2]
-                            : (present[count / 2 - 1] + present[count / 2]) / 2.0;
+  s.median =
+      count % 2 == 1 ? present[count / 2] : (present[count / 2 - 1] + present[count / 2]) / 2.0;
   if (count > 1) {
     std::vector<double> squares(filled.size(), 0.0);
     for (std::size_t i = 0; i < filled.size(); ++i) {
@@ -194,7 +194,7 @@ void describe(const Columns& cols, std::size_t begin, std::size_t end, json::obj
       if (s.complete) s.stdev = 0.0;
   }
   static constexpr std::pair<const char*, double FieldStats::*> kStats[] = {
-      {"mean", &FieldStats::mean},     {"max", &FieldStats::max}, {"min", &FieldStats::min},
+      {"mean", &FieldStats::mean},     {"max", &FieldStats::max},   {"min", &FieldStats::min},
       {"median", &FieldStats::median}, {"std", &FieldStats::stdev},
   };
   for (const auto& [stat, member] : kStats) {
@@ -396,7 +396,8 @@ double rounded_quotient(const BigInt& a, const BigInt& b) {
   const std::uint64_t rest = bits & ((std::uint64_t{1} << drop) - 1);
   const std::uint64_t half = std::uint64_t{1} << (drop - 1);
   if (rest > half || (rest == half && (r != 0 || (mantissa & 1) != 0))) ++mantissa;
-  return std::ldexp(static_cast<double>(mantissa), static_cast<int>(drop) - static_cast<int>(shift));
+  return std::ldexp(static_cast<double>(mantissa),
+                    static_cast<int>(drop) - static_cast<int>(shift));
 }
 
 }  // namespace
@@ -445,9 +446,9 @@ double percent_of_mean(const std::vector<double>& values) {
 
 // One task's scores for one name, precomputed for every k (index k - 1).
 struct TaskSeries {
-  std::vector<double> pass;                   // k = 1..number of scores present
-  std::vector<std::optional<double>> avg;     // k = 1..max_k
-  std::vector<double> majority;               // k = 1..max_k (with an answer key)
+  std::vector<double> pass;                // k = 1..number of scores present
+  std::vector<std::optional<double>> avg;  // k = 1..max_k
+  std::vector<double> majority;            // k = 1..max_k (with an answer key)
 };
 
 TaskSeries task_series(const std::vector<std::vector<std::optional<double>>>& scores,
@@ -459,8 +460,8 @@ TaskSeries task_series(const std::vector<std::vector<std::optional<double>>>& sc
     if (rollout[name]) present.push_back(*rollout[name]);
 
   // pass@k: combinatorial over all scores when every score is 0 or 1, else max of the first k.
-  const bool binary = std::all_of(present.begin(), present.end(),
-                                  [](double v) { return v == 0.0 || v == 1.0; });
+  const bool binary =
+      std::all_of(present.begin(), present.end(), [](double v) { return v == 0.0 || v == 1.0; });
   const auto wrong = static_cast<std::size_t>(
       std::count_if(present.begin(), present.end(), [](double v) { return v == 0.0; }));
   double running_max = -std::numeric_limits<double>::infinity();
@@ -521,12 +522,12 @@ TaskSeries task_series(const std::vector<std::vector<std::optional<double>>>& sc
 Scores accuracy_from_reward(const json::object& rollout) {
   const json::value* reward = rollout.if_contains("reward");
   if (reward == nullptr) throw KeyError("'reward'");
-  if (!is_numeric(*reward)) throw ValueError("reward is not a number: " + core::render_json(*reward));
+  if (!is_numeric(*reward))
+    throw ValueError("reward is not a number: " + core::render_json(*reward));
   return {{"accuracy", to_double(*reward)}};
 }
 
-PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks,
-                                                 const ScoreFn& score_fn,
+PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks, const ScoreFn& score_fn,
                                                  std::optional<std::string_view> answer_key) {
   PassMajorityResult result;
   if (tasks.empty()) return result;
@@ -627,8 +628,7 @@ PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks,
       const double mean = python_float_sum(runs) / static_cast<double>(m);
       std::vector<double> squares;
       for (double x : runs) squares.push_back((x - mean) * (x - mean));
-      const double std_dev =
-          std::sqrt(python_float_sum(squares) / static_cast<double>(m - 1));
+      const double std_dev = std::sqrt(python_float_sum(squares) / static_cast<double>(m - 1));
       const std::string prefix = "pass@1[avg-of-" + std::to_string(k) + "]/" + names[j];
       metrics[prefix + "/std_dev_across_runs"] = std_dev;
       metrics[prefix + "/std_err_across_runs"] = std_dev / std::sqrt(static_cast<double>(m));
@@ -655,8 +655,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // Matches `key` against ^<prefix>(\d+)<suffix>/(.+)$ (Python re semantics for these ASCII
 // keys); returns the digits and the score name.
 std::optional<std::pair<std::string_view, std::string_view>> match_k_key(std::string_view key,
-                                                                        std::string_view prefix,
-                                                                        std::string_view suffix) {
+                                                                         std::string_view prefix,
+                                                                         std::string_view suffix) {
   if (!key.starts_with(prefix)) return std::nullopt;
   std::string_view rest = key.substr(prefix.size());
   std::size_t digits = 0;
@@ -687,8 +687,8 @@ json::object highest_k_metrics(const json::object& agent_metrics, std::string_vi
     throw std::invalid_argument("highest_k_metrics pattern has no {k}: " + std::string(pattern));
   const std::string_view prefix = pattern.substr(0, placeholder);
   const std::string_view suffix = pattern.substr(placeholder + 3);
-  static constexpr std::string_view kStatSuffixes[] = {
-      "std_dev_across_runs", "std_err_across_runs", "avg_sample_std_dev"};
+  static constexpr std::string_view kStatSuffixes[] = {"std_dev_across_runs", "std_err_across_runs",
+                                                       "avg_sample_std_dev"};
 
   std::vector<std::pair<std::string_view, const json::key_value_pair*>> matches;
   std::string_view top;
@@ -731,8 +731,6 @@ json::object mcqa_key_metrics(const json::object& agent_metrics) {
   return key;
 }
 
-AggregateMetricsHooks mcqa_aggregate_hooks() {
-  return {mcqa_compute_metrics, mcqa_key_metrics};
-}
+AggregateMetricsHooks mcqa_aggregate_hooks() { return {mcqa_compute_metrics, mcqa_key_metrics}; }
 
 }  // namespace gym::servers

@@ -22,8 +22,8 @@ void add_resources_base_routes(http::Router& router, std::string reverify_mode,
   });
   router.post("/aggregate_metrics",
               http::json_route(
-                  [hooks = std::move(aggregate_hooks)](Request&,
-                                                       json::value& body) -> asio::awaitable<Response> {
+                  [hooks = std::move(aggregate_hooks)](
+                      Request&, json::value& body) -> asio::awaitable<Response> {
                     const json::array& rows = body.get_object().at("verify_responses").get_array();
                     co_return Response::json(compute_aggregate_metrics(rows, hooks));
                   },

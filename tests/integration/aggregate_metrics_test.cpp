@@ -75,8 +75,10 @@ TEST(AggregateMetricsServe, ResponseShape) {
   EXPECT_NE(body.find(R"("key_metrics":{"mean/reward":0.5,"mean/input_tokens":172.0})"),
             std::string::npos)
       << body;
-  EXPECT_NE(body.find(R"("rollout_infos":[{"rollout_id":"1:0","_ng_task_index":1,"_ng_rollout_index":0,"reward":0.0,"input_tokens":100}])"),
-            std::string::npos)
+  EXPECT_NE(
+      body.find(
+          R"("rollout_infos":[{"rollout_id":"1:0","_ng_task_index":1,"_ng_rollout_index":0,"reward":0.0,"input_tokens":100}])"),
+      std::string::npos)
       << body;
 }
 
@@ -105,8 +107,10 @@ TEST(AggregateMetricsServe, ConformanceKeyMetrics) {
   int status = 0;
   auto body = server.post(json::serialize(json::object{{"verify_responses", rows}}), &status);
   ASSERT_EQ(status, 200) << body;
-  EXPECT_NE(body.find(R"("key_metrics":{"mean/reward":1.0,"mean/input_tokens":88.0,"mean/output_tokens":38.0,"mean/total_tokens":126.0})"),
-            std::string::npos)
+  EXPECT_NE(
+      body.find(
+          R"("key_metrics":{"mean/reward":1.0,"mean/input_tokens":88.0,"mean/output_tokens":38.0,"mean/total_tokens":126.0})"),
+      std::string::npos)
       << body;
 }
 

@@ -76,8 +76,9 @@ TEST(AggregateMetrics, StatisticsOrderRenderingAndGroups) {
 
 TEST(AggregateMetrics, StatisticValuesAreFloatsEvenForIntegers) {
   auto out = aggregate(R"([{"reward":1,"tokens":244}])");
-  EXPECT_EQ(render(out.at("agent_metrics")),
-            R"({"mean/reward":1.0,"mean/tokens":244.0,"max/reward":1.0,"max/tokens":244.0,"min/reward":1.0,"min/tokens":244.0,"median/reward":1.0,"median/tokens":244.0,"std/reward":0.0,"std/tokens":0.0})");
+  EXPECT_EQ(
+      render(out.at("agent_metrics")),
+      R"({"mean/reward":1.0,"mean/tokens":244.0,"max/reward":1.0,"max/tokens":244.0,"min/reward":1.0,"min/tokens":244.0,"median/reward":1.0,"median/tokens":244.0,"std/reward":0.0,"std/tokens":0.0})");
 }
 
 TEST(AggregateMetrics, MedianOfEvenAndOddCounts) {
@@ -112,12 +113,15 @@ TEST(AggregateMetrics, MissingFieldsAndUndefinedStd) {
     {"_ng_task_index":0,"_ng_rollout_index":1,"reward":0.0},
     {"_ng_task_index":1,"_ng_rollout_index":0,"reward":1.0,"b":true}])");
   const auto& groups = out.at("group_level_metrics").as_array();
-  EXPECT_EQ(render(out.at("agent_metrics")),
-            R"({"mean/reward":0.6666666666666666,"mean/a":2.0,"mean/b":1.0,"max/reward":1.0,"max/a":2.0,"max/b":1.0,"min/reward":0.0,"min/a":2.0,"min/b":1.0,"median/reward":1.0,"median/a":2.0,"median/b":1.0,"std/reward":0.5773502691896258})");
-  EXPECT_EQ(render(groups[0]),
-            R"({"_ng_task_index":0,"mean/reward":0.5,"mean/a":2.0,"max/reward":1.0,"max/a":2.0,"min/reward":0.0,"min/a":2.0,"median/reward":0.5,"median/a":2.0,"std/reward":0.7071067811865476,"sample":{"agent_ref":{"name":"agent"}},"num_rollouts":2,"expected_num_rollouts":2,"missing_num_rollouts":0,"reward_profile_completion_pct":100.0,"rollout_infos":[{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0,"a":2},{"rollout_id":"0:1","_ng_task_index":0,"_ng_rollout_index":1,"reward":0.0}]})");
-  EXPECT_EQ(render(groups[1]),
-            R"({"_ng_task_index":1,"mean/reward":1.0,"mean/b":1.0,"max/reward":1.0,"max/b":1.0,"min/reward":1.0,"min/b":1.0,"median/reward":1.0,"median/b":1.0,"std/reward":0.0,"std/b":0.0,"sample":{"agent_ref":{"name":"agent"}},"num_rollouts":1,"expected_num_rollouts":1,"missing_num_rollouts":0,"reward_profile_completion_pct":100.0,"rollout_infos":[{"rollout_id":"1:0","_ng_task_index":1,"_ng_rollout_index":0,"reward":1.0,"b":1}]})");
+  EXPECT_EQ(
+      render(out.at("agent_metrics")),
+      R"({"mean/reward":0.6666666666666666,"mean/a":2.0,"mean/b":1.0,"max/reward":1.0,"max/a":2.0,"max/b":1.0,"min/reward":0.0,"min/a":2.0,"min/b":1.0,"median/reward":1.0,"median/a":2.0,"median/b":1.0,"std/reward":0.5773502691896258})");
+  EXPECT_EQ(
+      render(groups[0]),
+      R"({"_ng_task_index":0,"mean/reward":0.5,"mean/a":2.0,"max/reward":1.0,"max/a":2.0,"min/reward":0.0,"min/a":2.0,"median/reward":0.5,"median/a":2.0,"std/reward":0.7071067811865476,"sample":{"agent_ref":{"name":"agent"}},"num_rollouts":2,"expected_num_rollouts":2,"missing_num_rollouts":0,"reward_profile_completion_pct":100.0,"rollout_infos":[{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0,"a":2},{"rollout_id":"0:1","_ng_task_index":0,"_ng_rollout_index":1,"reward":0.0}]})");
+  EXPECT_EQ(
+      render(groups[1]),
+      R"({"_ng_task_index":1,"mean/reward":1.0,"mean/b":1.0,"max/reward":1.0,"max/b":1.0,"min/reward":1.0,"min/b":1.0,"median/reward":1.0,"median/b":1.0,"std/reward":0.0,"std/b":0.0,"sample":{"agent_ref":{"name":"agent"}},"num_rollouts":1,"expected_num_rollouts":1,"missing_num_rollouts":0,"reward_profile_completion_pct":100.0,"rollout_infos":[{"rollout_id":"1:0","_ng_task_index":1,"_ng_rollout_index":0,"reward":1.0,"b":1}]})");
 }
 
 TEST(AggregateMetrics, UsageOverridesTopLevelFields) {
@@ -125,17 +129,20 @@ TEST(AggregateMetrics, UsageOverridesTopLevelFields) {
   // first and then the top-level value (upstream's order of assignment).
   auto out = aggregate(R"([{"_ng_task_index":0,"_ng_rollout_index":0,"input_tokens":5,"reward":1.0,
     "response":{"usage":{"output_tokens":3,"input_tokens":7,"total_tokens":10}}}])");
-  EXPECT_EQ(render(out.at("key_metrics")),
-            R"({"mean/input_tokens":7.0,"mean/reward":1.0,"mean/output_tokens":3.0,"mean/total_tokens":10.0})");
-  EXPECT_EQ(render(out.at("group_level_metrics").at(0).at("rollout_infos")),
-            R"([{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0,"output_tokens":3,"input_tokens":5,"total_tokens":10}])");
+  EXPECT_EQ(
+      render(out.at("key_metrics")),
+      R"({"mean/input_tokens":7.0,"mean/reward":1.0,"mean/output_tokens":3.0,"mean/total_tokens":10.0})");
+  EXPECT_EQ(
+      render(out.at("group_level_metrics").at(0).at("rollout_infos")),
+      R"([{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0,"output_tokens":3,"input_tokens":5,"total_tokens":10}])");
 }
 
 TEST(AggregateMetrics, RolloutInfosKeepOriginalTypes) {
   auto out = aggregate(
       R"([{"_ng_task_index":0,"_ng_rollout_index":0,"reward":1,"ok":true,"score":0.25,"name":"x","response":{"usage":null}}])");
-  EXPECT_EQ(render(out.at("group_level_metrics").at(0).at("rollout_infos")),
-            R"([{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1,"ok":1,"score":0.25}])");
+  EXPECT_EQ(
+      render(out.at("group_level_metrics").at(0).at("rollout_infos")),
+      R"([{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1,"ok":1,"score":0.25}])");
   EXPECT_EQ(render(out.at("agent_metrics").at("mean/ok")), "1.0");
 }
 
@@ -145,8 +152,9 @@ TEST(AggregateMetrics, MissingIndicesCountAsZero) {
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(render(groups[0].at("_ng_task_index")), "0");
   EXPECT_EQ(render(groups[0].at("num_rollouts")), "2");
-  EXPECT_EQ(render(groups[0].at("rollout_infos")),
-            R"([{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0},{"rollout_id":"0:1","_ng_task_index":0,"_ng_rollout_index":1,"reward":0.0}])");
+  EXPECT_EQ(
+      render(groups[0].at("rollout_infos")),
+      R"([{"rollout_id":"0:0","_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0},{"rollout_id":"0:1","_ng_task_index":0,"_ng_rollout_index":1,"reward":0.0}])");
 }
 
 TEST(AggregateMetrics, DuplicateRolloutKeyIsAnError) {
@@ -187,8 +195,9 @@ TEST(AggregateMetrics, UpstreamProfileExample) {
   rows += "]";
   auto out = aggregate(rows);
   const auto& agent = out.at("agent_metrics").as_object();
-  EXPECT_EQ(render(agent),
-            R"({"mean/reward":0.5,"mean/bool":0.5,"mean/abc usage":1.0,"max/reward":1.0,"max/bool":1.0,"max/abc usage":1.0,"min/reward":0.0,"min/bool":0.0,"min/abc usage":1.0,"median/reward":0.5,"median/bool":0.5,"median/abc usage":1.0,"std/reward":0.5477225575051661,"std/bool":0.5477225575051661,"std/abc usage":0.0})");
+  EXPECT_EQ(
+      render(agent),
+      R"({"mean/reward":0.5,"mean/bool":0.5,"mean/abc usage":1.0,"max/reward":1.0,"max/bool":1.0,"max/abc usage":1.0,"min/reward":0.0,"min/bool":0.0,"min/abc usage":1.0,"median/reward":0.5,"median/bool":0.5,"median/abc usage":1.0,"std/reward":0.5477225575051661,"std/bool":0.5477225575051661,"std/abc usage":0.0})");
   for (const auto& g : out.at("group_level_metrics").as_array()) {
     EXPECT_EQ(render(g.at("std/reward")), "0.7071067811865476");
     EXPECT_EQ(render(g.at("std/abc usage")), "0.0");
@@ -203,8 +212,9 @@ TEST(AggregateMetrics, MeanUsesNumpyPairwiseSummation) {
             R"(,"reward":0.1})";
   rows += "]";
   auto out = aggregate(rows);
-  EXPECT_EQ(render(out.at("agent_metrics")),
-            R"({"mean/reward":0.1,"max/reward":0.1,"min/reward":0.1,"median/reward":0.1,"std/reward":0.0})");
+  EXPECT_EQ(
+      render(out.at("agent_metrics")),
+      R"({"mean/reward":0.1,"max/reward":0.1,"min/reward":0.1,"median/reward":0.1,"std/reward":0.0})");
 }
 
 TEST(AggregateMetrics, HookMetricsAndKeyMetrics) {
@@ -290,8 +300,9 @@ TEST(PassK, FourRolloutsTwoWrong) {
 TEST(PassK, MajorityTiesAverageTheTiedScores) {
   // Task 0 at k=2: A (1) and B (0) once each -> 0.5; task 1: C twice -> 1.0; majority@2 = 75.0.
   EXPECT_EQ(
-      pass_metrics(R"([[{"reward":1.0,"a":"A"},{"reward":0.0,"a":"B"}],[{"reward":1.0,"a":"C"},{"reward":1.0,"a":"C"}]])",
-                   "a"),
+      pass_metrics(
+          R"([[{"reward":1.0,"a":"A"},{"reward":0.0,"a":"B"}],[{"reward":1.0,"a":"C"},{"reward":1.0,"a":"C"}]])",
+          "a"),
       R"({"pass@1/accuracy":75.0,"pass@1[avg-of-1]/accuracy":100.0,"majority@1/accuracy":100.0,"pass@1/no_answer":0.0,"pass@1[avg-of-1]/no_answer":0.0,"majority@1/no_answer":0.0,"pass@2/accuracy":100.0,"pass@1[avg-of-2]/accuracy":75.0,"majority@2/accuracy":75.0,"pass@2/no_answer":0.0,"pass@1[avg-of-2]/no_answer":0.0,"majority@2/no_answer":0.0,"per_sample_aggregate":{"accuracy":[100.0,50.0],"no_answer":[0.0,0.0]},"pass@1[avg-of-2]/accuracy/std_dev_across_runs":35.35533905932738,"pass@1[avg-of-2]/accuracy/std_err_across_runs":25.0,"pass@1[avg-of-2]/no_answer/std_dev_across_runs":0.0,"pass@1[avg-of-2]/no_answer/std_err_across_runs":0.0})");
 }
 
@@ -332,13 +343,13 @@ TEST(PassK, HighestKMetrics) {
   EXPECT_EQ(render(highest_k_metrics(am, "pass@1[avg-of-{k}]")),
             R"({"pass@1[avg-of-4]/accuracy":75.0})");
   EXPECT_EQ(render(highest_k_metrics(am, "pass@{k}")), R"({"pass@4/accuracy":100.0})");
-  EXPECT_EQ(render(highest_k_metrics(am, "pass@{k}", std::vector<std::string>{"no_answer"})),
-            "{}");
-  EXPECT_EQ(render(highest_k_metrics(am, "pass@{k}", std::nullopt,
-                                     std::vector<std::string>{"accuracy"})),
-            "{}");
+  EXPECT_EQ(render(highest_k_metrics(am, "pass@{k}", std::vector<std::string>{"no_answer"})), "{}");
+  EXPECT_EQ(
+      render(highest_k_metrics(am, "pass@{k}", std::nullopt, std::vector<std::string>{"accuracy"})),
+      "{}");
   // k compares as a number: 10 > 9.
-  json::object multi{{"pass@9/a", 1.0}, {"pass@10/a", 2.0}, {"pass@10/b", 3.0}, {"x/pass@11/a", 4.0}};
+  json::object multi{
+      {"pass@9/a", 1.0}, {"pass@10/a", 2.0}, {"pass@10/b", 3.0}, {"x/pass@11/a", 4.0}};
   EXPECT_EQ(render(highest_k_metrics(multi, "pass@{k}")), R"({"pass@10/a":2.0,"pass@10/b":3.0})");
 }
 
@@ -351,10 +362,12 @@ TEST(AggregateMetricsMcqa, KeyMetricsAtHighestK) {
     {"_ng_task_index":1,"_ng_rollout_index":0,"reward":0.0,"expected_answer":"C","extracted_answer":"B"},
     {"_ng_task_index":1,"_ng_rollout_index":1,"reward":0.0,"expected_answer":"C","extracted_answer":"B"}])",
                        gym::servers::mcqa_aggregate_hooks());
-  EXPECT_EQ(render(out.at("key_metrics")),
-            R"({"mean/reward":0.25,"pass@1[avg-of-2]/accuracy":25.0,"pass@1[avg-of-2]/no_answer":25.0,"pass@2/no_answer":50.0,"majority@2/accuracy":50.0,"pass@1/accuracy":25.0})");
-  EXPECT_EQ(render(out.at("agent_metrics")),
-            R"({"mean/reward":0.25,"max/reward":1.0,"min/reward":0.0,"median/reward":0.0,"std/reward":0.5,"pass@1/accuracy":25.0,"pass@1[avg-of-1]/accuracy":50.0,"majority@1/accuracy":50.0,"pass@1/no_answer":25.0,"pass@1[avg-of-1]/no_answer":0.0,"majority@1/no_answer":0.0,"pass@2/accuracy":50.0,"pass@1[avg-of-2]/accuracy":25.0,"majority@2/accuracy":50.0,"pass@2/no_answer":50.0,"pass@1[avg-of-2]/no_answer":25.0,"majority@2/no_answer":0.0,"per_sample_aggregate":{"accuracy":[50.0,0.0],"no_answer":[0.0,50.0]},"pass@1[avg-of-2]/accuracy/std_dev_across_runs":35.35533905932738,"pass@1[avg-of-2]/accuracy/std_err_across_runs":25.0,"pass@1[avg-of-2]/no_answer/std_dev_across_runs":35.35533905932738,"pass@1[avg-of-2]/no_answer/std_err_across_runs":25.0})");
+  EXPECT_EQ(
+      render(out.at("key_metrics")),
+      R"({"mean/reward":0.25,"pass@1[avg-of-2]/accuracy":25.0,"pass@1[avg-of-2]/no_answer":25.0,"pass@2/no_answer":50.0,"majority@2/accuracy":50.0,"pass@1/accuracy":25.0})");
+  EXPECT_EQ(
+      render(out.at("agent_metrics")),
+      R"({"mean/reward":0.25,"max/reward":1.0,"min/reward":0.0,"median/reward":0.0,"std/reward":0.5,"pass@1/accuracy":25.0,"pass@1[avg-of-1]/accuracy":50.0,"majority@1/accuracy":50.0,"pass@1/no_answer":25.0,"pass@1[avg-of-1]/no_answer":0.0,"majority@1/no_answer":0.0,"pass@2/accuracy":50.0,"pass@1[avg-of-2]/accuracy":25.0,"majority@2/accuracy":50.0,"pass@2/no_answer":50.0,"pass@1[avg-of-2]/no_answer":25.0,"majority@2/no_answer":0.0,"per_sample_aggregate":{"accuracy":[50.0,0.0],"no_answer":[0.0,50.0]},"pass@1[avg-of-2]/accuracy/std_dev_across_runs":35.35533905932738,"pass@1[avg-of-2]/accuracy/std_err_across_runs":25.0,"pass@1[avg-of-2]/no_answer/std_dev_across_runs":35.35533905932738,"pass@1[avg-of-2]/no_answer/std_err_across_runs":25.0})");
 }
 
 namespace {
@@ -374,8 +387,7 @@ std::vector<json::object> read_jsonl(const std::filesystem::path& path) {
 }
 
 std::string first_input_text(const json::object& row) {
-  return std::string(
-      row.at("responses_create_params").at("input").at(0).at("content").as_string());
+  return std::string(row.at("responses_create_params").at("input").at(0).at("content").as_string());
 }
 
 }  // namespace
@@ -428,8 +440,9 @@ TEST(AggregateMetricsMcqa, ConformanceKeyMetrics) {
   EXPECT_EQ(rewards, "1.0 1.0 0.0 1.0 1.0 ");
 
   auto out = compute_aggregate_metrics(verify_responses, gym::servers::mcqa_aggregate_hooks());
-  EXPECT_EQ(render(out.at("key_metrics")),
-            R"({"mean/reward":0.8,"pass@1[avg-of-1]/accuracy":80.0,"pass@1[avg-of-1]/no_answer":0.0,"pass@1/no_answer":0.0,"majority@1/accuracy":80.0,"pass@1/accuracy":80.0})");
+  EXPECT_EQ(
+      render(out.at("key_metrics")),
+      R"({"mean/reward":0.8,"pass@1[avg-of-1]/accuracy":80.0,"pass@1[avg-of-1]/no_answer":0.0,"pass@1/no_answer":0.0,"majority@1/accuracy":80.0,"pass@1/accuracy":80.0})");
   const auto& agent = out.at("agent_metrics").as_object();
   EXPECT_EQ(render(agent.at("per_sample_aggregate")), R"({"accuracy":[80.0],"no_answer":[0.0]})");
   EXPECT_EQ(render(agent.at("mean/input_tokens")), "212.2");
@@ -467,8 +480,9 @@ TEST(AggregateMetricsRoute, BaseRoutesServeTheDefaultAndTheHook) {
   gym::servers::add_resources_base_routes(mcqa, "stateless", gym::servers::mcqa_aggregate_hooks());
   res = call(mcqa, R"({"verify_responses":[{"reward":1.0,"extracted_answer":"A"}]})");
   EXPECT_EQ(res.status, 200);
-  EXPECT_EQ(render(json::parse(res.body).at("key_metrics")),
-            R"({"mean/reward":1.0,"pass@1[avg-of-1]/accuracy":100.0,"pass@1[avg-of-1]/no_answer":0.0,"pass@1/no_answer":0.0,"majority@1/accuracy":100.0,"pass@1/accuracy":100.0})");
+  EXPECT_EQ(
+      render(json::parse(res.body).at("key_metrics")),
+      R"({"mean/reward":1.0,"pass@1[avg-of-1]/accuracy":100.0,"pass@1[avg-of-1]/no_answer":0.0,"pass@1/no_answer":0.0,"majority@1/accuracy":100.0,"pass@1/accuracy":100.0})");
 }
 
 TEST(AggregateMetricsRoute, SchemaViolationsAre422AndDuplicatesThrow) {
