@@ -329,7 +329,7 @@ void register_mcqa(servers::Registry& registry) {
       "MCQAResourcesServer",
       [](servers::ServerContext& ctx, http::Router& router) {
         auto mode = config_grading_mode(ctx.instance.config);
-        servers::add_resources_base_routes(router, "stateless");
+        servers::add_resources_base_routes(router, "stateless", servers::mcqa_aggregate_hooks());
         Schema option_entry = Schema::of(Schema::Kind::dict);
         option_entry.items = std::make_shared<const Schema>(Schema::of(Schema::Kind::string, true));
         auto verify_schema = servers::verify_request_schema({

@@ -9,7 +9,8 @@ using http::Request;
 using http::Response;
 using http::Schema;
 
-void add_resources_base_routes(http::Router& router, std::string reverify_mode) {
+void add_resources_base_routes(http::Router& router, std::string reverify_mode,
+                               AggregateMetricsHooks aggregate_hooks) {
   router.get("/", [](Request&) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"status", "ok"}});
   });
@@ -19,6 +20,21 @@ void add_resources_base_routes(http::Router& router, std::string reverify_mode) 
   router.get("/reverify_mode", [mode = std::move(reverify_mode)](Request&) -> asio::awaitable<Response> {
     co_return Response::json(json::string(mode));
   });
+  router.post("/aggregate_metrics",
+              http::json_route(
+                  [hooks = std::move(aggregate_hooks)](
+                      Request&, json::value& body) -> asio::awaitable<Response> {
+                    const json::array& rows = body.get_object().at("verify_responses").get_array();
+                    co_return Response::json(compute_aggregate_metrics(rows, hooks));
+                  },
+                  aggregate_metrics_request_schema()));
+}
+
+std::shared_ptr<const Schema> aggregate_metrics_request_schema() {
+  static const auto schema = std::make_shared<const Schema>(Schema::object_of({
+      {"verify_responses", Schema::list_of(Schema::of(Schema::Kind::dict)), true},
+  }));
+  return schema;
 }
 
 std::shared_ptr<const Schema> verify_request_schema() {

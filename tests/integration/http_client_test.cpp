@@ -255,12 +255,18 @@ TEST(HttpClient, RefusedConnectionsAreRetriedUntilTheServerComes) {
     late = std::make_unique<ChildProcess>(std::vector<std::string>{
         gym::test::build_path("tests/support/gym_test_server"), "--port", std::to_string(port)});
   });
-  run(io, [&]() -> asio::awaitable<void> {
-    auto req5 = post(base_url(port) + "/echo", json::object{{"x", 1}});
-    auto r = co_await client.request(req5);
-    status = r.status;
-  });
-  delayed.join();
+  std::string error;
+  try {
+    run(io, [&]() -> asio::awaitable<void> {
+      auto req5 = post(base_url(port) + "/echo", json::object{{"x", 1}});
+      auto r = co_await client.request(req5);
+      status = r.status;
+    });
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  delayed.join();  // before any assertion: a joinable thread must not be destroyed
+  EXPECT_EQ(error, "");
   EXPECT_EQ(status, 200);
   EXPECT_GE(client.stats().retries, 1u);
 }

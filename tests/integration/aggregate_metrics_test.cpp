@@ -1,0 +1,128 @@
+// POST /aggregate_metrics on a real `gym serve` of example_single_tool_call (runtime.md 4.5, 7.9):
+// the response shape, the conformance key metrics of environments.md 9, and errors as 422/500
+// without harming the server.
+#include "orchestrator/ports.h"
+#include "process.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace json = boost::json;
+using gym::test::ChildProcess;
+
+namespace {
+
+std::string conformance_dir() {
+  if (const char* dir = std::getenv("GYM_CONFORMANCE_DIR"); dir != nullptr && *dir != '\0')
+    return dir;
+  return std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
+}
+
+class WeatherServer {
+ public:
+  WeatherServer()
+      : port_(gym::orchestrator::free_port()),
+        process_({gym::test::build_path("src/cli/gym"), "serve"},
+                 {"NEMO_GYM_CONFIG_DICT=weather:\n  resources_servers:\n    "
+                  "example_single_tool_call:\n      domain: agent\n      port: " +
+                      std::to_string(port_) + "\n",
+                  "NEMO_GYM_CONFIG_PATH=weather"}) {
+    for (int i = 0; i < 400 && status("GET / HTTP/1.1\r\nHost: x\r\n\r\n") < 0; ++i)
+      ::usleep(25'000);
+  }
+  ~WeatherServer() {
+    process_.signal(SIGTERM);
+    process_.wait_exit();
+  }
+
+  int status(const std::string& request) {
+    return gym::test::status_of(gym::test::http_raw(port_, request));
+  }
+  std::string post(const std::string& body, int* status_out) {
+    auto raw = gym::test::http_raw(port_, gym::test::post("/aggregate_metrics", body));
+    *status_out = gym::test::status_of(raw);
+    return gym::test::body_of(raw);
+  }
+
+ private:
+  int port_;
+  ChildProcess process_;
+};
+
+}  // namespace
+
+TEST(AggregateMetricsServe, ResponseShape) {
+  WeatherServer server;
+  int status = 0;
+  auto body = server.post(
+      R"({"verify_responses":[{"_ng_task_index":0,"_ng_rollout_index":0,"reward":1.0,"response":{"usage":{"input_tokens":244}}},{"_ng_task_index":1,"_ng_rollout_index":0,"reward":0.0,"response":{"usage":{"input_tokens":100}}}]})",
+      &status);
+  ASSERT_EQ(status, 200) << body;
+  auto out = json::parse(body).as_object();
+  ASSERT_EQ(out.size(), 3u) << body;
+  auto it = out.begin();
+  EXPECT_EQ((it++)->key(), "group_level_metrics");
+  EXPECT_EQ((it++)->key(), "agent_metrics");
+  EXPECT_EQ(it->key(), "key_metrics");
+  EXPECT_EQ(out.at("group_level_metrics").as_array().size(), 2u);
+  EXPECT_NE(body.find(R"("key_metrics":{"mean/reward":0.5,"mean/input_tokens":172.0})"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(
+      body.find(
+          R"("rollout_infos":[{"rollout_id":"1:0","_ng_task_index":1,"_ng_rollout_index":0,"reward":0.0,"input_tokens":100}])"),
+      std::string::npos)
+      << body;
+}
+
+TEST(AggregateMetricsServe, ConformanceKeyMetrics) {
+  // environments.md 9: example_single_tool_call's recorded rollouts give mean reward 1.0,
+  // input_tokens 88.0, output_tokens 38.0, total_tokens 126.0.
+  auto path = std::filesystem::path(conformance_dir()) / "example_single_tool_call" /
+              "example_rollouts.jsonl";
+  ASSERT_TRUE(std::filesystem::exists(path))
+      << "conformance data missing: " << path
+      << " (set GYM_CONFORMANCE_DIR to the shared/data/conformance directory)";
+  std::ifstream in(path);
+  json::array rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    auto recorded = json::parse(line).as_object();
+    json::object vr;
+    vr["response"] = json::object{{"usage", recorded.at("response").at("usage")}};
+    vr["reward"] = recorded.at("reward");
+    vr["_ng_task_index"] = static_cast<std::int64_t>(rows.size());
+    vr["_ng_rollout_index"] = 0;
+    rows.push_back(std::move(vr));
+  }
+  ASSERT_EQ(rows.size(), 5u);
+  WeatherServer server;
+  int status = 0;
+  auto body = server.post(json::serialize(json::object{{"verify_responses", rows}}), &status);
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_NE(
+      body.find(
+          R"("key_metrics":{"mean/reward":1.0,"mean/input_tokens":88.0,"mean/output_tokens":38.0,"mean/total_tokens":126.0})"),
+      std::string::npos)
+      << body;
+}
+
+TEST(AggregateMetricsServe, ErrorsAre422And500AndTheServerGoesOn) {
+  WeatherServer server;
+  int status = 0;
+  auto body = server.post(R"({"verify_responses":"no"})", &status);
+  EXPECT_EQ(status, 422) << body;
+  body = server.post(R"({"verify_responses":[{"reward":1.0},{"reward":0.0}]})", &status);
+  EXPECT_EQ(status, 500);
+  EXPECT_EQ(body, R"j("ValueError: Duplicate materialized input row for rollout key (0, 0)")j");
+  body = server.post(R"({"verify_responses":[]})", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(body, R"({"group_level_metrics":[],"agent_metrics":{},"key_metrics":{}})");
+}
