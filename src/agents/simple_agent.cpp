@@ -2,6 +2,7 @@
 
 #include "core/json_text.h"
 #include "servers/agent_server.h"
+#include "servers/python_compat.h"
 #include "servers/responses_api.h"
 
 #include <boost/json.hpp>
@@ -147,15 +148,20 @@ struct Agent {
       for (const auto* c : calls) pending.push_back(*c);
       for (const auto& call : pending) {
         std::string tool_output;
-        boost::system::error_code ec;
+        // Arguments are read as Python's json.loads reads them (NaN, Infinity, duplicate keys).
         const auto* args_text = call.if_contains("arguments");
-        json::value args = args_text && args_text->is_string()
-                               ? json::parse(args_text->get_string(), ec)
-                               : json::value();
-        if (!args_text || !args_text->is_string()) ec = json::error::syntax;
-        if (ec) {
+        json::value args;
+        std::string parse_error;
+        try {
+          if (!args_text || !args_text->is_string())
+            throw std::runtime_error("the arguments are not a JSON text");
+          args = servers::py_json_loads(args_text->get_string());
+        } catch (const std::exception& e) {
+          parse_error = e.what();
+        }
+        if (!parse_error.empty()) {
           json::object err;
-          err["error"] = "Invalid tool call arguments: " + ec.message();
+          err["error"] = "Invalid tool call arguments: " + parse_error;
           tool_output = core::render_json(err);
         } else {
           std::string tool = call.contains("name") ? std::string(call.at("name").as_string()) : "";

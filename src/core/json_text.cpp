@@ -1,6 +1,7 @@
 #include "core/json_text.h"
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -40,7 +41,78 @@ void render_string(boost::json::string_view s, std::string& out) {
   out.push_back('"');
 }
 
+// Builds the document like boost::json::parser does, but re-reads every double from its text.
+class PreciseHandler {
+ public:
+  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
+
+  boost::json::value_stack stack;
+  std::string number;  // text of a number split across calls
+
+  using ec_t = boost::system::error_code;
+  bool on_document_begin(ec_t&) { return true; }
+  bool on_document_end(ec_t&) { return true; }
+  bool on_array_begin(ec_t&) { return true; }
+  bool on_array_end(std::size_t n, ec_t&) { return stack.push_array(n), true; }
+  bool on_object_begin(ec_t&) { return true; }
+  bool on_object_end(std::size_t n, ec_t&) { return stack.push_object(n), true; }
+  bool on_string_part(boost::json::string_view s, std::size_t, ec_t&) {
+    return stack.push_chars(s), true;
+  }
+  bool on_string(boost::json::string_view s, std::size_t, ec_t&) {
+    return stack.push_string(s), true;
+  }
+  bool on_key_part(boost::json::string_view s, std::size_t, ec_t&) {
+    return stack.push_chars(s), true;
+  }
+  bool on_key(boost::json::string_view s, std::size_t, ec_t&) { return stack.push_key(s), true; }
+  bool on_number_part(boost::json::string_view s, ec_t&) { return number.append(s), true; }
+  bool on_int64(std::int64_t i, boost::json::string_view, ec_t&) {
+    number.clear();
+    return stack.push_int64(i), true;
+  }
+  bool on_uint64(std::uint64_t u, boost::json::string_view, ec_t&) {
+    number.clear();
+    return stack.push_uint64(u), true;
+  }
+  bool on_double(double d, boost::json::string_view s, ec_t&) {
+    number.append(s);
+    double exact = 0;
+    auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), exact);
+    if (err == std::errc{} && end == number.data() + number.size()) d = exact;
+    number.clear();
+    return stack.push_double(d), true;
+  }
+  bool on_bool(bool b, ec_t&) { return stack.push_bool(b), true; }
+  bool on_null(ec_t&) { return stack.push_null(), true; }
+  bool on_comment_part(boost::json::string_view, ec_t&) { return true; }
+  bool on_comment(boost::json::string_view, ec_t&) { return true; }
+};
+
 }  // namespace
+
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
+                              std::size_t* consumed) {
+  boost::json::parse_options options;
+  options.max_depth = 1000;
+  boost::json::basic_parser<PreciseHandler> parser(options);
+  parser.handler().stack.reset();
+  std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
+  if (!ec && used < text.size()) ec = boost::json::error::extra_data;
+  if (consumed) *consumed = used;
+  if (ec) return nullptr;
+  return parser.handler().stack.release();
+}
+
+boost::json::value parse_json(std::string_view text) {
+  boost::system::error_code ec;
+  auto v = parse_json(text, ec);
+  if (ec) throw std::runtime_error("invalid JSON: " + ec.message());
+  return v;
+}
 
 std::string python_float_repr(double d) {
   if (std::isnan(d)) return "nan";

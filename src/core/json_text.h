@@ -3,9 +3,22 @@
 // non-ASCII characters unescaped, floats in Python repr form, non-finite floats as null.
 #include <boost/json/value.hpp>
 
+#include <boost/system/error_code.hpp>
+
 #include <string>
+#include <string_view>
 
 namespace gym::core {
+
+// Parses one JSON document. Unlike boost::json::parse in Boost 1.81, doubles are read to the
+// nearest value (shortest-repr floats written by Python round-trip exactly), so rewards and
+// token counts are echoed and aggregated as NeMo Gym computed them. Nesting is limited to 1000
+// levels (Python's recursion limit). Sets `ec` (and `*consumed`, the bytes read before the
+// error when given) and returns null on error.
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
+                              std::size_t* consumed = nullptr);
+// Throws std::runtime_error naming the problem and its byte offset.
+boost::json::value parse_json(std::string_view text);
 
 // Appends the rendering of `v` to `out`.
 void render_json(const boost::json::value& v, std::string& out);

@@ -32,7 +32,7 @@ constexpr int kExternalMaxTries = 3;
 
 boost::json::value ClientResponse::json() const {
   boost::system::error_code ec;
-  auto v = boost::json::parse(body, ec);
+  auto v = core::parse_json(body, ec);
   if (ec) throw std::runtime_error("response is not valid JSON: " + ec.message());
   return v;
 }

@@ -60,16 +60,14 @@ Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema) {
           schema = std::move(schema)](Request& req) -> boost::asio::awaitable<Response> {
     json::value body;
     if (!req.body.empty()) {
-      json::stream_parser parser;
       boost::system::error_code ec;
-      std::size_t used = parser.write(req.body.data(), req.body.size(), ec);
-      if (!ec) parser.finish(ec);
+      std::size_t used = 0;
+      body = core::parse_json(req.body, ec, &used);
       if (ec) {
         co_return Response::detail(
             400, json::string("Malformed JSON body: " + ec.message() + " at byte " +
                               std::to_string(used)));
       }
-      body = parser.release();
     } else if (schema) {
       json::array missing;
       json::object e;

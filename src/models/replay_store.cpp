@@ -88,7 +88,7 @@ json::array summary_texts(const json::object& item) {
 std::optional<json::value> parse_json_text(const json::value& v) {
   if (!v.is_string()) return std::nullopt;
   boost::system::error_code ec;
-  auto parsed = json::parse(v.get_string(), ec);
+  auto parsed = core::parse_json(v.get_string(), ec);
   if (ec) return std::nullopt;
   return parsed;
 }
@@ -210,7 +210,7 @@ std::size_t ReplayStore::load_file(const std::string& path) {
     ++line_no;
     if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     boost::system::error_code ec;
-    json::value v = json::parse(line, ec);
+    json::value v = core::parse_json(line, ec);
     if (ec || !v.is_object())
       throw core::ConfigError("replay_model: rollouts file '" + path + "' line " +
                               std::to_string(line_no) + " is not a JSON object" +

@@ -524,7 +524,7 @@ int run_env_status(const core::ConfigSources& sources, bool as_json) {
   int port = static_cast<int>(core::get_int(cfg, "head_server.port", 11000, 1, 65535));
   auto head = http_get(host, port, "/server_instances", std::chrono::seconds(5));
   boost::system::error_code ec;
-  json::value list = head.outcome == ProbeOutcome::success ? json::parse(head.body, ec) : nullptr;
+  json::value list = head.outcome == ProbeOutcome::success ? core::parse_json(head.body, ec) : nullptr;
   if (head.outcome != ProbeOutcome::success || ec || !list.is_array()) {
     spdlog::warn("no head server answered at http://{}:{} ({})", host, port,
                  head.error.empty() ? "unexpected answer" : head.error);

@@ -244,7 +244,11 @@ TEST(HttpClient, DeadServerFailsOnceTheRetryBudgetIsSpent) {
 }
 
 TEST(HttpClient, RefusedConnectionsAreRetriedUntilTheServerComes) {
-  int port = gym::orchestrator::free_port();
+  // A port below the ephemeral range: an OS-chosen one could be taken meanwhile by an outgoing
+  // connection of a test running in parallel, and the late server could not bind it.
+  int port = 0;
+  for (int candidate = 20000 + ::getpid() % 9000; port == 0; ++candidate)
+    if (gym::orchestrator::port_free("127.0.0.1", candidate)) port = candidate;
   asio::io_context io;
   HttpClient client(io.get_executor(), limits(0, 0, 60));
   std::unique_ptr<ChildProcess> late;
