@@ -40,6 +40,7 @@ struct AttributeView {
   AttributeView(std::string_view k, I v) : key(k), value(static_cast<std::int64_t>(v)) {}
   template <std::floating_point F>
   AttributeView(std::string_view k, F v) : key(k), value(static_cast<double>(v)) {}
+  AttributeView(std::string_view k, AttributeValueView v) : key(k), value(v) {}
   explicit AttributeView(const Attribute& a);
 };
 

@@ -2,11 +2,32 @@
 // Shared helpers of the telemetry unit tests: finding metrics and points in a snapshot.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <string>
 #include <string_view>
+
+#include "core/config.h"
 
 #include "telemetry/export/metric_data.h"
 
 namespace gym::telemetry::testing {
+
+// An environment for settings tests; the process environment is never touched.
+class FakeEnv {
+ public:
+  void set(const std::string& name, const std::string& value) { vars_[name] = value; }
+  core::GetEnv get() const {
+    return [this](const std::string& name) -> std::optional<std::string> {
+      auto it = vars_.find(name);
+      if (it == vars_.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+
+ private:
+  std::map<std::string, std::string> vars_;
+};
 
 inline const MetricData* find_metric(const MetricsSnapshot& s, std::string_view name) {
   for (const auto& m : s.metrics) {
