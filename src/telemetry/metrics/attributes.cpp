@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <functional>
+#include <cstring>
 
 namespace gym::telemetry {
 namespace {
@@ -16,6 +16,28 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {
   return h;
 }
 
+// Attribute keys and values are short: an inline word-at-a-time hash beats a library call.
+std::uint64_t hash_bytes(std::string_view s) noexcept {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (s.size() * 0xff51afd7ed558ccdULL);
+  const char* p = s.data();
+  std::size_t n = s.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+  }
+  if (n > 0) {
+    std::uint64_t w = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      w |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    }
+    h = (h ^ w) * 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
 std::uint64_t double_bits(double d) noexcept {
   if (d == 0.0) d = 0.0;  // -0.0 and 0.0 are the same attribute value
   return std::bit_cast<std::uint64_t>(d);
@@ -25,7 +47,7 @@ std::uint64_t hash_value(const AttributeValueView& v) noexcept {
   std::uint64_t tagged = v.index() + 1;
   switch (v.index()) {
     case 0:
-      return mix(tagged, std::hash<std::string_view>{}(std::get<0>(v)));
+      return mix(tagged, hash_bytes(std::get<0>(v)));
     case 1:
       return mix(tagged, std::get<1>(v) ? 1 : 0);
     case 2:
@@ -36,11 +58,32 @@ std::uint64_t hash_value(const AttributeValueView& v) noexcept {
 }
 
 std::uint64_t hash_pair(std::uint64_t h, std::string_view key, const AttributeValueView& v) {
-  h = mix(h, std::hash<std::string_view>{}(key));
+  h = mix(h, hash_bytes(key));
   return mix(h, hash_value(v));
 }
 
 constexpr std::uint64_t kSeed = 0x243f6a8885a308d3ULL;
+
+// The first 8 bytes as a big-endian number, zero-padded: comparing two of these orders keys as
+// memcmp would, and keys that share a prefix of 8 bytes fall back to the full comparison.
+std::uint64_t prefix8(std::string_view s) noexcept {
+  std::uint64_t w = 0;
+  if (s.size() >= 8) {
+    std::memcpy(&w, s.data(), 8);
+    return __builtin_bswap64(w);
+  }
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    w |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[i])) << (56 - 8 * i);
+  }
+  return w;
+}
+
+bool key_less(std::string_view a, std::string_view b) noexcept {
+  const std::uint64_t pa = prefix8(a);
+  const std::uint64_t pb = prefix8(b);
+  if (pa != pb) return pa < pb;
+  return a < b;
+}
 
 // Sorts pointers by key (stable insertion sort: lists are short) and keeps the last of equal
 // keys. Returns the new size.
@@ -48,7 +91,7 @@ std::size_t sort_unique(const AttributeView** items, std::size_t n) noexcept {
   for (std::size_t i = 1; i < n; ++i) {
     const AttributeView* x = items[i];
     std::size_t j = i;
-    while (j > 0 && x->key < items[j - 1]->key) {
+    while (j > 0 && key_less(x->key, items[j - 1]->key)) {
       items[j] = items[j - 1];
       --j;
     }

@@ -72,7 +72,7 @@ class SortedAttributes {
     return spill_.empty() ? inline_.data() : spill_.data();
   }
 
-  std::array<const AttributeView*, kInline> inline_{};
+  std::array<const AttributeView*, kInline> inline_;  // first size_ entries used
   std::vector<const AttributeView*> spill_;  // only for lists longer than kInline
   std::size_t size_ = 0;
   std::size_t hash_ = 0;

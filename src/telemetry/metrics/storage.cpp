@@ -6,6 +6,11 @@
 
 namespace gym::telemetry {
 
+std::uint32_t detail::next_stripe() noexcept {
+  static std::atomic<std::uint32_t> threads{0};
+  return threads.fetch_add(1, std::memory_order_relaxed) % kStripes;
+}
+
 InstrumentStorage::InstrumentStorage(InstrumentDescriptor descriptor,
                                      std::uint64_t start_unix_nano,
                                      std::size_t cardinality_limit)

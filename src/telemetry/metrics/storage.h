@@ -112,13 +112,13 @@ void SyncStorage<Rule>::collect(std::uint64_t now, std::vector<MetricData>& out)
       HistogramPoint p;
       p.bucket_counts.resize(n);
       for (std::size_t i = 0; i < n; ++i) {
-        p.bucket_counts[i] = c.buckets[i].load(std::memory_order_relaxed);
+        p.bucket_counts[i] = c.bucket_count(i);
         p.count += p.bucket_counts[i];
       }
       if (p.count == 0) continue;
-      p.sum = c.sum.load(std::memory_order_relaxed);
-      p.min = c.min.load(std::memory_order_relaxed);
-      p.max = c.max.load(std::memory_order_relaxed);
+      p.sum = c.sum();
+      p.min = c.min();
+      p.max = c.max();
       p.attributes = s->attributes;
       points.push_back(std::move(p));
     }
@@ -128,7 +128,7 @@ void SyncStorage<Rule>::collect(std::uint64_t now, std::vector<MetricData>& out)
     std::vector<NumberPoint> points;
     for (const auto* s : series) {
       if (!s->cell.recorded.load(std::memory_order_relaxed)) continue;
-      points.push_back({s->attributes, s->cell.value.load(std::memory_order_relaxed)});
+      points.push_back({s->attributes, s->cell.total()});
     }
     if (points.empty()) return;
     metric.points = std::move(points);
