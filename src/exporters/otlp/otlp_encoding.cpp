@@ -1,5 +1,7 @@
 #include "exporters/otlp/otlp_encoding.h"
 
+#include <google/protobuf/arena.h>
+
 #include "telemetry/export/otlp_json.h"
 
 namespace gym::exporters {
@@ -74,8 +76,8 @@ void histogram_points(const MetricData& m,
 
 }  // namespace
 
-ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snapshot) {
-  ExportMetricsServiceRequest request;
+void fill_otlp_proto(const telemetry::MetricsSnapshot& snapshot,
+                     ExportMetricsServiceRequest& request) {
   metrics::ResourceMetrics* rm = request.add_resource_metrics();
   set_attributes(snapshot.resource.attributes, *rm->mutable_resource()->mutable_attributes());
   metrics::ScopeMetrics* sm = rm->add_scope_metrics();
@@ -106,13 +108,22 @@ ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snap
       }
     }
   }
+}
+
+ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snapshot) {
+  ExportMetricsServiceRequest request;
+  fill_otlp_proto(snapshot, request);
   return request;
 }
 
 std::string encode_request(const telemetry::MetricsSnapshot& snapshot,
                            telemetry::OtlpProtocol protocol) {
   if (protocol == telemetry::OtlpProtocol::http_json) return telemetry::otlp_json_text(snapshot);
-  return to_otlp_proto(snapshot).SerializeAsString();
+  // An arena turns the thousands of small message allocations into a few blocks.
+  google::protobuf::Arena arena;
+  auto* request = google::protobuf::Arena::CreateMessage<ExportMetricsServiceRequest>(&arena);
+  fill_otlp_proto(snapshot, *request);
+  return request->SerializeAsString();
 }
 
 const char* content_type(telemetry::OtlpProtocol protocol) {

@@ -15,6 +15,9 @@ using ExportMetricsServiceRequest =
 // One ResourceMetrics (the snapshot's resource) with one ScopeMetrics (its scope); every
 // metric cumulative; histograms carry count, sum, min, max, bucket counts and bounds.
 ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snapshot);
+// The same, appended to `request` (which may live on a protobuf arena).
+void fill_otlp_proto(const telemetry::MetricsSnapshot& snapshot,
+                     ExportMetricsServiceRequest& request);
 
 // The request body for `protocol`: binary protobuf (http/protobuf) or OTLP/JSON (http/json).
 std::string encode_request(const telemetry::MetricsSnapshot& snapshot,

@@ -120,7 +120,15 @@ json::value otlp_json(const MetricsSnapshot& snapshot) {
 }
 
 std::string otlp_json_text(const MetricsSnapshot& snapshot) {
-  return core::render_json(otlp_json(snapshot));
+  std::size_t points = 0;
+  for (const MetricData& m : snapshot.metrics) {
+    points += m.type() == MetricType::histogram ? m.histogram_points().size() * 4
+                                                : m.number_points().size();
+  }
+  std::string out;
+  out.reserve(1024 + 256 * points);  // avoids regrowing a large line
+  core::render_json(otlp_json(snapshot), out);
+  return out;
 }
 
 }  // namespace gym::telemetry
