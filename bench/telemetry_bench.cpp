@@ -15,17 +15,17 @@ using namespace gym::telemetry;
 
 // http.server.request.duration buckets (telemetry.md 6.1).
 const std::vector<double> kSecondsBuckets{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
-                                          0.5,   0.75, 1,     2.5,   5,    7.5, 10};
+                                          0.5,   0.75, 1,     2.5,  5,     7.5, 10};
 
 struct Instruments {
   MeterProvider provider;
   Counter<std::int64_t> counter = provider.create_counter<std::int64_t>("bench.counter");
-  Histogram histogram =
-      provider.create_histogram("bench.duration", "s", "", kSecondsBuckets);
+  Histogram histogram = provider.create_histogram("bench.duration", "s", "", kSecondsBuckets);
   Gauge<double> gauge = provider.create_gauge<double>("bench.gauge");
   BoundCounter<std::int64_t> bound_counter = counter.bind({{"k", "v"}});
-  BoundHistogram bound_histogram = histogram.bind(
-      {{"http.route", "/verify"}, {"http.request.method", "POST"}, {"http.response.status_code", 200}});
+  BoundHistogram bound_histogram = histogram.bind({{"http.route", "/verify"},
+                                                   {"http.request.method", "POST"},
+                                                   {"http.response.status_code", 200}});
   BoundGauge<double> bound_gauge = gauge.bind();
 };
 
@@ -46,8 +46,9 @@ void BM_HistogramRecordUnbound3Attrs(benchmark::State& state) {
   std::string route = "/verify";
   std::int64_t i = state.thread_index();
   for (auto _ : state) {
-    h.record(value_for(i++),
-             {{"http.route", route}, {"http.request.method", "POST"}, {"http.response.status_code", 200}});
+    h.record(value_for(i++), {{"http.route", route},
+                              {"http.request.method", "POST"},
+                              {"http.response.status_code", 200}});
   }
 }
 BENCHMARK(BM_HistogramRecordUnbound3Attrs)->Threads(1)->Threads(2)->UseRealTime();
@@ -89,9 +90,9 @@ BENCHMARK(BM_DisabledCounterAdd);
 void BM_DisabledHistogramRecordUnbound3Attrs(benchmark::State& state) {
   std::int64_t i = 0;
   for (auto _ : state) {
-    g_disabled_histogram.record(
-        value_for(i++),
-        {{"http.route", "/verify"}, {"http.request.method", "POST"}, {"http.response.status_code", 200}});
+    g_disabled_histogram.record(value_for(i++), {{"http.route", "/verify"},
+                                                 {"http.request.method", "POST"},
+                                                 {"http.response.status_code", 200}});
     benchmark::ClobberMemory();
   }
 }
@@ -145,7 +146,9 @@ void encode(benchmark::State& state, OtlpProtocol protocol) {
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 
-void BM_EncodeProtobuf1000Series(benchmark::State& state) { encode(state, OtlpProtocol::http_protobuf); }
+void BM_EncodeProtobuf1000Series(benchmark::State& state) {
+  encode(state, OtlpProtocol::http_protobuf);
+}
 BENCHMARK(BM_EncodeProtobuf1000Series)->Unit(benchmark::kMicrosecond);
 
 void BM_EncodeJson1000Series(benchmark::State& state) { encode(state, OtlpProtocol::http_json); }

@@ -98,10 +98,12 @@ std::chrono::milliseconds positive_ms(const EnvValue& e) {
 
 // Top-level keys of the block and of its two sub-blocks.
 const std::set<std::string, std::less<>> kKnownKeys{
-    "enabled",        "service_name",    "service_name_per_server", "span_groups",
-    "exporter",       "traces_enabled",  "metrics_enabled",         "logs_enabled",
-    "run_id",         "memory_profiling", "otlp_endpoint",          "otlp_protocol",
-    "otlp_headers",   "instrument_aiohttp", "prometheus",           "console_path"};
+    "enabled",          "service_name",       "service_name_per_server",
+    "span_groups",      "exporter",           "traces_enabled",
+    "metrics_enabled",  "logs_enabled",       "run_id",
+    "memory_profiling", "otlp_endpoint",      "otlp_protocol",
+    "otlp_headers",     "instrument_aiohttp", "prometheus",
+    "console_path"};
 const std::set<std::string, std::less<>> kRemovedKeys{"export_strategy", "export_rank"};
 const std::set<std::string, std::less<>> kMemoryKeys{"enabled", "interval_seconds"};
 const std::set<std::string, std::less<>> kPrometheusKeys{"port", "host"};
@@ -110,9 +112,10 @@ void check_block_shape(const json::object& cfg, TelemetrySettings& out) {
   const json::value* block = cfg.if_contains(kBlock);
   if (!block || block->is_null()) return;
   if (!block->is_object()) {
-    throw ConfigError(fmt::format("config error: config key `telemetry` must be a mapping of "
-                                  "telemetry settings, got {}",
-                                  json::serialize(*block)));
+    throw ConfigError(
+        fmt::format("config error: config key `telemetry` must be a mapping of "
+                    "telemetry settings, got {}",
+                    json::serialize(*block)));
   }
   std::vector<std::string> unknown;
   auto check_sub = [&](const json::object& b, std::string_view sub,
@@ -120,9 +123,10 @@ void check_block_shape(const json::object& cfg, TelemetrySettings& out) {
     const json::value* v = b.if_contains(sub);
     if (!v || v->is_null()) return;
     if (!v->is_object()) {
-      throw ConfigError(fmt::format("config error: config key `telemetry.{}` must be a mapping, "
-                                    "got {}",
-                                    sub, json::serialize(*v)));
+      throw ConfigError(
+          fmt::format("config error: config key `telemetry.{}` must be a mapping, "
+                      "got {}",
+                      sub, json::serialize(*v)));
     }
     for (const auto& [k, _] : v->get_object()) {
       if (!known.contains(std::string_view(k))) {
@@ -139,8 +143,8 @@ void check_block_shape(const json::object& cfg, TelemetrySettings& out) {
   check_sub(b, "memory_profiling", kMemoryKeys);
   check_sub(b, "prometheus", kPrometheusKeys);
   if (!unknown.empty()) {
-    out.warnings.push_back(fmt::format("telemetry: ignoring unknown config keys: {}",
-                                       fmt::join(unknown, ", ")));
+    out.warnings.push_back(
+        fmt::format("telemetry: ignoring unknown config keys: {}", fmt::join(unknown, ", ")));
   }
 }
 
@@ -148,9 +152,10 @@ ExporterKind parse_exporter(std::string_view value, std::string_view source) {
   std::string v = lower(trim(value));
   if (v == "otlp") return ExporterKind::otlp;
   if (v == "console") return ExporterKind::console;
-  throw ConfigError(fmt::format("config error: {}: unknown exporter '{}'; valid values: otlp, "
-                                "console",
-                                source, value));
+  throw ConfigError(
+      fmt::format("config error: {}: unknown exporter '{}'; valid values: otlp, "
+                  "console",
+                  source, value));
 }
 
 double resolve_interval_seconds(const json::object& cfg, const GetEnv& getenv) {
@@ -158,17 +163,18 @@ double resolve_interval_seconds(const json::object& cfg, const GetEnv& getenv) {
   if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS"})) {
     auto v = parse_number<double>(e->value);
     if (!v || !(*v > 0) || !std::isfinite(*v)) {
-      throw ConfigError(fmt::format("config error: {}='{}' must be a number of seconds > 0",
-                                    e->name, e->value));
+      throw ConfigError(
+          fmt::format("config error: {}='{}' must be a number of seconds > 0", e->name, e->value));
     }
     return *v;
   }
   const double inf = std::numeric_limits<double>::infinity();
   double v = core::get_double(cfg, key_path(kKey), 1.0, -inf, inf);
   if (!(v > 0) || !std::isfinite(v)) {
-    throw ConfigError(fmt::format("config error: config key `telemetry.{}` must be a number of "
-                                  "seconds > 0, got {}; set it with ++telemetry.{}=1.0",
-                                  kKey, v, kKey));
+    throw ConfigError(
+        fmt::format("config error: config key `telemetry.{}` must be a number of "
+                    "seconds > 0, got {}; set it with ++telemetry.{}=1.0",
+                    kKey, v, kKey));
   }
   return v;
 }
@@ -177,9 +183,10 @@ std::optional<int> resolve_port(const json::object& cfg, const GetEnv& getenv) {
   if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_PROMETHEUS_PORT"})) {
     auto v = parse_number<int>(e->value);
     if (!v || *v < 1 || *v > 65535) {
-      throw ConfigError(fmt::format("config error: {}='{}' must be a port number between 1 and "
-                                    "65535",
-                                    e->name, e->value));
+      throw ConfigError(
+          fmt::format("config error: {}='{}' must be a port number between 1 and "
+                      "65535",
+                      e->name, e->value));
     }
     return *v;
   }
@@ -200,8 +207,8 @@ constexpr std::array<std::pair<std::string_view, SpanGroup>, kSpanGroupCount> kG
 }};
 // Accepted for compatibility with upstream's telemetry library; never emitted.
 constexpr std::array<std::string_view, 7> kInheritedGroups{
-    "checkpoint", "evaluate", "model_init", "load_checkpoint", "step", "forward_backward",
-    "optimizer"};
+    "checkpoint", "evaluate",         "model_init", "load_checkpoint",
+    "step",       "forward_backward", "optimizer"};
 
 std::string valid_group_names() {
   std::vector<std::string_view> names{"default", "per_rollout", "all"};
@@ -227,10 +234,11 @@ bool parse_bool(std::string_view variable, std::string_view value) {
   std::string v = lower(trim(value));
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  throw ConfigError(fmt::format("config error: {}='{}' is not a boolean; accepted spellings are "
-                                "1, true, yes, on (true) and 0, false, no, off (false), in any "
-                                "case",
-                                variable, value));
+  throw ConfigError(
+      fmt::format("config error: {}='{}' is not a boolean; accepted spellings are "
+                  "1, true, yes, on (true) and 0, false, no, off (false), in any "
+                  "case",
+                  variable, value));
 }
 
 SpanGroups resolve_span_groups(std::string_view spec, std::string_view source) {
@@ -243,8 +251,8 @@ SpanGroups resolve_span_groups(std::string_view spec, std::string_view source) {
     start = comma + 1;
     if (name.empty()) continue;
     if (name == "default") {
-      for (auto g : {SpanGroup::job, SpanGroup::server, SpanGroup::http_client,
-                     SpanGroup::rollout}) {
+      for (auto g :
+           {SpanGroup::job, SpanGroup::server, SpanGroup::http_client, SpanGroup::rollout}) {
         out.add(g);
       }
     } else if (name == "per_rollout") {
@@ -260,9 +268,10 @@ SpanGroups resolve_span_groups(std::string_view spec, std::string_view source) {
       out.add(it->second);
     } else if (std::find(kInheritedGroups.begin(), kInheritedGroups.end(), name) ==
                kInheritedGroups.end()) {
-      throw ConfigError(fmt::format("config error: unknown span group or preset '{}' in {}; "
-                                    "valid names: {}",
-                                    name, source, valid_group_names()));
+      throw ConfigError(
+          fmt::format("config error: unknown span group or preset '{}' in {}; "
+                      "valid names: {}",
+                      name, source, valid_group_names()));
     }
   }
   return out;
@@ -273,8 +282,8 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
   TelemetrySettings s;
   check_block_shape(cfg, s);
 
-  s.enabled = resolve_bool(cfg, getenv, "enabled", {"NEMO_GYM_OTEL_ENABLED", "NEMO_LENS_ENABLED"},
-                           false);
+  s.enabled =
+      resolve_bool(cfg, getenv, "enabled", {"NEMO_GYM_OTEL_ENABLED", "NEMO_LENS_ENABLED"}, false);
   if (auto e = first_env(getenv, {"OTEL_SDK_DISABLED"})) {
     s.sdk_disabled = parse_bool(e->name, e->value);
   }
@@ -298,36 +307,36 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
     s.exporter = parse_exporter(*y, "config key `telemetry.exporter`");
   }
 
-  s.traces_enabled = resolve_bool(cfg, getenv, "traces_enabled",
-                                  {"NEMO_GYM_OTEL_TRACES_ENABLED", "NEMO_LENS_TRACES_ENABLED"},
-                                  true);
-  s.metrics_enabled = resolve_bool(cfg, getenv, "metrics_enabled",
-                                   {"NEMO_GYM_OTEL_METRICS_ENABLED", "NEMO_LENS_METRICS_ENABLED"},
-                                   true);
+  s.traces_enabled =
+      resolve_bool(cfg, getenv, "traces_enabled",
+                   {"NEMO_GYM_OTEL_TRACES_ENABLED", "NEMO_LENS_TRACES_ENABLED"}, true);
+  s.metrics_enabled =
+      resolve_bool(cfg, getenv, "metrics_enabled",
+                   {"NEMO_GYM_OTEL_METRICS_ENABLED", "NEMO_LENS_METRICS_ENABLED"}, true);
   s.logs_enabled = resolve_bool(cfg, getenv, "logs_enabled",
                                 {"NEMO_GYM_OTEL_LOGS_ENABLED", "NEMO_LENS_LOGS_ENABLED"}, false);
   if (s.logs_enabled && s.active()) {
-    s.warnings.push_back("telemetry: logs_enabled has no effect yet (OTel logs are not "
-                         "implemented); log records stay on stderr");
+    s.warnings.push_back(
+        "telemetry: logs_enabled has no effect yet (OTel logs are not "
+        "implemented); log records stay on stderr");
   }
   s.run_id = resolve_string(cfg, getenv, "run_id", {"NEMO_GYM_OTEL_RUN_ID", "NEMO_LENS_RUN_ID"});
   if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_USER_ID", "NEMO_LENS_USER_ID"})) {
     s.user_id = e->value;
   }
 
-  s.memory_profiling_enabled =
-      resolve_bool(cfg, getenv, "memory_profiling.enabled",
-                   {"NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED"}, false);
+  s.memory_profiling_enabled = resolve_bool(cfg, getenv, "memory_profiling.enabled",
+                                            {"NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED"}, false);
   s.memory_profiling_interval_seconds = resolve_interval_seconds(cfg, getenv);
 
   s.otlp_endpoint = yaml_string(cfg, "otlp_endpoint");
   s.otlp_protocol = yaml_string(cfg, "otlp_protocol");
   s.otlp_headers = yaml_string(cfg, "otlp_headers");
-  s.instrument_aiohttp = resolve_bool(cfg, getenv, "instrument_aiohttp",
-                                      {"NEMO_GYM_OTEL_INSTRUMENT_AIOHTTP"}, true);
+  s.instrument_aiohttp =
+      resolve_bool(cfg, getenv, "instrument_aiohttp", {"NEMO_GYM_OTEL_INSTRUMENT_AIOHTTP"}, true);
   s.prometheus_port = resolve_port(cfg, getenv);
-  if (auto host = resolve_string(cfg, getenv, "prometheus.host",
-                                 {"NEMO_GYM_OTEL_PROMETHEUS_HOST"})) {
+  if (auto host =
+          resolve_string(cfg, getenv, "prometheus.host", {"NEMO_GYM_OTEL_PROMETHEUS_HOST"})) {
     s.prometheus_host = *host;
   }
   s.console_path = resolve_string(cfg, getenv, "console_path", {"NEMO_GYM_OTEL_CONSOLE_PATH"});
@@ -339,9 +348,10 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
   if (auto e = first_env(getenv, {"OTEL_METRIC_EXPORT_TIMEOUT"})) {
     s.export_timeout = positive_ms(*e);
     if (s.export_timeout > s.export_interval) {
-      throw ConfigError(fmt::format("config error: OTEL_METRIC_EXPORT_TIMEOUT={} must not exceed "
-                                    "the export interval ({} ms, OTEL_METRIC_EXPORT_INTERVAL)",
-                                    e->value, s.export_interval.count()));
+      throw ConfigError(
+          fmt::format("config error: OTEL_METRIC_EXPORT_TIMEOUT={} must not exceed "
+                      "the export interval ({} ms, OTEL_METRIC_EXPORT_INTERVAL)",
+                      e->value, s.export_interval.count()));
     }
   }
 
@@ -382,8 +392,7 @@ std::string percent_decode(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 &&
-        hex(text[i + 2]) >= 0) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
       out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
       i += 2;
     } else {
@@ -416,7 +425,9 @@ OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& geten
                           Signal signal) {
   const GetEnv getenv = getenv_in ? getenv_in : process_env();
   const std::string sig(signal_name(signal));
-  auto var = [&](std::string_view what) { return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", sig, what); };
+  auto var = [&](std::string_view what) {
+    return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", sig, what);
+  };
   auto generic = [](std::string_view what) { return fmt::format("OTEL_EXPORTER_OTLP_{}", what); };
   OtlpSettings out;
 
@@ -432,13 +443,15 @@ OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& geten
     } else if (p == "http/json") {
       out.protocol = OtlpProtocol::http_json;
     } else if (p == "grpc") {
-      throw ConfigError(fmt::format("config error: {}=grpc: gRPC is not supported yet; use "
-                                    "http/protobuf (port 4318) or http/json",
-                                    protocol->name));
+      throw ConfigError(
+          fmt::format("config error: {}=grpc: gRPC is not supported yet; use "
+                      "http/protobuf (port 4318) or http/json",
+                      protocol->name));
     } else {
-      throw ConfigError(fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
-                                    "values: http/protobuf, http/json",
-                                    protocol->name, protocol->value));
+      throw ConfigError(
+          fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
+                      "values: http/protobuf, http/json",
+                      protocol->name, protocol->value));
     }
   }
 
@@ -462,9 +475,10 @@ OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& geten
   }
   std::string scheme = lower(out.url.substr(0, out.url.find("://")));
   if (out.url.find("://") == std::string::npos || (scheme != "http" && scheme != "https")) {
-    throw ConfigError(fmt::format("config error: {}: the OTLP endpoint '{}' must be an http:// or "
-                                  "https:// URL",
-                                  url_source, out.url));
+    throw ConfigError(
+        fmt::format("config error: {}: the OTLP endpoint '{}' must be an http:// or "
+                    "https:// URL",
+                    url_source, out.url));
   }
 
   // Headers.
@@ -476,14 +490,16 @@ OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& geten
     auto parsed = parse_key_values(headers->value);
     if (!parsed) {
       // The value may hold secrets: name the source only.
-      throw ConfigError(fmt::format("config error: {}: every entry must be key=value, separated "
-                                    "by commas",
-                                    headers->name));
+      throw ConfigError(
+          fmt::format("config error: {}: every entry must be key=value, separated "
+                      "by commas",
+                      headers->name));
     }
     out.headers = std::move(*parsed);
   }
 
-  if (auto e = first_env(getenv, {var("TIMEOUT"), generic("TIMEOUT")})) out.timeout = positive_ms(*e);
+  if (auto e = first_env(getenv, {var("TIMEOUT"), generic("TIMEOUT")}))
+    out.timeout = positive_ms(*e);
 
   if (auto e = first_env(getenv, {var("COMPRESSION"), generic("COMPRESSION")})) {
     std::string c = lower(e->value);
@@ -492,8 +508,8 @@ OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& geten
     } else if (c == "none") {
       out.compression = Compression::none;
     } else {
-      throw ConfigError(fmt::format("config error: {}='{}': valid values are gzip and none",
-                                    e->name, e->value));
+      throw ConfigError(
+          fmt::format("config error: {}='{}': valid values are gzip and none", e->name, e->value));
     }
   }
   return out;

@@ -54,27 +54,27 @@ SpanGroups resolve_span_groups(std::string_view spec, std::string_view source);
 enum class ExporterKind { otlp, console };
 
 struct TelemetrySettings {
-  bool enabled = false;                        // enabled
-  std::string service_name = "nemo-gym";       // service_name (OTEL_SERVICE_NAME)
-  bool service_name_per_server = true;         // service_name_per_server
-  std::string span_groups = "default";         // span_groups, as given
-  SpanGroups span_group_set;                   // span_groups, resolved
-  ExporterKind exporter = ExporterKind::otlp;  // exporter: otlp or console
-  bool traces_enabled = true;                  // traces_enabled
-  bool metrics_enabled = true;                 // metrics_enabled
-  bool logs_enabled = false;                   // logs_enabled (phase 3: warns only)
-  std::optional<std::string> run_id;           // run_id, before the fallbacks of 3.4
-  std::optional<std::string> user_id;          // NEMO_GYM_OTEL_USER_ID / NEMO_LENS_USER_ID
-  bool memory_profiling_enabled = false;       // memory_profiling.enabled
+  bool enabled = false;                            // enabled
+  std::string service_name = "nemo-gym";           // service_name (OTEL_SERVICE_NAME)
+  bool service_name_per_server = true;             // service_name_per_server
+  std::string span_groups = "default";             // span_groups, as given
+  SpanGroups span_group_set;                       // span_groups, resolved
+  ExporterKind exporter = ExporterKind::otlp;      // exporter: otlp or console
+  bool traces_enabled = true;                      // traces_enabled
+  bool metrics_enabled = true;                     // metrics_enabled
+  bool logs_enabled = false;                       // logs_enabled (phase 3: warns only)
+  std::optional<std::string> run_id;               // run_id, before the fallbacks of 3.4
+  std::optional<std::string> user_id;              // NEMO_GYM_OTEL_USER_ID / NEMO_LENS_USER_ID
+  bool memory_profiling_enabled = false;           // memory_profiling.enabled
   double memory_profiling_interval_seconds = 1.0;  // memory_profiling.interval_seconds, > 0
-  std::optional<std::string> otlp_endpoint;    // otlp_endpoint (fallback of OTEL_*)
-  std::optional<std::string> otlp_protocol;    // otlp_protocol
-  std::optional<std::string> otlp_headers;     // otlp_headers
-  bool instrument_aiohttp = true;              // instrument_aiohttp (no effect)
-  std::optional<int> prometheus_port;          // prometheus.port, 1..65535
-  std::string prometheus_host = "127.0.0.1";   // prometheus.host
-  std::optional<std::string> console_path;     // console_path
-  bool sdk_disabled = false;                   // OTEL_SDK_DISABLED
+  std::optional<std::string> otlp_endpoint;        // otlp_endpoint (fallback of OTEL_*)
+  std::optional<std::string> otlp_protocol;        // otlp_protocol
+  std::optional<std::string> otlp_headers;         // otlp_headers
+  bool instrument_aiohttp = true;                  // instrument_aiohttp (no effect)
+  std::optional<int> prometheus_port;              // prometheus.port, 1..65535
+  std::string prometheus_host = "127.0.0.1";       // prometheus.host
+  std::optional<std::string> console_path;         // console_path
+  bool sdk_disabled = false;                       // OTEL_SDK_DISABLED
   // OTEL_METRIC_EXPORT_INTERVAL (ms, > 0) and OTEL_METRIC_EXPORT_TIMEOUT (ms, > 0, at most the
   // interval; default min(30000, interval)).
   std::chrono::milliseconds export_interval{10'000};

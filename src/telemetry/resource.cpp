@@ -34,8 +34,9 @@ Resource build_resource(const TelemetrySettings& settings, const std::string& ru
     if (auto pairs = parse_key_values(*raw)) {
       for (auto& [k, v] : *pairs) attrs[k] = std::move(v);
     } else {
-      spdlog::warn("telemetry: ignoring OTEL_RESOURCE_ATTRIBUTES: every entry must be "
-                   "key=value, separated by commas");
+      spdlog::warn(
+          "telemetry: ignoring OTEL_RESOURCE_ATTRIBUTES: every entry must be "
+          "key=value, separated by commas");
     }
   }
   const std::string service =

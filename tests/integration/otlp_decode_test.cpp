@@ -30,7 +30,8 @@ constexpr const char* kPackage = "@opentelemetry/otlp-transformer@0.214.0";
 // is not available (the reason goes to *why).
 std::string node_modules(std::string* why) {
   const fs::path dir = fs::path(gym::test::build_path("tests/integration/otlp_node"));
-  const fs::path root = dir / "node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js";
+  const fs::path root =
+      dir / "node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js";
   const fs::path stamp = dir / "node_modules/@opentelemetry/otlp-transformer/package.json";
   if (fs::exists(root) && fs::exists(stamp)) return (dir / "node_modules").string();
   if (std::string(GYM_NPM).find("NOTFOUND") != std::string::npos) {
@@ -38,8 +39,9 @@ std::string node_modules(std::string* why) {
     return {};
   }
   fs::create_directories(dir);
-  std::string command = fmt::format("cd '{}' && '{}' install --no-audit --no-fund --silent '{}' >&2",
-                                    dir.string(), GYM_NPM, kPackage);
+  std::string command =
+      fmt::format("cd '{}' && '{}' install --no-audit --no-fund --silent '{}' >&2", dir.string(),
+                  GYM_NPM, kPackage);
   if (std::system(command.c_str()) != 0 || !fs::exists(root)) {
     *why = "`npm install " + std::string(kPackage) + "` failed (no registry access?)";
     return {};
@@ -151,9 +153,9 @@ void check_request(const json::value& r, const MetricsSnapshot& snapshot) {
   EXPECT_EQ(num(hp.at("sum")), 0.5 + 1.0 + 3.0 + 70000.0);
   EXPECT_EQ(num(hp.at("min")), 0.5);
   EXPECT_EQ(num(hp.at("max")), 70000.0);
-  EXPECT_EQ(nums(hp.at("explicitBounds")), (std::vector<double>{0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0,
-                                                  250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
-                                                  30000.0, 60000.0}));
+  EXPECT_EQ(nums(hp.at("explicitBounds")),
+            (std::vector<double>{0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0,
+                                 2500.0, 5000.0, 10000.0, 30000.0, 60000.0}));
   EXPECT_EQ(hp.at("bucketCounts"), (json::array{"1", "1", "0", "1", "0", "0", "0", "0", "0", "0",
                                                 "0", "0", "0", "0", "0", "0", "1"}));
   EXPECT_EQ(str(hp.at("startTimeUnixNano")), times(snapshot, "gym.verify.duration_ms").first);
@@ -190,8 +192,8 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
   const int port = receiver.wait_port();
   ASSERT_GT(port, 0) << receiver.output();
 
-  std::map<std::string, std::string> vars{
-      {"OTEL_RESOURCE_ATTRIBUTES", "team=rl%20infra"}, {"NEMO_GYM_OTEL_ENABLED", "1"}};
+  std::map<std::string, std::string> vars{{"OTEL_RESOURCE_ATTRIBUTES", "team=rl%20infra"},
+                                          {"NEMO_GYM_OTEL_ENABLED", "1"}};
   GetEnv env = [&](const std::string& n) -> std::optional<std::string> {
     auto it = vars.find(n);
     if (it == vars.end()) return std::nullopt;
@@ -202,15 +204,15 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
   options.resource = build_resource(settings, "4f2a91c0be31", {"mcqa", "resources_servers"}, env,
                                     {"node-7", 41237});
   MeterProvider provider(options);
-  auto requests = provider.create_counter<std::int64_t>("test.requests", "{request}",
-                                                        "Requests handled");
-  AttributeList attrs{{"http.route", "/run"}, {"ok", true}, {"http.response.status_code", 200},
-                      {"ratio", 0.25}};
+  auto requests =
+      provider.create_counter<std::int64_t>("test.requests", "{request}", "Requests handled");
+  AttributeList attrs{
+      {"http.route", "/run"}, {"ok", true}, {"http.response.status_code", 200}, {"ratio", 0.25}};
   requests.add(5, attrs);
   requests.bind(attrs).add(2);
   provider.create_counter<double>("test.seconds", "s").add(1.5);
-  auto active = provider.create_up_down_counter<std::int64_t>("http.server.active_requests",
-                                                              "{request}");
+  auto active =
+      provider.create_up_down_counter<std::int64_t>("http.server.active_requests", "{request}");
   active.add(2, {{"http.method", "GET"}});
   active.add(-1, {{"http.method", "GET"}});
   auto verify = provider.create_histogram(
@@ -249,8 +251,8 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
     s.protocol = c.protocol;
     s.compression = c.compression;
     OtlpHttpExporter exporter(s);
-    ASSERT_EQ(exporter.export_metrics(snapshot, std::chrono::steady_clock::now() +
-                                                    std::chrono::seconds(20)),
+    ASSERT_EQ(exporter.export_metrics(snapshot,
+                                      std::chrono::steady_clock::now() + std::chrono::seconds(20)),
               ExportResult::success)
         << receiver.output();
     std::string line = receiver.wait_for_line("DECODED ");

@@ -9,7 +9,8 @@ namespace gym::exporters {
 std::string gzip(std::string_view data) {
   z_stream zs{};
   // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
     throw std::runtime_error("gzip: deflateInit2 failed");
   }
   std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 32, '\0');

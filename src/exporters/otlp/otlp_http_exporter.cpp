@@ -159,9 +159,7 @@ OtlpHttpExporter::OtlpHttpExporter(telemetry::OtlpSettings settings,
                                    std::chrono::milliseconds log_interval)
     : impl_(std::make_unique<Impl>(std::move(settings), log_interval)) {}
 
-OtlpHttpExporter::~OtlpHttpExporter() {
-  impl_->stop(Clock::now() + std::chrono::seconds(1));
-}
+OtlpHttpExporter::~OtlpHttpExporter() { impl_->stop(Clock::now() + std::chrono::seconds(1)); }
 
 ExportResult OtlpHttpExporter::export_metrics(const telemetry::MetricsSnapshot& snapshot,
                                               telemetry::Deadline deadline) noexcept {

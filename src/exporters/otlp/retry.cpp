@@ -83,14 +83,15 @@ std::optional<std::string> FailureLog::dropped(std::size_t points, const std::st
   if (logged_any_ && now - last_line_ < interval_) return std::nullopt;
   std::string line =
       logged_any_
-          ? fmt::format("telemetry: metrics export failing: dropped {} batch(es), {} point(s) in "
-                        "the last {} s; last error: {}",
-                        batches_, points_,
-                        std::chrono::duration_cast<std::chrono::seconds>(now - last_line_).count(),
-                        error)
-          : fmt::format("telemetry: metrics export failed, dropped {} point(s): {} (further "
-                        "failures are summarised at most once per export interval)",
-                        points_, error);
+          ? fmt::format(
+                "telemetry: metrics export failing: dropped {} batch(es), {} point(s) in "
+                "the last {} s; last error: {}",
+                batches_, points_,
+                std::chrono::duration_cast<std::chrono::seconds>(now - last_line_).count(), error)
+          : fmt::format(
+                "telemetry: metrics export failed, dropped {} point(s): {} (further "
+                "failures are summarised at most once per export interval)",
+                points_, error);
   logged_any_ = true;
   last_line_ = now;
   batches_ = 0;

@@ -18,9 +18,10 @@ ConsoleExporter::ConsoleExporter(std::optional<std::string> path) : path_(std::m
   if (!path_) return;
   fd_ = ::open(path_->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw std::runtime_error(fmt::format("telemetry: cannot open the console exporter file '{}' "
-                                         "(telemetry.console_path): {}",
-                                         *path_, std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("telemetry: cannot open the console exporter file '{}' "
+                    "(telemetry.console_path): {}",
+                    *path_, std::strerror(errno)));
   }
   owns_fd_ = true;
 }

@@ -25,7 +25,8 @@ class MetricExporter {
   MetricExporter& operator=(MetricExporter&&) = delete;
 
   // Sends one snapshot. Failures are the exporter's to log (rate-limited) and count.
-  virtual ExportResult export_metrics(const MetricsSnapshot& snapshot, Deadline deadline) noexcept = 0;
+  virtual ExportResult export_metrics(const MetricsSnapshot& snapshot,
+                                      Deadline deadline) noexcept = 0;
   // Sends whatever the exporter still holds. True when nothing is left.
   virtual bool force_flush(Deadline /*deadline*/) noexcept { return true; }
   // Flushes and releases resources; later exports fail.

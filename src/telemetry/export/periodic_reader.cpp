@@ -22,10 +22,10 @@ struct PeriodicReader::State {
 
   std::mutex mutex;
   std::condition_variable changed;
-  bool stop = false;        // shutdown requested: one last export, then exit
-  bool abandoned = false;   // shutdown gave up waiting: never touch the provider again
-  bool collecting = false;  // the thread is inside provider->collect()
-  bool finished = false;    // the thread is done (exporter shut down)
+  bool stop = false;            // shutdown requested: one last export, then exit
+  bool abandoned = false;       // shutdown gave up waiting: never touch the provider again
+  bool collecting = false;      // the thread is inside provider->collect()
+  bool finished = false;        // the thread is done (exporter shut down)
   std::uint64_t requested = 0;  // flush requests so far
   std::uint64_t completed = 0;  // requests covered by a finished export
   Deadline request_deadline{};  // bound of the export a request asked for
@@ -99,9 +99,10 @@ PeriodicReader::PeriodicReader(const MeterProvider& provider,
     throw std::invalid_argument("telemetry: the export interval and timeout must be positive");
   }
   if (options.timeout > options.interval) {
-    throw std::invalid_argument(fmt::format("telemetry: the export timeout ({} ms) must not exceed "
-                                            "the export interval ({} ms)",
-                                            options.timeout.count(), options.interval.count()));
+    throw std::invalid_argument(
+        fmt::format("telemetry: the export timeout ({} ms) must not exceed "
+                    "the export interval ({} ms)",
+                    options.timeout.count(), options.interval.count()));
   }
   if (!exporter) throw std::invalid_argument("telemetry: a periodic reader needs an exporter");
   state_->provider = &provider;
@@ -150,9 +151,10 @@ bool PeriodicReader::shutdown(std::chrono::milliseconds wait) {
   s.changed.wait(lock, [&] { return !s.collecting; });
   lock.unlock();
   thread_.detach();
-  spdlog::warn("telemetry: the final metrics export did not finish within {} ms; its data is "
-               "dropped",
-               wait.count());
+  spdlog::warn(
+      "telemetry: the final metrics export did not finish within {} ms; its data is "
+      "dropped",
+      wait.count());
   return false;
 }
 

@@ -36,8 +36,8 @@ struct AttributeView {
   AttributeView(std::string_view k, const std::string& v) : key(k), value(std::string_view(v)) {}
   AttributeView(std::string_view k, bool v) : key(k), value(v) {}
   template <std::integral I>
-    requires(!std::same_as<I, bool>)
-  AttributeView(std::string_view k, I v) : key(k), value(static_cast<std::int64_t>(v)) {}
+  requires(!std::same_as<I, bool>) AttributeView(std::string_view k, I v)
+      : key(k), value(static_cast<std::int64_t>(v)) {}
   template <std::floating_point F>
   AttributeView(std::string_view k, F v) : key(k), value(static_cast<double>(v)) {}
   AttributeView(std::string_view k, AttributeValueView v) : key(k), value(v) {}
@@ -73,7 +73,7 @@ class SortedAttributes {
   }
 
   std::array<const AttributeView*, kInline> inline_;  // first size_ entries used
-  std::vector<const AttributeView*> spill_;  // only for lists longer than kInline
+  std::vector<const AttributeView*> spill_;           // only for lists longer than kInline
   std::size_t size_ = 0;
   std::size_t hash_ = 0;
 };

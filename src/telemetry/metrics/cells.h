@@ -42,12 +42,14 @@ bool finite(T v) noexcept {
 inline constexpr std::uint32_t kStripes = 4;
 inline constexpr std::size_t kCacheLine = 64;
 
-std::uint32_t next_stripe() noexcept;  // out of line: numbers the calling thread
+std::uint32_t next_stripe() noexcept;                   // out of line: numbers the calling thread
 inline thread_local std::uint32_t t_stripe = kStripes;  // kStripes = not numbered yet
 
 inline std::uint32_t thread_stripe() noexcept {
   std::uint32_t s = t_stripe;
-  if (s == kStripes) [[unlikely]] s = t_stripe = next_stripe();
+  if (s == kStripes) [[unlikely]] {
+    s = t_stripe = next_stripe();
+  }
   return s;
 }
 

@@ -73,9 +73,9 @@ class SyncInstrument {
   template <class Bound>
   Bound bind_to(AttributeList attributes) const {
     if (!storage_) return Bound();
-    return Bound(&storage_->cell(std::span<const AttributeView>(attributes.begin(),
-                                                                attributes.size())),
-                 storage_);
+    return Bound(
+        &storage_->cell(std::span<const AttributeView>(attributes.begin(), attributes.size())),
+        storage_);
   }
   template <class Bound>
   Bound bind_to(const AttributeSet& attributes) const {
@@ -103,9 +103,7 @@ template <MetricValue T>
 class Counter : public SyncInstrument<CounterRule<T>> {
  public:
   using SyncInstrument<CounterRule<T>>::SyncInstrument;
-  void add(T v, AttributeList attributes = {}) const noexcept {
-    this->record_value(v, attributes);
-  }
+  void add(T v, AttributeList attributes = {}) const noexcept { this->record_value(v, attributes); }
   void add(T v, const AttributeSet& attributes) const noexcept {
     this->record_value(v, attributes);
   }
@@ -130,9 +128,7 @@ template <MetricValue T>
 class UpDownCounter : public SyncInstrument<UpDownCounterRule<T>> {
  public:
   using SyncInstrument<UpDownCounterRule<T>>::SyncInstrument;
-  void add(T v, AttributeList attributes = {}) const noexcept {
-    this->record_value(v, attributes);
-  }
+  void add(T v, AttributeList attributes = {}) const noexcept { this->record_value(v, attributes); }
   void add(T v, const AttributeSet& attributes) const noexcept {
     this->record_value(v, attributes);
   }

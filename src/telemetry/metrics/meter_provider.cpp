@@ -30,11 +30,10 @@ const char* kind_name(InstrumentKind k) {
 }
 
 std::string summary(const InstrumentDescriptor& d) {
-  return fmt::format("{} ({}, unit '{}', description '{}'{})", kind_name(d.kind),
-                     d.value_type == ValueType::int64 ? "int64" : "double", d.unit,
-                     d.description,
-                     d.bounds.empty() ? std::string()
-                                      : fmt::format(", bounds [{}]", fmt::join(d.bounds, ", ")));
+  return fmt::format(
+      "{} ({}, unit '{}', description '{}'{})", kind_name(d.kind),
+      d.value_type == ValueType::int64 ? "int64" : "double", d.unit, d.description,
+      d.bounds.empty() ? std::string() : fmt::format(", bounds [{}]", fmt::join(d.bounds, ", ")));
 }
 
 [[noreturn]] void reject(const InstrumentDescriptor& d, const std::string& problem) {
@@ -62,8 +61,8 @@ std::uint64_t unix_nano_now() noexcept {
                                         .count());
 }
 
-std::optional<std::size_t> check_instrument(
-    const InstrumentDescriptor& d, std::span<const InstrumentDescriptor* const> existing) {
+std::optional<std::size_t> check_instrument(const InstrumentDescriptor& d,
+                                            std::span<const InstrumentDescriptor* const> existing) {
   const std::string& n = d.name;
   auto name_char = [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
@@ -73,9 +72,8 @@ std::optional<std::size_t> check_instrument(
       !std::all_of(n.begin(), n.end(), name_char)) {
     reject(d, "a name is a letter followed by at most 254 letters, digits, '_', '.', '-' or '/'");
   }
-  if (d.unit.size() > 63 || !std::all_of(d.unit.begin(), d.unit.end(), [](char c) {
-        return c >= 0x20 && c < 0x7f;
-      })) {
+  if (d.unit.size() > 63 ||
+      !std::all_of(d.unit.begin(), d.unit.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
     reject(d, fmt::format("the unit '{}' must be at most 63 printable ASCII characters", d.unit));
   }
   if (d.description.size() > 1023) reject(d, "the description is longer than 1023 bytes");
@@ -111,7 +109,7 @@ MeterProvider::~MeterProvider() = default;
 
 Histogram MeterProvider::create_histogram(std::string name, std::string unit,
                                           std::string description, std::vector<double> bounds) {
-  InstrumentDescriptor d{std::move(name), std::move(unit), std::move(description),
+  InstrumentDescriptor d{std::move(name),           std::move(unit),    std::move(description),
                          InstrumentKind::histogram, ValueType::float64, std::move(bounds)};
   return Histogram(sync_storage<HistogramRule>(std::move(d)));
 }

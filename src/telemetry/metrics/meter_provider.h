@@ -58,11 +58,9 @@ class MeterProvider {
   const Resource& resource() const noexcept { return options_.resource; }
 
   template <MetricValue T>
-  Counter<T> create_counter(std::string name, std::string unit = "",
-                            std::string description = "") {
-    return Counter<T>(sync_storage<CounterRule<T>>(
-        describe<T>(std::move(name), std::move(unit), std::move(description),
-                    InstrumentKind::counter)));
+  Counter<T> create_counter(std::string name, std::string unit = "", std::string description = "") {
+    return Counter<T>(sync_storage<CounterRule<T>>(describe<T>(
+        std::move(name), std::move(unit), std::move(description), InstrumentKind::counter)));
   }
 
   template <MetricValue T>
@@ -111,7 +109,10 @@ class MeterProvider {
   template <MetricValue T>
   static InstrumentDescriptor describe(std::string name, std::string unit, std::string description,
                                        InstrumentKind kind) {
-    return InstrumentDescriptor{std::move(name), std::move(unit), std::move(description), kind,
+    return InstrumentDescriptor{std::move(name),
+                                std::move(unit),
+                                std::move(description),
+                                kind,
                                 std::is_same_v<T, double> ? ValueType::float64 : ValueType::int64,
                                 {}};
   }

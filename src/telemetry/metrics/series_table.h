@@ -31,7 +31,8 @@ class SeriesTable {
     Cell cell;
   };
 
-  SeriesTable(std::size_t limit, typename Cell::Config init) : limit_(limit), init_(std::move(init)) {
+  SeriesTable(std::size_t limit, typename Cell::Config init)
+      : limit_(limit), init_(std::move(init)) {
     publish(std::make_unique<Slots>(16));
   }
   SeriesTable(const SeriesTable&) = delete;
@@ -131,9 +132,9 @@ class SeriesTable {
   std::atomic<Slots*> current_{nullptr};
   std::atomic<bool> overflowed_{false};
   mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<Slots>> tables_;   // current and retired copies
-  std::vector<std::unique_ptr<Series>> all_;     // creation order
-  std::size_t distinct_ = 0;                     // series counted against the limit
+  std::vector<std::unique_ptr<Slots>> tables_;  // current and retired copies
+  std::vector<std::unique_ptr<Series>> all_;    // creation order
+  std::size_t distinct_ = 0;                    // series counted against the limit
   Series* overflow_ = nullptr;
 };
 

@@ -134,8 +134,7 @@ TEST(OtlpProtobuf, DecodesWithProtobufsParserToEveryField) {
   EXPECT_EQ(std::vector<std::uint64_t>(hp.bucket_counts().begin(), hp.bucket_counts().end()),
             (std::vector<std::uint64_t>{2, 1, 1, 2}));
   const auto& hp2 = hist.histogram().data_points(1);
-  EXPECT_EQ(attr_string(hp2.attributes(), "nemo.gym.http.destination.server.name"),
-            "policy_model");
+  EXPECT_EQ(attr_string(hp2.attributes(), "nemo.gym.http.destination.server.name"), "policy_model");
   EXPECT_EQ(std::vector<std::uint64_t>(hp2.bucket_counts().begin(), hp2.bucket_counts().end()),
             (std::vector<std::uint64_t>{0, 1, 0, 0}));
 

@@ -41,22 +41,23 @@ class Receiver {
  public:
   Receiver() {
     http::Router router;
-    router.post("/v1/metrics", [this](http::Request& req) -> boost::asio::awaitable<http::Response> {
-      http::Response res;
-      std::lock_guard lock(mutex_);
-      received_.push_back({std::string(req.header("content-type")),
-                           std::string(req.header("content-encoding")),
-                           std::string(req.header("user-agent")),
-                           std::string(req.header("x-api-key")), req.body});
-      if (!statuses_.empty()) {
-        res.status = statuses_.front();
-        statuses_.pop_front();
-        if (res.status != 200) res.headers.push_back({"Retry-After", "0"});
-      }
-      res.body = next_body_;
-      res.content_type = "application/x-protobuf";
-      co_return res;
-    });
+    router.post("/v1/metrics",
+                [this](http::Request& req) -> boost::asio::awaitable<http::Response> {
+                  http::Response res;
+                  std::lock_guard lock(mutex_);
+                  received_.push_back({std::string(req.header("content-type")),
+                                       std::string(req.header("content-encoding")),
+                                       std::string(req.header("user-agent")),
+                                       std::string(req.header("x-api-key")), req.body});
+                  if (!statuses_.empty()) {
+                    res.status = statuses_.front();
+                    statuses_.pop_front();
+                    if (res.status != 200) res.headers.push_back({"Retry-After", "0"});
+                  }
+                  res.body = next_body_;
+                  res.content_type = "application/x-protobuf";
+                  co_return res;
+                });
     http::ServerOptions options;
     server_ = std::make_unique<http::HttpServer>(std::move(router), options);
     port_ = server_->bind();

@@ -17,7 +17,8 @@ TEST(Retry, Classification) {
   EXPECT_EQ(classify(204), AttemptOutcome::success);
   for (int s : {429, 502, 503, 504}) EXPECT_EQ(classify(s), AttemptOutcome::retryable) << s;
   EXPECT_EQ(classify(std::nullopt), AttemptOutcome::retryable);
-  for (int s : {400, 401, 404, 413, 500, 501}) EXPECT_EQ(classify(s), AttemptOutcome::permanent) << s;
+  for (int s : {400, 401, 404, 413, 500, 501})
+    EXPECT_EQ(classify(s), AttemptOutcome::permanent) << s;
 }
 
 TEST(Retry, BackoffDoublesWithJitterAndHonoursRetryAfter) {

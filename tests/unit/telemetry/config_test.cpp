@@ -104,8 +104,8 @@ TEST(TelemetryConfig, EveryKeyFromYaml) {
 
 TEST(TelemetryConfig, UnknownKeysWarnOnce) {
   FakeEnv env;
-  auto s = resolve_settings(
-      config(R"({"telemetry": {"enabeld": true, "prometheus": {"prt": 1}}})"), env.get());
+  auto s = resolve_settings(config(R"({"telemetry": {"enabeld": true, "prometheus": {"prt": 1}}})"),
+                            env.get());
   ASSERT_EQ(s.warnings.size(), 1u);
   EXPECT_TRUE(contains(s.warnings[0], "telemetry.enabeld")) << s.warnings[0];
   EXPECT_TRUE(contains(s.warnings[0], "telemetry.prometheus.prt")) << s.warnings[0];
@@ -210,9 +210,8 @@ TEST(TelemetryConfig, BooleanSpellings) {
 
 TEST(TelemetryConfig, YamlErrorsNameTheKey) {
   FakeEnv env;
-  auto message = error_of([&] {
-    resolve_settings(config(R"({"telemetry": {"enabled": "sometimes"}})"), env.get());
-  });
+  auto message = error_of(
+      [&] { resolve_settings(config(R"({"telemetry": {"enabled": "sometimes"}})"), env.get()); });
   EXPECT_TRUE(contains(message, "telemetry.enabled")) << message;
   message = error_of(
       [&] { resolve_settings(config(R"({"telemetry": {"exporter": "stdout"}})"), env.get()); });

@@ -34,16 +34,17 @@ void record_known_values(MeterProvider& p) {
   h.record(0.5);
   h.record(10);
   h.record(11);
-  p.create_observable_counter<std::int64_t>(
-      "t.ocounter", "{connection}", "",
-      [](ObservableResult<std::int64_t>& r) { r.observe(42, {{"dest", "model"}}); });
+  p.create_observable_counter<std::int64_t>("t.ocounter", "{connection}", "",
+                                            [](ObservableResult<std::int64_t>& r) {
+                                              r.observe(42, {{"dest", "model"}});
+                                            });
   p.create_observable_gauge<double>("t.ogauge", "By", "",
                                     [](ObservableResult<double>& r) { r.observe(2.5); });
 }
 
 const json::object& metric_named(const json::value& request, std::string_view name) {
-  for (const auto& m : request.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics")
-                           .as_array()) {
+  for (const auto& m :
+       request.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics").as_array()) {
     if (m.at("name").as_string() == name) return m.as_object();
   }
   throw std::runtime_error("no metric " + std::string(name));
@@ -123,8 +124,8 @@ class TempFile {
  public:
   TempFile()
       : path_(std::filesystem::temp_directory_path() /
-              ("gym_telemetry_" + std::to_string(::getpid()) + "_" +
-               std::to_string(counter_++) + ".jsonl")) {
+              ("gym_telemetry_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) +
+               ".jsonl")) {
     std::filesystem::remove(path_);
   }
   ~TempFile() { std::filesystem::remove(path_); }
@@ -149,9 +150,7 @@ std::int64_t counter_in_line(const std::string& line, std::string_view name) {
 
 TEST(ConsoleExporter, AppendsOneLinePerExportToAFile) {
   TempFile file;
-  {
-    std::ofstream(file.path()) << "existing line\n";
-  }
+  { std::ofstream(file.path()) << "existing line\n"; }
   MeterProvider provider;
   auto c = provider.create_counter<std::int64_t>("t.requests");
   PeriodicReader reader(provider, std::make_unique<ConsoleExporter>(file.path()),

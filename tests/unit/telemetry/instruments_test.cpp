@@ -173,7 +173,7 @@ TEST(Histogram, MinMaxAndSumPerSeries) {
   ok.record(0.75);
   ok.record(12);
   h.record(0.25, {{"outcome", "abandoned"}});
-  h.record(-1, {{"outcome", "abandoned"}});  // dropped
+  h.record(-1, {{"outcome", "abandoned"}});                                       // dropped
   h.record(std::numeric_limits<double>::infinity(), {{"outcome", "abandoned"}});  // dropped
   auto s = provider.collect();
   const MetricData* m = find_metric(s, "test.queue");
@@ -240,11 +240,11 @@ TEST(Observable, NegativeCounterValuesAndThrowingCallbacksAreSkipped) {
   MeterProvider provider;
   provider.create_observable_counter<std::int64_t>(
       "test.bad", "", "", [](ObservableResult<std::int64_t>& r) { r.observe(-1); });
-  provider.create_observable_gauge<std::int64_t>(
-      "test.throws", "", "", [](ObservableResult<std::int64_t>& r) {
-        r.observe(1);
-        throw std::runtime_error("boom");
-      });
+  provider.create_observable_gauge<std::int64_t>("test.throws", "", "",
+                                                 [](ObservableResult<std::int64_t>& r) {
+                                                   r.observe(1);
+                                                   throw std::runtime_error("boom");
+                                                 });
   provider.create_observable_gauge<std::int64_t>(
       "test.fine", "", "", [](ObservableResult<std::int64_t>& r) { r.observe(4); });
   auto s = provider.collect();
@@ -257,8 +257,8 @@ TEST(Cardinality, SetsBeyondTheLimitGoToTheOverflowSeries) {
   MeterProvider provider;
   auto c = provider.create_counter<std::int64_t>("test.cardinality");
   for (int i = 0; i < 2005; ++i) c.add(1, {{"i", i}});
-  c.add(10, {{"i", 0}});        // a set within the limit keeps its own series
-  c.add(100, {{"i", 5000}});    // a new set past the limit
+  c.add(10, {{"i", 0}});      // a set within the limit keeps its own series
+  c.add(100, {{"i", 5000}});  // a new set past the limit
   auto past = c.bind({{"i", 6000}});
   past.add(1000);
   auto s = provider.collect();
@@ -277,10 +277,11 @@ TEST(Cardinality, LimitIsConfigurableAndAppliesToHistogramsAndObservables) {
   MeterProvider provider(options);
   auto h = provider.create_histogram("test.h", "", "", {10});
   for (int i = 0; i < 4; ++i) h.record(i, {{"i", i}});
-  provider.create_observable_counter<std::int64_t>(
-      "test.o", "", "", [](ObservableResult<std::int64_t>& r) {
-        for (int i = 0; i < 5; ++i) r.observe(10, {{"i", i}});
-      });
+  provider.create_observable_counter<std::int64_t>("test.o", "", "",
+                                                   [](ObservableResult<std::int64_t>& r) {
+                                                     for (int i = 0; i < 5; ++i)
+                                                       r.observe(10, {{"i", i}});
+                                                   });
   auto s = provider.collect();
   const HistogramPoint* over =
       find_histogram_point(*find_metric(s, "test.h"), {{"otel.metric.overflow", true}});
@@ -359,9 +360,9 @@ TEST(Registry, ValidatesNamesUnitsAndBounds) {
                std::invalid_argument);
   EXPECT_THROW(provider.create_histogram("test.h1", "", "", {1, 1}), std::invalid_argument);
   EXPECT_THROW(provider.create_histogram("test.h2", "", "", {2, 1}), std::invalid_argument);
-  EXPECT_THROW(provider.create_histogram("test.h3", "", "",
-                                         {1, std::numeric_limits<double>::infinity()}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      provider.create_histogram("test.h3", "", "", {1, std::numeric_limits<double>::infinity()}),
+      std::invalid_argument);
   try {
     provider.create_histogram("test.h4", "", "", {5, 3});
     FAIL();
@@ -380,8 +381,7 @@ TEST(Registry, IdenticalDuplicatesShareStorageAndConflictsThrow) {
   EXPECT_EQ(int_value(provider.collect(), "test.dup"), 3);
   EXPECT_THROW(provider.create_counter<double>("test.dup", "ms", "d"), std::invalid_argument);
   EXPECT_THROW(provider.create_counter<std::int64_t>("test.dup", "s", "d"), std::invalid_argument);
-  EXPECT_THROW(provider.create_counter<std::int64_t>("TEST.DUP", "ms", "d"),
-               std::invalid_argument);
+  EXPECT_THROW(provider.create_counter<std::int64_t>("TEST.DUP", "ms", "d"), std::invalid_argument);
   EXPECT_THROW(provider.create_up_down_counter<std::int64_t>("test.dup", "ms", "d"),
                std::invalid_argument);
   provider.create_histogram("test.hdup", "ms", "", {1, 2});

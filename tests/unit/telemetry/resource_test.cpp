@@ -71,8 +71,7 @@ TEST(Resource, ServiceNameWithoutSuffixAndFromOtelServiceName) {
   env.set("OTEL_SERVICE_NAME", "my-gym");
   env.set("NEMO_GYM_OTEL_SERVICE_NAME_PER_SERVER", "false");
   auto s = resolve_settings(boost::json::object{}, env.get());
-  auto r = build_resource(s, "run", {"policy_model", "responses_api_models"}, env.get(),
-                          {"h", 2});
+  auto r = build_resource(s, "run", {"policy_model", "responses_api_models"}, env.get(), {"h", 2});
   EXPECT_EQ(str(r, "service.name"), "my-gym");
   EXPECT_EQ(str(r, "nemo.gym.service_group"), "my-gym");
 }

@@ -92,8 +92,8 @@ TEST(Stress, ConcurrentRecordingAndCollectionGiveExactTotals) {
   EXPECT_EQ(b->count, static_cast<std::uint64_t>(n));
   // i % 200 over 0..199: bucket (-inf,1] has 0 and 1; (1,10] has 2..10; (10,100] 11..100; rest.
   const std::uint64_t rounds = static_cast<std::uint64_t>(n) / 200;
-  EXPECT_EQ(b->bucket_counts, (std::vector<std::uint64_t>{2 * rounds, 9 * rounds, 90 * rounds,
-                                                          99 * rounds}));
+  EXPECT_EQ(b->bucket_counts,
+            (std::vector<std::uint64_t>{2 * rounds, 9 * rounds, 90 * rounds, 99 * rounds}));
   EXPECT_EQ(b->sum, static_cast<double>(rounds) * (199.0 * 200.0 / 2.0));
   EXPECT_EQ(b->min, 0.0);
   EXPECT_EQ(b->max, 199.0);
