@@ -17,6 +17,12 @@ packages=(
   curl procps
 )
 
+# Node.js + npm run the OpenTelemetry project's OTLP decoder in tests; the machine image may
+# already carry a newer Node.js than Debian's, which is then kept.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -1,0 +1,159 @@
+// Telemetry SDK micro-benchmarks (style.md 8): record through bound and unbound handles, 1 and
+// 2 threads, the disabled path, collection of 1000 series, and the cost of encoding that
+// snapshot for export. Figures and the command are in bench/RESULTS.md.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include "exporters/otlp/otlp_encoding.h"
+#include "telemetry/metrics/meter_provider.h"
+
+namespace {
+
+using namespace gym::telemetry;
+
+// http.server.request.duration buckets (telemetry.md 6.1).
+const std::vector<double> kSecondsBuckets{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
+                                          0.5,   0.75, 1,     2.5,  5,     7.5, 10};
+
+struct Instruments {
+  MeterProvider provider;
+  Counter<std::int64_t> counter = provider.create_counter<std::int64_t>("bench.counter");
+  Histogram histogram = provider.create_histogram("bench.duration", "s", "", kSecondsBuckets);
+  Gauge<double> gauge = provider.create_gauge<double>("bench.gauge");
+  BoundCounter<std::int64_t> bound_counter = counter.bind({{"k", "v"}});
+  BoundHistogram bound_histogram = histogram.bind({{"http.route", "/verify"},
+                                                   {"http.request.method", "POST"},
+                                                   {"http.response.status_code", 200}});
+  BoundGauge<double> bound_gauge = gauge.bind();
+};
+
+Instruments& instruments() {
+  static Instruments i;
+  return i;
+}
+
+// Empty handles, as a disabled provider hands out. Globals, so each iteration reloads them.
+Counter<std::int64_t> g_disabled_counter;
+Histogram g_disabled_histogram;
+BoundHistogram g_disabled_bound_histogram;
+
+double value_for(std::int64_t i) { return 0.001 * static_cast<double>(i % 2000); }
+
+void BM_HistogramRecordUnbound3Attrs(benchmark::State& state) {
+  auto& h = instruments().histogram;
+  std::string route = "/verify";
+  std::int64_t i = state.thread_index();
+  for (auto _ : state) {
+    h.record(value_for(i++), {{"http.route", route},
+                              {"http.request.method", "POST"},
+                              {"http.response.status_code", 200}});
+  }
+}
+BENCHMARK(BM_HistogramRecordUnbound3Attrs)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_HistogramRecordBound(benchmark::State& state) {
+  auto& h = instruments().bound_histogram;
+  std::int64_t i = state.thread_index();
+  for (auto _ : state) h.record(value_for(i++));
+}
+BENCHMARK(BM_HistogramRecordBound)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_CounterAddUnbound1Attr(benchmark::State& state) {
+  auto& c = instruments().counter;
+  for (auto _ : state) c.add(1, {{"k", "v"}});
+}
+BENCHMARK(BM_CounterAddUnbound1Attr)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_CounterAddBound(benchmark::State& state) {
+  auto& c = instruments().bound_counter;
+  for (auto _ : state) c.add(1);
+}
+BENCHMARK(BM_CounterAddBound)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_GaugeSetBound(benchmark::State& state) {
+  auto& g = instruments().bound_gauge;
+  std::int64_t i = 0;
+  for (auto _ : state) g.record(value_for(i++));
+}
+BENCHMARK(BM_GaugeSetBound)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_DisabledCounterAdd(benchmark::State& state) {
+  for (auto _ : state) {
+    g_disabled_counter.add(1, {{"k", "v"}});
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_DisabledCounterAdd);
+
+void BM_DisabledHistogramRecordUnbound3Attrs(benchmark::State& state) {
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    g_disabled_histogram.record(value_for(i++), {{"http.route", "/verify"},
+                                                 {"http.request.method", "POST"},
+                                                 {"http.response.status_code", 200}});
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_DisabledHistogramRecordUnbound3Attrs);
+
+void BM_DisabledHistogramRecordBound(benchmark::State& state) {
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    g_disabled_bound_histogram.record(value_for(i++));
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_DisabledHistogramRecordBound);
+
+// 1000 series: 500 histogram series with 3 attributes and 500 counter series.
+struct ThousandSeries {
+  MeterProvider provider;
+  ThousandSeries() {
+    auto h = provider.create_histogram("bench.collect.duration", "s", "", kSecondsBuckets);
+    auto c = provider.create_counter<std::int64_t>("bench.collect.count", "{request}");
+    for (int i = 0; i < 500; ++i) {
+      std::string route = "/route" + std::to_string(i / 10);
+      AttributeList attrs{{"http.route", route},
+                          {"http.request.method", "POST"},
+                          {"http.response.status_code", 200 + i % 10}};
+      for (int k = 0; k < 20; ++k) h.record(0.003 * k, attrs);
+      c.add(i, {{"nemo.gym.http.destination.server.name", route}, {"n", i}});
+    }
+  }
+};
+
+ThousandSeries& thousand() {
+  static ThousandSeries t;
+  return t;
+}
+
+void BM_Collect1000Series(benchmark::State& state) {
+  auto& p = thousand().provider;
+  for (auto _ : state) benchmark::DoNotOptimize(p.collect());
+}
+BENCHMARK(BM_Collect1000Series)->Unit(benchmark::kMicrosecond);
+
+void encode(benchmark::State& state, OtlpProtocol protocol) {
+  auto snapshot = thousand().provider.collect();
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    std::string body = gym::exporters::encode_request(snapshot, protocol);
+    bytes = body.size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+void BM_EncodeProtobuf1000Series(benchmark::State& state) {
+  encode(state, OtlpProtocol::http_protobuf);
+}
+BENCHMARK(BM_EncodeProtobuf1000Series)->Unit(benchmark::kMicrosecond);
+
+void BM_EncodeJson1000Series(benchmark::State& state) { encode(state, OtlpProtocol::http_json); }
+BENCHMARK(BM_EncodeJson1000Series)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

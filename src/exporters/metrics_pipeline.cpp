@@ -1,0 +1,48 @@
+#include "exporters/metrics_pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include "exporters/otlp/otlp_http_exporter.h"
+#include "telemetry/export/console_exporter.h"
+
+namespace gym::exporters {
+
+MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
+                                 const telemetry::ProcessIdentity& identity,
+                                 const std::string& run_id, const telemetry::GetEnv& getenv) {
+  telemetry::MeterProviderOptions options;
+  options.enabled = settings.metrics_active();
+  if (options.enabled) {
+    options.resource = telemetry::build_resource(settings, run_id, identity, getenv);
+  }
+  provider_ = std::make_unique<telemetry::MeterProvider>(std::move(options));
+  if (!settings.metrics_active()) return;
+  for (const auto& w : settings.warnings) spdlog::warn("{}", w);
+
+  std::unique_ptr<telemetry::MetricExporter> exporter;
+  if (settings.exporter == telemetry::ExporterKind::console) {
+    exporter = std::make_unique<telemetry::ConsoleExporter>(settings.console_path);
+  } else {
+    exporter = std::make_unique<OtlpHttpExporter>(
+        telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics),
+        settings.export_interval);
+  }
+  reader_ = std::make_unique<telemetry::PeriodicReader>(
+      *provider_, std::move(exporter),
+      telemetry::PeriodicReaderOptions{settings.export_interval, settings.export_timeout});
+}
+
+MetricsPipeline::~MetricsPipeline() { shutdown(); }
+
+bool MetricsPipeline::force_flush(std::chrono::milliseconds wait) {
+  return reader_ ? reader_->force_flush(wait) : true;
+}
+
+bool MetricsPipeline::shutdown(std::chrono::milliseconds wait) {
+  if (!reader_) return true;
+  bool ok = reader_->shutdown(wait);
+  reader_.reset();
+  return ok;
+}
+
+}  // namespace gym::exporters

@@ -1,0 +1,29 @@
+#pragma once
+// Snapshot -> OTLP ExportMetricsServiceRequest, as a protobuf message or as bytes in either
+// OTLP/HTTP encoding. Pure functions over the plain-data snapshot: no I/O, no shared state.
+#include <string>
+
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "telemetry/config.h"
+#include "telemetry/export/metric_data.h"
+
+namespace gym::exporters {
+
+using ExportMetricsServiceRequest =
+    opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+
+// One ResourceMetrics (the snapshot's resource) with one ScopeMetrics (its scope); every
+// metric cumulative; histograms carry count, sum, min, max, bucket counts and bounds.
+ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snapshot);
+// The same, appended to `request` (which may live on a protobuf arena).
+void fill_otlp_proto(const telemetry::MetricsSnapshot& snapshot,
+                     ExportMetricsServiceRequest& request);
+
+// The request body for `protocol`: binary protobuf (http/protobuf) or OTLP/JSON (http/json).
+std::string encode_request(const telemetry::MetricsSnapshot& snapshot,
+                           telemetry::OtlpProtocol protocol);
+
+// The Content-Type header of `protocol`.
+const char* content_type(telemetry::OtlpProtocol protocol);
+
+}  // namespace gym::exporters

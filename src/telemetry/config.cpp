@@ -1,0 +1,518 @@
+// Telemetry settings: the `telemetry:` block, its variables, span groups, run id, OTLP settings.
+#include "telemetry/config.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <cstdlib>
+#include <random>
+#include <set>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+namespace gym::telemetry {
+namespace json = boost::json;
+using core::ConfigError;
+
+namespace {
+
+constexpr std::string_view kBlock = "telemetry";
+
+std::string trim(std::string_view s) {
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+struct EnvValue {
+  std::string name;
+  std::string value;  // trimmed, not empty
+};
+
+// The first of `names` that is set to something other than whitespace.
+std::optional<EnvValue> first_env(const GetEnv& getenv,
+                                  std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
+    if (n.empty()) continue;
+    if (auto v = getenv(std::string(n))) {
+      std::string t = trim(*v);
+      if (!t.empty()) return EnvValue{std::string(n), std::move(t)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string key_path(std::string_view key) { return fmt::format("{}.{}", kBlock, key); }
+
+// A nullable string of the block: absent, null or only whitespace mean "not set".
+std::optional<std::string> yaml_string(const json::object& cfg, std::string_view key) {
+  const json::value* v = core::find_path(cfg, key_path(key));
+  if (!v || v->is_null()) return std::nullopt;
+  std::string s = trim(core::get_string(cfg, key_path(key), ""));
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+bool resolve_bool(const json::object& cfg, const GetEnv& getenv, std::string_view key,
+                  std::initializer_list<std::string_view> variables, bool def) {
+  if (auto e = first_env(getenv, variables)) return parse_bool(e->name, e->value);
+  return core::get_bool(cfg, key_path(key), def);
+}
+
+std::optional<std::string> resolve_string(const json::object& cfg, const GetEnv& getenv,
+                                          std::string_view key,
+                                          std::initializer_list<std::string_view> variables) {
+  if (auto e = first_env(getenv, variables)) return e->value;
+  return yaml_string(cfg, key);
+}
+
+template <typename T>
+std::optional<T> parse_number(std::string_view s) {
+  T v{};
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::chrono::milliseconds positive_ms(const EnvValue& e) {
+  auto v = parse_number<std::int64_t>(e.value);
+  if (!v || *v <= 0) {
+    throw ConfigError(fmt::format(
+        "config error: {}='{}' must be a positive whole number of milliseconds", e.name, e.value));
+  }
+  return std::chrono::milliseconds(*v);
+}
+
+// Top-level keys of the block and of its two sub-blocks.
+const std::set<std::string, std::less<>> kKnownKeys{
+    "enabled",          "service_name",       "service_name_per_server",
+    "span_groups",      "exporter",           "traces_enabled",
+    "metrics_enabled",  "logs_enabled",       "run_id",
+    "memory_profiling", "otlp_endpoint",      "otlp_protocol",
+    "otlp_headers",     "instrument_aiohttp", "prometheus",
+    "console_path"};
+const std::set<std::string, std::less<>> kRemovedKeys{"export_strategy", "export_rank"};
+const std::set<std::string, std::less<>> kMemoryKeys{"enabled", "interval_seconds"};
+const std::set<std::string, std::less<>> kPrometheusKeys{"port", "host"};
+
+void check_block_shape(const json::object& cfg, TelemetrySettings& out) {
+  const json::value* block = cfg.if_contains(kBlock);
+  if (!block || block->is_null()) return;
+  if (!block->is_object()) {
+    throw ConfigError(
+        fmt::format("config error: config key `telemetry` must be a mapping of "
+                    "telemetry settings, got {}",
+                    json::serialize(*block)));
+  }
+  std::vector<std::string> unknown;
+  auto check_sub = [&](const json::object& b, std::string_view sub,
+                       const std::set<std::string, std::less<>>& known) {
+    const json::value* v = b.if_contains(sub);
+    if (!v || v->is_null()) return;
+    if (!v->is_object()) {
+      throw ConfigError(
+          fmt::format("config error: config key `telemetry.{}` must be a mapping, "
+                      "got {}",
+                      sub, json::serialize(*v)));
+    }
+    for (const auto& [k, _] : v->get_object()) {
+      if (!known.contains(std::string_view(k))) {
+        unknown.push_back(fmt::format("telemetry.{}.{}", sub, std::string_view(k)));
+      }
+    }
+  };
+  const json::object& b = block->get_object();
+  for (const auto& [k, _] : b) {
+    if (!kKnownKeys.contains(std::string_view(k)) && !kRemovedKeys.contains(std::string_view(k))) {
+      unknown.push_back(fmt::format("telemetry.{}", std::string_view(k)));
+    }
+  }
+  check_sub(b, "memory_profiling", kMemoryKeys);
+  check_sub(b, "prometheus", kPrometheusKeys);
+  if (!unknown.empty()) {
+    out.warnings.push_back(
+        fmt::format("telemetry: ignoring unknown config keys: {}", fmt::join(unknown, ", ")));
+  }
+}
+
+ExporterKind parse_exporter(std::string_view value, std::string_view source) {
+  std::string v = lower(trim(value));
+  if (v == "otlp") return ExporterKind::otlp;
+  if (v == "console") return ExporterKind::console;
+  throw ConfigError(
+      fmt::format("config error: {}: unknown exporter '{}'; valid values: otlp, "
+                  "console",
+                  source, value));
+}
+
+double resolve_interval_seconds(const json::object& cfg, const GetEnv& getenv) {
+  constexpr std::string_view kKey = "memory_profiling.interval_seconds";
+  if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS"})) {
+    auto v = parse_number<double>(e->value);
+    if (!v || !(*v > 0) || !std::isfinite(*v)) {
+      throw ConfigError(
+          fmt::format("config error: {}='{}' must be a number of seconds > 0", e->name, e->value));
+    }
+    return *v;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  double v = core::get_double(cfg, key_path(kKey), 1.0, -inf, inf);
+  if (!(v > 0) || !std::isfinite(v)) {
+    throw ConfigError(
+        fmt::format("config error: config key `telemetry.{}` must be a number of "
+                    "seconds > 0, got {}; set it with ++telemetry.{}=1.0",
+                    kKey, v, kKey));
+  }
+  return v;
+}
+
+std::optional<int> resolve_port(const json::object& cfg, const GetEnv& getenv) {
+  if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_PROMETHEUS_PORT"})) {
+    auto v = parse_number<int>(e->value);
+    if (!v || *v < 1 || *v > 65535) {
+      throw ConfigError(
+          fmt::format("config error: {}='{}' must be a port number between 1 and "
+                      "65535",
+                      e->name, e->value));
+    }
+    return *v;
+  }
+  const json::value* v = core::find_path(cfg, key_path("prometheus.port"));
+  if (!v || v->is_null()) return std::nullopt;
+  return static_cast<int>(core::get_int(cfg, key_path("prometheus.port"), 9464, 1, 65535));
+}
+
+constexpr std::array<std::pair<std::string_view, SpanGroup>, kSpanGroupCount> kGroups{{
+    {"job", SpanGroup::job},
+    {"server", SpanGroup::server},
+    {"http_client", SpanGroup::http_client},
+    {"rollout", SpanGroup::rollout},
+    {"agent", SpanGroup::agent},
+    {"model_call", SpanGroup::model_call},
+    {"verify", SpanGroup::verify},
+    {"sandbox", SpanGroup::sandbox},
+}};
+// Accepted for compatibility with upstream's telemetry library; never emitted.
+constexpr std::array<std::string_view, 7> kInheritedGroups{
+    "checkpoint", "evaluate",         "model_init", "load_checkpoint",
+    "step",       "forward_backward", "optimizer"};
+
+std::string valid_group_names() {
+  std::vector<std::string_view> names{"default", "per_rollout", "all"};
+  for (const auto& [n, _] : kGroups) names.push_back(n);
+  for (auto n : kInheritedGroups) names.push_back(n);
+  std::sort(names.begin(), names.end());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string_view signal_name(Signal s) { return s == Signal::metrics ? "METRICS" : "TRACES"; }
+
+}  // namespace
+
+GetEnv process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+bool parse_bool(std::string_view variable, std::string_view value) {
+  std::string v = lower(trim(value));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  throw ConfigError(
+      fmt::format("config error: {}='{}' is not a boolean; accepted spellings are "
+                  "1, true, yes, on (true) and 0, false, no, off (false), in any "
+                  "case",
+                  variable, value));
+}
+
+SpanGroups resolve_span_groups(std::string_view spec, std::string_view source) {
+  SpanGroups out;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    std::size_t comma = spec.find(',', start);
+    if (comma == std::string_view::npos) comma = spec.size();
+    std::string name = lower(trim(spec.substr(start, comma - start)));
+    start = comma + 1;
+    if (name.empty()) continue;
+    if (name == "default") {
+      for (auto g :
+           {SpanGroup::job, SpanGroup::server, SpanGroup::http_client, SpanGroup::rollout}) {
+        out.add(g);
+      }
+    } else if (name == "per_rollout") {
+      for (auto g : {SpanGroup::server, SpanGroup::http_client, SpanGroup::rollout,
+                     SpanGroup::verify, SpanGroup::agent, SpanGroup::model_call}) {
+        out.add(g);
+      }
+    } else if (name == "all") {
+      for (const auto& [_, g] : kGroups) out.add(g);
+    } else if (auto it = std::find_if(kGroups.begin(), kGroups.end(),
+                                      [&](const auto& p) { return p.first == name; });
+               it != kGroups.end()) {
+      out.add(it->second);
+    } else if (std::find(kInheritedGroups.begin(), kInheritedGroups.end(), name) ==
+               kInheritedGroups.end()) {
+      throw ConfigError(
+          fmt::format("config error: unknown span group or preset '{}' in {}; "
+                      "valid names: {}",
+                      name, source, valid_group_names()));
+    }
+  }
+  return out;
+}
+
+TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv_in) {
+  const GetEnv getenv = getenv_in ? getenv_in : process_env();
+  TelemetrySettings s;
+  check_block_shape(cfg, s);
+
+  s.enabled =
+      resolve_bool(cfg, getenv, "enabled", {"NEMO_GYM_OTEL_ENABLED", "NEMO_LENS_ENABLED"}, false);
+  if (auto e = first_env(getenv, {"OTEL_SDK_DISABLED"})) {
+    s.sdk_disabled = parse_bool(e->name, e->value);
+  }
+  if (auto name = resolve_string(cfg, getenv, "service_name", {"OTEL_SERVICE_NAME"})) {
+    s.service_name = *name;
+  }
+  s.service_name_per_server = resolve_bool(cfg, getenv, "service_name_per_server",
+                                           {"NEMO_GYM_OTEL_SERVICE_NAME_PER_SERVER"}, true);
+
+  if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_SPAN_GROUPS", "NEMO_LENS_SPAN_GROUPS"})) {
+    s.span_groups = e->value;
+    s.span_group_set = resolve_span_groups(e->value, e->name);
+  } else {
+    s.span_groups = core::get_string(cfg, key_path("span_groups"), "default");
+    s.span_group_set = resolve_span_groups(s.span_groups, key_path("span_groups"));
+  }
+
+  if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_EXPORTER", "NEMO_LENS_EXPORTER"})) {
+    s.exporter = parse_exporter(e->value, e->name);
+  } else if (auto y = yaml_string(cfg, "exporter")) {
+    s.exporter = parse_exporter(*y, "config key `telemetry.exporter`");
+  }
+
+  s.traces_enabled =
+      resolve_bool(cfg, getenv, "traces_enabled",
+                   {"NEMO_GYM_OTEL_TRACES_ENABLED", "NEMO_LENS_TRACES_ENABLED"}, true);
+  s.metrics_enabled =
+      resolve_bool(cfg, getenv, "metrics_enabled",
+                   {"NEMO_GYM_OTEL_METRICS_ENABLED", "NEMO_LENS_METRICS_ENABLED"}, true);
+  s.logs_enabled = resolve_bool(cfg, getenv, "logs_enabled",
+                                {"NEMO_GYM_OTEL_LOGS_ENABLED", "NEMO_LENS_LOGS_ENABLED"}, false);
+  if (s.logs_enabled && s.active()) {
+    s.warnings.push_back(
+        "telemetry: logs_enabled has no effect yet (OTel logs are not "
+        "implemented); log records stay on stderr");
+  }
+  s.run_id = resolve_string(cfg, getenv, "run_id", {"NEMO_GYM_OTEL_RUN_ID", "NEMO_LENS_RUN_ID"});
+  if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_USER_ID", "NEMO_LENS_USER_ID"})) {
+    s.user_id = e->value;
+  }
+
+  s.memory_profiling_enabled = resolve_bool(cfg, getenv, "memory_profiling.enabled",
+                                            {"NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED"}, false);
+  s.memory_profiling_interval_seconds = resolve_interval_seconds(cfg, getenv);
+
+  s.otlp_endpoint = yaml_string(cfg, "otlp_endpoint");
+  s.otlp_protocol = yaml_string(cfg, "otlp_protocol");
+  s.otlp_headers = yaml_string(cfg, "otlp_headers");
+  s.instrument_aiohttp =
+      resolve_bool(cfg, getenv, "instrument_aiohttp", {"NEMO_GYM_OTEL_INSTRUMENT_AIOHTTP"}, true);
+  s.prometheus_port = resolve_port(cfg, getenv);
+  if (auto host =
+          resolve_string(cfg, getenv, "prometheus.host", {"NEMO_GYM_OTEL_PROMETHEUS_HOST"})) {
+    s.prometheus_host = *host;
+  }
+  s.console_path = resolve_string(cfg, getenv, "console_path", {"NEMO_GYM_OTEL_CONSOLE_PATH"});
+
+  if (auto e = first_env(getenv, {"OTEL_METRIC_EXPORT_INTERVAL"})) {
+    s.export_interval = positive_ms(*e);
+  }
+  s.export_timeout = std::min(std::chrono::milliseconds(30'000), s.export_interval);
+  if (auto e = first_env(getenv, {"OTEL_METRIC_EXPORT_TIMEOUT"})) {
+    s.export_timeout = positive_ms(*e);
+    if (s.export_timeout > s.export_interval) {
+      throw ConfigError(
+          fmt::format("config error: OTEL_METRIC_EXPORT_TIMEOUT={} must not exceed "
+                      "the export interval ({} ms, OTEL_METRIC_EXPORT_INTERVAL)",
+                      e->value, s.export_interval.count()));
+    }
+  }
+
+  if (s.metrics_active() && s.exporter == ExporterKind::otlp) {
+    resolve_otlp(s, getenv, Signal::metrics);  // fails now rather than at the first export
+  }
+  return s;
+}
+
+std::string generate_run_id() {
+  std::random_device rd;
+  std::uint64_t bits = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+  return fmt::format("{:012x}", bits & 0xffffffffffffULL);
+}
+
+std::string resolve_run_id(const TelemetrySettings& settings, const GetEnv& getenv_in,
+                           const std::optional<std::string>& served_run_id) {
+  const GetEnv getenv = getenv_in ? getenv_in : process_env();
+  if (settings.run_id) return *settings.run_id;
+  if (served_run_id && !trim(*served_run_id).empty()) return trim(*served_run_id);
+  if (auto e = first_env(getenv, {"SLURM_JOB_ID"})) return e->value;
+  return generate_run_id();
+}
+
+std::vector<std::pair<std::string, std::string>> child_environment(
+    const TelemetrySettings& settings, const std::string& run_id) {
+  if (!settings.active()) return {};
+  return {{"NEMO_GYM_OTEL_RUN_ID", run_id}};
+}
+
+std::string percent_decode(std::string_view text) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_key_values(
+    std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view entry = text.substr(start, comma - start);
+    start = comma + 1;
+    if (trim(entry).empty()) continue;
+    std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    std::string key = trim(entry.substr(0, eq));
+    if (key.empty()) return std::nullopt;
+    out.emplace_back(std::move(key), percent_decode(trim(entry.substr(eq + 1))));
+  }
+  return out;
+}
+
+OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& getenv_in,
+                          Signal signal) {
+  const GetEnv getenv = getenv_in ? getenv_in : process_env();
+  const std::string sig(signal_name(signal));
+  auto var = [&](std::string_view what) {
+    return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", sig, what);
+  };
+  auto generic = [](std::string_view what) { return fmt::format("OTEL_EXPORTER_OTLP_{}", what); };
+  OtlpSettings out;
+
+  // Protocol.
+  std::optional<EnvValue> protocol = first_env(getenv, {var("PROTOCOL"), generic("PROTOCOL")});
+  if (!protocol && settings.otlp_protocol) {
+    protocol = EnvValue{"config key `telemetry.otlp_protocol`", *settings.otlp_protocol};
+  }
+  if (protocol) {
+    std::string p = lower(protocol->value);
+    if (p == "http/protobuf") {
+      out.protocol = OtlpProtocol::http_protobuf;
+    } else if (p == "http/json") {
+      out.protocol = OtlpProtocol::http_json;
+    } else if (p == "grpc") {
+      throw ConfigError(
+          fmt::format("config error: {}=grpc: gRPC is not supported yet; use "
+                      "http/protobuf (port 4318) or http/json",
+                      protocol->name));
+    } else {
+      throw ConfigError(
+          fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
+                      "values: http/protobuf, http/json",
+                      protocol->name, protocol->value));
+    }
+  }
+
+  // URL.
+  std::string url_source;
+  if (auto e = first_env(getenv, {var("ENDPOINT")})) {
+    out.url = e->value;
+    url_source = e->name;
+  } else {
+    std::string base = "http://localhost:4318";
+    url_source = "the default endpoint";
+    if (auto g = first_env(getenv, {generic("ENDPOINT")})) {
+      base = g->value;
+      url_source = g->name;
+    } else if (settings.otlp_endpoint) {
+      base = *settings.otlp_endpoint;
+      url_source = "config key `telemetry.otlp_endpoint`";
+    }
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    out.url = base + (signal == Signal::metrics ? "/v1/metrics" : "/v1/traces");
+  }
+  std::string scheme = lower(out.url.substr(0, out.url.find("://")));
+  if (out.url.find("://") == std::string::npos || (scheme != "http" && scheme != "https")) {
+    throw ConfigError(
+        fmt::format("config error: {}: the OTLP endpoint '{}' must be an http:// or "
+                    "https:// URL",
+                    url_source, out.url));
+  }
+
+  // Headers.
+  std::optional<EnvValue> headers = first_env(getenv, {var("HEADERS"), generic("HEADERS")});
+  if (!headers && settings.otlp_headers) {
+    headers = EnvValue{"config key `telemetry.otlp_headers`", *settings.otlp_headers};
+  }
+  if (headers) {
+    auto parsed = parse_key_values(headers->value);
+    if (!parsed) {
+      // The value may hold secrets: name the source only.
+      throw ConfigError(
+          fmt::format("config error: {}: every entry must be key=value, separated "
+                      "by commas",
+                      headers->name));
+    }
+    out.headers = std::move(*parsed);
+  }
+
+  if (auto e = first_env(getenv, {var("TIMEOUT"), generic("TIMEOUT")}))
+    out.timeout = positive_ms(*e);
+
+  if (auto e = first_env(getenv, {var("COMPRESSION"), generic("COMPRESSION")})) {
+    std::string c = lower(e->value);
+    if (c == "gzip") {
+      out.compression = Compression::gzip;
+    } else if (c == "none") {
+      out.compression = Compression::none;
+    } else {
+      throw ConfigError(
+          fmt::format("config error: {}='{}': valid values are gzip and none", e->name, e->value));
+    }
+  }
+  return out;
+}
+
+}  // namespace gym::telemetry

@@ -1,0 +1,141 @@
+#pragma once
+// Telemetry settings of one process (telemetry.md section 3): the `telemetry:` block of the
+// merged config, overridden per key by NEMO_GYM_OTEL_<KEY> > NEMO_LENS_<KEY> (decision D1), the
+// standard OTEL_* variables, span-group resolution, the run id, and the OTLP/HTTP settings of
+// section 7.2. Every invalid value is a core::ConfigError whose message names the key or the
+// variable (T1); nothing silently falls back to a default.
+#include <bitset>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "core/config.h"
+
+namespace gym::telemetry {
+
+using core::GetEnv;
+
+// ::getenv as a GetEnv.
+GetEnv process_env();
+
+// Boolean spellings of telemetry.md 3.2 (trimmed, case-insensitive): 1/true/yes/on and
+// 0/false/no/off. Anything else is a ConfigError naming `variable`, the value and the
+// accepted spellings.
+bool parse_bool(std::string_view variable, std::string_view value);
+
+// ---- Span groups (telemetry.md 8.1) ----
+
+enum class SpanGroup { job, server, http_client, rollout, agent, model_call, verify, sandbox };
+inline constexpr std::size_t kSpanGroupCount = 8;
+
+class SpanGroups {
+ public:
+  bool has(SpanGroup g) const noexcept { return bits_.test(static_cast<std::size_t>(g)); }
+  void add(SpanGroup g) noexcept { bits_.set(static_cast<std::size_t>(g)); }
+  bool none() const noexcept { return bits_.none(); }
+  friend bool operator==(const SpanGroups&, const SpanGroups&) = default;
+
+ private:
+  std::bitset<kSpanGroupCount> bits_;
+};
+
+// Splits `spec` on ',', trims, lower-cases and drops empty parts; a preset contributes its
+// groups. An unknown name is a ConfigError naming it, `source` (a variable name or
+// `telemetry.span_groups`) and the sorted list of valid names (D3).
+SpanGroups resolve_span_groups(std::string_view spec, std::string_view source);
+
+// ---- Settings ----
+
+enum class ExporterKind { otlp, console };
+
+struct TelemetrySettings {
+  bool enabled = false;                            // enabled
+  std::string service_name = "nemo-gym";           // service_name (OTEL_SERVICE_NAME)
+  bool service_name_per_server = true;             // service_name_per_server
+  std::string span_groups = "default";             // span_groups, as given
+  SpanGroups span_group_set;                       // span_groups, resolved
+  ExporterKind exporter = ExporterKind::otlp;      // exporter: otlp or console
+  bool traces_enabled = true;                      // traces_enabled
+  bool metrics_enabled = true;                     // metrics_enabled
+  bool logs_enabled = false;                       // logs_enabled (phase 3: warns only)
+  std::optional<std::string> run_id;               // run_id, before the fallbacks of 3.4
+  std::optional<std::string> user_id;              // NEMO_GYM_OTEL_USER_ID / NEMO_LENS_USER_ID
+  bool memory_profiling_enabled = false;           // memory_profiling.enabled
+  double memory_profiling_interval_seconds = 1.0;  // memory_profiling.interval_seconds, > 0
+  std::optional<std::string> otlp_endpoint;        // otlp_endpoint (fallback of OTEL_*)
+  std::optional<std::string> otlp_protocol;        // otlp_protocol
+  std::optional<std::string> otlp_headers;         // otlp_headers
+  bool instrument_aiohttp = true;                  // instrument_aiohttp (no effect)
+  std::optional<int> prometheus_port;              // prometheus.port, 1..65535
+  std::string prometheus_host = "127.0.0.1";       // prometheus.host
+  std::optional<std::string> console_path;         // console_path
+  bool sdk_disabled = false;                       // OTEL_SDK_DISABLED
+  // OTEL_METRIC_EXPORT_INTERVAL (ms, > 0) and OTEL_METRIC_EXPORT_TIMEOUT (ms, > 0, at most the
+  // interval; default min(30000, interval)).
+  std::chrono::milliseconds export_interval{10'000};
+  std::chrono::milliseconds export_timeout{10'000};
+  // Lines to log once at startup: unknown keys of the block, logs_enabled without effect.
+  std::vector<std::string> warnings;
+
+  // Telemetry is on in this process (OTEL_SDK_DISABLED wins over `enabled`).
+  bool active() const noexcept { return enabled && !sdk_disabled; }
+  bool metrics_active() const noexcept { return active() && metrics_enabled; }
+  bool traces_active() const noexcept { return active() && traces_enabled; }
+};
+
+// Resolves every key of telemetry.md 3.1 with the precedence of 3.2 from `config` (the merged
+// config; its `telemetry` block may be absent or null) and `getenv`. Throws core::ConfigError.
+// The OTLP settings are checked too when metrics are active and the exporter is otlp.
+TelemetrySettings resolve_settings(const boost::json::object& config, const GetEnv& getenv);
+
+// ---- Run id (telemetry.md 3.4) ----
+
+// The first 12 lowercase hex digits of a random UUIDv4.
+std::string generate_run_id();
+
+// The effective run id: settings.run_id (already NEMO_GYM_OTEL_RUN_ID > NEMO_LENS_RUN_ID >
+// telemetry.run_id) > `served_run_id` (a --no-serve collector passes the served config's
+// telemetry.run_id) > SLURM_JOB_ID > generate_run_id().
+std::string resolve_run_id(const TelemetrySettings& settings, const GetEnv& getenv,
+                           const std::optional<std::string>& served_run_id = std::nullopt);
+
+// The telemetry variables the orchestrator adds to its children's environment (3.3): exactly
+// NEMO_GYM_OTEL_RUN_ID = run_id when telemetry is active, else nothing.
+std::vector<std::pair<std::string, std::string>> child_environment(
+    const TelemetrySettings& settings, const std::string& run_id);
+
+// ---- OTLP/HTTP settings (telemetry.md 7.2) ----
+
+enum class OtlpProtocol { http_protobuf, http_json };
+enum class Compression { none, gzip };
+enum class Signal { metrics, traces };
+
+struct OtlpSettings {
+  OtlpProtocol protocol = OtlpProtocol::http_protobuf;
+  std::string url;  // e.g. http://localhost:4318/v1/metrics
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::chrono::milliseconds timeout{10'000};
+  Compression compression = Compression::none;
+};
+
+// The settings of `signal`: the signal-specific OTEL_EXPORTER_OTLP_<SIGNAL>_* variable, then
+// OTEL_EXPORTER_OTLP_*, then telemetry.otlp_* (protocol, endpoint, headers), then the default.
+// `grpc` and any other unknown protocol, a URL that is not http(s), a header entry that is not
+// key=value, a non-positive timeout and an unknown compression are ConfigErrors.
+OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& getenv,
+                          Signal signal = Signal::metrics);
+
+// `k=v,k2=v2`: keys and values trimmed, values percent-decoded. nullopt when an entry has no
+// '=' or an empty key.
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_key_values(
+    std::string_view text);
+
+// %XX sequences decoded; invalid sequences are kept as they are.
+std::string percent_decode(std::string_view text);
+
+}  // namespace gym::telemetry

@@ -1,0 +1,60 @@
+#pragma once
+// The periodic reader (telemetry.md 7.3, 7.6): a thread that collects the provider every
+// interval and hands the snapshot to its exporter. It owns the exporter. force_flush() and
+// shutdown() run one more collect-and-export on the reader thread and wait for it at most the
+// given time (5 s at shutdown, decision D5); an export still running then is abandoned (the
+// thread finishes it in the background and the process may exit) and reported as a failure.
+//
+// Threading: every public member may be called from any thread. The provider must outlive the
+// reader.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "telemetry/export/exporter.h"
+#include "telemetry/metrics/meter_provider.h"
+
+namespace gym::telemetry {
+
+inline constexpr std::chrono::milliseconds kShutdownBound{5000};
+
+struct PeriodicReaderOptions {
+  std::chrono::milliseconds interval{10'000};  // OTEL_METRIC_EXPORT_INTERVAL; > 0
+  std::chrono::milliseconds timeout{10'000};   // OTEL_METRIC_EXPORT_TIMEOUT; > 0, <= interval
+};
+
+class PeriodicReader {
+ public:
+  // Starts the reader thread; the first export happens one interval from now. Throws
+  // std::invalid_argument for a non-positive interval or timeout, or a timeout above the
+  // interval.
+  PeriodicReader(const MeterProvider& provider, std::unique_ptr<MetricExporter> exporter,
+                 PeriodicReaderOptions options = {});
+  // shutdown(kShutdownBound) unless already shut down.
+  ~PeriodicReader();
+  PeriodicReader(const PeriodicReader&) = delete;
+  PeriodicReader& operator=(const PeriodicReader&) = delete;
+
+  // Collects and exports now; true when that export succeeded within `wait`.
+  bool force_flush(std::chrono::milliseconds wait = kShutdownBound);
+
+  // Final collect and export, then the exporter's shutdown, then the thread stops; all within
+  // `wait`. True when everything finished in time and the export succeeded. Idempotent.
+  bool shutdown(std::chrono::milliseconds wait = kShutdownBound);
+
+  struct Stats {
+    std::uint64_t exports = 0;   // finished exports
+    std::uint64_t failures = 0;  // of which failed
+  };
+  Stats stats() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+  bool shut_down_ = false;
+};
+
+}  // namespace gym::telemetry

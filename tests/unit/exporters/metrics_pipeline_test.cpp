@@ -1,0 +1,90 @@
+// The per-process pipeline built from settings: disabled, console to a file, OTLP settings.
+#include "exporters/metrics_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <boost/json.hpp>
+
+namespace gym::exporters {
+namespace {
+
+using namespace telemetry;
+
+GetEnv env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& n) -> std::optional<std::string> {
+    auto it = vars.find(n);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(MetricsPipeline, InactiveSettingsGiveEmptyHandlesAndNoThread) {
+  auto env = env_of({});
+  auto settings = resolve_settings(boost::json::object{}, env);
+  MetricsPipeline pipeline(settings, {"mcqa", "resources_servers"}, "run", env);
+  EXPECT_FALSE(pipeline.active());
+  EXPECT_FALSE(pipeline.provider().enabled());
+  auto c = pipeline.provider().create_counter<std::int64_t>("t.c");
+  EXPECT_FALSE(c);
+  EXPECT_TRUE(pipeline.shutdown());
+
+  auto disabled = env_of({{"NEMO_GYM_OTEL_ENABLED", "1"}, {"OTEL_SDK_DISABLED", "true"}});
+  MetricsPipeline off(resolve_settings(boost::json::object{}, disabled),
+                      {"mcqa", "resources_servers"}, "run", disabled);
+  EXPECT_FALSE(off.active());
+}
+
+TEST(MetricsPipeline, ConsoleExporterWritesTheResourceAndValuesAtShutdown) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gym_pipeline_" + std::to_string(::getpid()) + ".jsonl"))
+                               .string();
+  std::filesystem::remove(path);
+  auto env = env_of({{"NEMO_GYM_OTEL_ENABLED", "yes"},
+                     {"NEMO_GYM_OTEL_EXPORTER", "console"},
+                     {"NEMO_GYM_OTEL_CONSOLE_PATH", path},
+                     {"OTEL_METRIC_EXPORT_INTERVAL", "3600000"}});
+  auto settings = resolve_settings(boost::json::object{}, env);
+  {
+    MetricsPipeline pipeline(settings, {"orchestrator", "orchestrator"}, "abc123", env);
+    ASSERT_TRUE(pipeline.active());
+    pipeline.provider().create_gauge<std::int64_t>("gym.servers.active", "").record(0);
+    EXPECT_TRUE(pipeline.shutdown());  // a process shorter than one interval still exports
+  }
+  std::ifstream in(path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  auto v = boost::json::parse(line);
+  std::map<std::string, std::string> resource;
+  for (const auto& kv : v.at("resourceMetrics").at(0).at("resource").at("attributes").as_array()) {
+    const auto& value = kv.at("value").as_object();
+    if (value.contains("stringValue")) {
+      resource[std::string(kv.at("key").as_string())] =
+          std::string(value.at("stringValue").as_string());
+    }
+  }
+  EXPECT_EQ(resource["service.name"], "nemo-gym/orchestrator");
+  EXPECT_EQ(resource["nemo.run.id"], "abc123");
+  EXPECT_EQ(resource["service.instance.id"], "abc123-orchestrator-" + std::to_string(::getpid()));
+  const auto& metric = v.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics").at(0);
+  EXPECT_EQ(metric.at("name").as_string(), "gym.servers.active");
+  EXPECT_EQ(metric.at("gauge").at("dataPoints").at(0).at("asInt").as_string(), "0");
+  EXPECT_FALSE(std::getline(in, line));
+  std::filesystem::remove(path);
+}
+
+TEST(MetricsPipeline, OtlpSettingsAreCheckedAtConstruction) {
+  auto env = env_of({{"NEMO_GYM_OTEL_ENABLED", "1"}});
+  auto settings = resolve_settings(boost::json::object{}, env);
+  settings.otlp_protocol = "grpc";  // as if it came from a config resolved elsewhere
+  EXPECT_THROW(MetricsPipeline(settings, {"mcqa", "resources_servers"}, "r", env),
+               core::ConfigError);
+}
+
+}  // namespace
+}  // namespace gym::exporters

@@ -1,0 +1,98 @@
+// Export decisions of D9 without sockets; gzip round trip.
+#include "exporters/otlp/retry.h"
+
+#include <gtest/gtest.h>
+
+#include "exporters/otlp/gzip.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+
+namespace gym::exporters {
+namespace {
+
+using namespace std::chrono_literals;
+using telemetry::OtlpProtocol;
+
+TEST(Retry, Classification) {
+  EXPECT_EQ(classify(200), AttemptOutcome::success);
+  EXPECT_EQ(classify(204), AttemptOutcome::success);
+  for (int s : {429, 502, 503, 504}) EXPECT_EQ(classify(s), AttemptOutcome::retryable) << s;
+  EXPECT_EQ(classify(std::nullopt), AttemptOutcome::retryable);
+  for (int s : {400, 401, 404, 413, 500, 501})
+    EXPECT_EQ(classify(s), AttemptOutcome::permanent) << s;
+}
+
+TEST(Retry, BackoffDoublesWithJitterAndHonoursRetryAfter) {
+  EXPECT_EQ(backoff(1, 0, std::nullopt), 1000ms);
+  EXPECT_EQ(backoff(2, 0, std::nullopt), 2000ms);
+  EXPECT_EQ(backoff(3, 0, std::nullopt), 4000ms);
+  EXPECT_EQ(backoff(1, 1, std::nullopt), 1200ms);
+  EXPECT_EQ(backoff(1, -1, std::nullopt), 800ms);
+  EXPECT_EQ(backoff(3, 5, std::nullopt), 4800ms);  // jitter clamped to +-20 %
+  EXPECT_EQ(backoff(3, 0, 7000ms), 7000ms);
+  EXPECT_EQ(backoff(1, 0, 0ms), 0ms);
+}
+
+TEST(Retry, RetryAfterSecondsOnly) {
+  EXPECT_EQ(parse_retry_after("120"), 120000ms);
+  EXPECT_EQ(parse_retry_after(" 0 "), 0ms);
+  EXPECT_FALSE(parse_retry_after(""));
+  EXPECT_FALSE(parse_retry_after("-1"));
+  EXPECT_FALSE(parse_retry_after("1.5"));
+  EXPECT_FALSE(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"));
+}
+
+TEST(Retry, PartialSuccessInBothEncodings) {
+  opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse r;
+  r.mutable_partial_success()->set_rejected_data_points(3);
+  r.mutable_partial_success()->set_error_message("bad unit");
+  auto ps = parse_partial_success(r.SerializeAsString(), OtlpProtocol::http_protobuf);
+  ASSERT_TRUE(ps);
+  EXPECT_EQ(ps->rejected_data_points, 3);
+  EXPECT_EQ(ps->error_message, "bad unit");
+  EXPECT_FALSE(parse_partial_success("", OtlpProtocol::http_protobuf));
+  opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse empty;
+  empty.mutable_partial_success();
+  EXPECT_FALSE(parse_partial_success(empty.SerializeAsString(), OtlpProtocol::http_protobuf));
+
+  ps = parse_partial_success(R"({"partialSuccess":{"rejectedDataPoints":"5","errorMessage":"x"}})",
+                             OtlpProtocol::http_json);
+  ASSERT_TRUE(ps);
+  EXPECT_EQ(ps->rejected_data_points, 5);
+  EXPECT_EQ(parse_partial_success(R"({"partialSuccess":{"rejectedDataPoints":2}})",
+                                  OtlpProtocol::http_json)
+                ->rejected_data_points,
+            2);
+  EXPECT_FALSE(parse_partial_success("{}", OtlpProtocol::http_json));
+  EXPECT_FALSE(parse_partial_success("not json", OtlpProtocol::http_json));
+}
+
+TEST(Retry, FailureLogFirstAtOnceThenOncePerInterval) {
+  FailureLog log(10s);
+  auto t0 = Clock::now();
+  auto first = log.dropped(5, "connection refused", t0);
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->find("5 point(s)"), std::string::npos) << *first;
+  EXPECT_FALSE(log.dropped(7, "HTTP 503", t0 + 1s));
+  EXPECT_FALSE(log.dropped(8, "HTTP 503", t0 + 9s));
+  auto summary = log.dropped(9, "HTTP 503", t0 + 10s);
+  ASSERT_TRUE(summary);
+  EXPECT_NE(summary->find("3 batch(es), 24 point(s)"), std::string::npos) << *summary;
+  EXPECT_NE(summary->find("HTTP 503"), std::string::npos) << *summary;
+  EXPECT_FALSE(log.dropped(1, "x", t0 + 11s));
+}
+
+TEST(Gzip, RoundTrip) {
+  std::string data;
+  for (int i = 0; i < 5000; ++i) data += "metric " + std::to_string(i) + "\n";
+  std::string packed = gzip(data);
+  EXPECT_LT(packed.size(), data.size() / 3);
+  ASSERT_GE(packed.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x1f);  // gzip magic
+  EXPECT_EQ(static_cast<unsigned char>(packed[1]), 0x8b);
+  EXPECT_EQ(gunzip(packed), data);
+  EXPECT_EQ(gunzip(gzip("")), "");
+  EXPECT_THROW(gunzip("not gzip"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace gym::exporters

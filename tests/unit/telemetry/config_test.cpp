@@ -1,0 +1,427 @@
+#include "telemetry/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "telemetry_test_support.h"
+
+namespace gym::telemetry {
+namespace {
+
+using core::ConfigError;
+using testing::FakeEnv;
+
+boost::json::object config(std::string_view json_text) {
+  return boost::json::parse(json_text).as_object();
+}
+
+// The message of the ConfigError `f` throws; fails the test when none is thrown.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return {};
+}
+
+bool contains(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(TelemetryConfig, DefaultsWithoutABlock) {
+  FakeEnv env;
+  auto s = resolve_settings(config("{}"), env.get());
+  EXPECT_FALSE(s.enabled);
+  EXPECT_FALSE(s.active());
+  EXPECT_EQ(s.service_name, "nemo-gym");
+  EXPECT_TRUE(s.service_name_per_server);
+  EXPECT_EQ(s.span_groups, "default");
+  EXPECT_TRUE(s.span_group_set.has(SpanGroup::job));
+  EXPECT_FALSE(s.span_group_set.has(SpanGroup::verify));
+  EXPECT_EQ(s.exporter, ExporterKind::otlp);
+  EXPECT_TRUE(s.traces_enabled);
+  EXPECT_TRUE(s.metrics_enabled);
+  EXPECT_FALSE(s.logs_enabled);
+  EXPECT_FALSE(s.run_id);
+  EXPECT_FALSE(s.user_id);
+  EXPECT_FALSE(s.memory_profiling_enabled);
+  EXPECT_EQ(s.memory_profiling_interval_seconds, 1.0);
+  EXPECT_FALSE(s.otlp_endpoint);
+  EXPECT_FALSE(s.otlp_protocol);
+  EXPECT_FALSE(s.otlp_headers);
+  EXPECT_TRUE(s.instrument_aiohttp);
+  EXPECT_FALSE(s.prometheus_port);
+  EXPECT_EQ(s.prometheus_host, "127.0.0.1");
+  EXPECT_FALSE(s.console_path);
+  EXPECT_FALSE(s.sdk_disabled);
+  EXPECT_EQ(s.export_interval.count(), 10000);
+  EXPECT_EQ(s.export_timeout.count(), 10000);
+  EXPECT_TRUE(s.warnings.empty());
+  auto null_block = resolve_settings(config(R"({"telemetry": null})"), env.get());
+  EXPECT_FALSE(null_block.enabled);
+}
+
+TEST(TelemetryConfig, EveryKeyFromYaml) {
+  FakeEnv env;
+  auto s = resolve_settings(config(R"({"telemetry": {
+      "enabled": true, "service_name": "svc", "service_name_per_server": false,
+      "span_groups": "per_rollout", "exporter": "console", "traces_enabled": false,
+      "metrics_enabled": true, "logs_enabled": false, "run_id": "r1",
+      "memory_profiling": {"enabled": true, "interval_seconds": 0.25},
+      "otlp_endpoint": "http://collector:4318", "otlp_protocol": "http/json",
+      "otlp_headers": "a=b", "instrument_aiohttp": false,
+      "prometheus": {"port": 9464, "host": "0.0.0.0"}, "console_path": "/tmp/t.jsonl",
+      "export_strategy": "x", "export_rank": 0}})"),
+                            env.get());
+  EXPECT_TRUE(s.enabled);
+  EXPECT_TRUE(s.active());
+  EXPECT_EQ(s.service_name, "svc");
+  EXPECT_FALSE(s.service_name_per_server);
+  EXPECT_TRUE(s.span_group_set.has(SpanGroup::verify));
+  EXPECT_FALSE(s.span_group_set.has(SpanGroup::job));
+  EXPECT_EQ(s.exporter, ExporterKind::console);
+  EXPECT_FALSE(s.traces_enabled);
+  EXPECT_TRUE(s.metrics_active());
+  EXPECT_EQ(s.run_id, "r1");
+  EXPECT_TRUE(s.memory_profiling_enabled);
+  EXPECT_EQ(s.memory_profiling_interval_seconds, 0.25);
+  EXPECT_EQ(s.otlp_endpoint, "http://collector:4318");
+  EXPECT_EQ(s.otlp_protocol, "http/json");
+  EXPECT_EQ(s.otlp_headers, "a=b");
+  EXPECT_FALSE(s.instrument_aiohttp);
+  EXPECT_EQ(s.prometheus_port, 9464);
+  EXPECT_EQ(s.prometheus_host, "0.0.0.0");
+  EXPECT_EQ(s.console_path, "/tmp/t.jsonl");
+  EXPECT_TRUE(s.warnings.empty());  // export_strategy and export_rank are known removed keys
+}
+
+TEST(TelemetryConfig, UnknownKeysWarnOnce) {
+  FakeEnv env;
+  auto s = resolve_settings(config(R"({"telemetry": {"enabeld": true, "prometheus": {"prt": 1}}})"),
+                            env.get());
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_TRUE(contains(s.warnings[0], "telemetry.enabeld")) << s.warnings[0];
+  EXPECT_TRUE(contains(s.warnings[0], "telemetry.prometheus.prt")) << s.warnings[0];
+}
+
+TEST(TelemetryConfig, PrecedenceIsPrimaryThenLensThenYaml) {
+  auto yaml = config(R"({"telemetry": {"enabled": false, "span_groups": "default",
+                                        "exporter": "otlp", "run_id": "yaml-run"}})");
+  FakeEnv env;
+  env.set("NEMO_LENS_ENABLED", "1");
+  env.set("NEMO_LENS_SPAN_GROUPS", "all");
+  env.set("NEMO_LENS_RUN_ID", "lens-run");
+  auto s = resolve_settings(yaml, env.get());
+  EXPECT_TRUE(s.enabled);  // NEMO_LENS_* beats YAML
+  EXPECT_EQ(s.span_groups, "all");
+  EXPECT_TRUE(s.span_group_set.has(SpanGroup::sandbox));
+  EXPECT_EQ(s.run_id, "lens-run");
+
+  env.set("NEMO_GYM_OTEL_ENABLED", "0");  // NEMO_GYM_OTEL_* beats NEMO_LENS_*
+  env.set("NEMO_GYM_OTEL_SPAN_GROUPS", "verify");
+  env.set("NEMO_GYM_OTEL_RUN_ID", "gym-run");
+  s = resolve_settings(yaml, env.get());
+  EXPECT_FALSE(s.enabled);
+  EXPECT_TRUE(s.span_group_set.has(SpanGroup::verify));
+  EXPECT_FALSE(s.span_group_set.has(SpanGroup::job));
+  EXPECT_EQ(s.run_id, "gym-run");
+
+  env.set("NEMO_GYM_OTEL_ENABLED", "   ");  // whitespace only = unset
+  s = resolve_settings(yaml, env.get());
+  EXPECT_TRUE(s.enabled);
+}
+
+TEST(TelemetryConfig, EveryVariableIsRead) {
+  FakeEnv env;
+  env.set("NEMO_GYM_OTEL_ENABLED", "yes");
+  env.set("NEMO_GYM_OTEL_EXPORTER", "Console");
+  env.set("NEMO_GYM_OTEL_TRACES_ENABLED", "off");
+  env.set("NEMO_LENS_METRICS_ENABLED", "ON");
+  env.set("NEMO_GYM_OTEL_LOGS_ENABLED", "true");
+  env.set("NEMO_LENS_USER_ID", "alice");
+  env.set("NEMO_GYM_OTEL_SERVICE_NAME_PER_SERVER", "false");
+  env.set("NEMO_GYM_OTEL_INSTRUMENT_AIOHTTP", "0");
+  env.set("NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED", "1");
+  env.set("NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS", "2.5");
+  env.set("NEMO_GYM_OTEL_PROMETHEUS_PORT", "9100");
+  env.set("NEMO_GYM_OTEL_PROMETHEUS_HOST", "0.0.0.0");
+  env.set("NEMO_GYM_OTEL_CONSOLE_PATH", "/tmp/x.jsonl");
+  env.set("OTEL_SERVICE_NAME", "custom");
+  env.set("OTEL_METRIC_EXPORT_INTERVAL", "60000");
+  auto s = resolve_settings(config(R"({"telemetry": {"service_name": "yaml-name"}})"), env.get());
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.exporter, ExporterKind::console);
+  EXPECT_FALSE(s.traces_enabled);
+  EXPECT_TRUE(s.metrics_enabled);
+  EXPECT_TRUE(s.logs_enabled);
+  ASSERT_EQ(s.warnings.size(), 1u);  // logs_enabled has no effect yet
+  EXPECT_EQ(s.user_id, "alice");
+  EXPECT_FALSE(s.service_name_per_server);
+  EXPECT_FALSE(s.instrument_aiohttp);
+  EXPECT_TRUE(s.memory_profiling_enabled);
+  EXPECT_EQ(s.memory_profiling_interval_seconds, 2.5);
+  EXPECT_EQ(s.prometheus_port, 9100);
+  EXPECT_EQ(s.prometheus_host, "0.0.0.0");
+  EXPECT_EQ(s.console_path, "/tmp/x.jsonl");
+  EXPECT_EQ(s.service_name, "custom");
+  EXPECT_EQ(s.export_interval.count(), 60000);
+  EXPECT_EQ(s.export_timeout.count(), 30000);  // min(30000, interval)
+}
+
+TEST(TelemetryConfig, SdkDisabledWins) {
+  FakeEnv env;
+  env.set("NEMO_GYM_OTEL_ENABLED", "true");
+  env.set("OTEL_SDK_DISABLED", "TRUE");
+  auto s = resolve_settings(config("{}"), env.get());
+  EXPECT_TRUE(s.enabled);
+  EXPECT_TRUE(s.sdk_disabled);
+  EXPECT_FALSE(s.active());
+  EXPECT_FALSE(s.metrics_active());
+  EXPECT_TRUE(child_environment(s, "abc").empty());
+}
+
+TEST(TelemetryConfig, BooleanSpellings) {
+  for (const char* t : {"1", "true", "TRUE", " yes ", "On"}) EXPECT_TRUE(parse_bool("V", t)) << t;
+  for (const char* f : {"0", "false", "No", "OFF", " false"}) {
+    EXPECT_FALSE(parse_bool("V", f)) << f;
+  }
+  std::string message = error_of([] { parse_bool("NEMO_GYM_OTEL_ENABLED", "maybe"); });
+  EXPECT_TRUE(contains(message, "NEMO_GYM_OTEL_ENABLED")) << message;
+  EXPECT_TRUE(contains(message, "maybe")) << message;
+  EXPECT_TRUE(contains(message, "1, true, yes, on")) << message;
+  EXPECT_TRUE(contains(message, "0, false, no, off")) << message;
+
+  FakeEnv env;
+  env.set("NEMO_LENS_TRACES_ENABLED", "2");
+  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "NEMO_LENS_TRACES_ENABLED='2'")) << message;
+  FakeEnv sdk;
+  sdk.set("OTEL_SDK_DISABLED", "disable");
+  message = error_of([&] { resolve_settings(config("{}"), sdk.get()); });
+  EXPECT_TRUE(contains(message, "OTEL_SDK_DISABLED")) << message;
+}
+
+TEST(TelemetryConfig, YamlErrorsNameTheKey) {
+  FakeEnv env;
+  auto message = error_of(
+      [&] { resolve_settings(config(R"({"telemetry": {"enabled": "sometimes"}})"), env.get()); });
+  EXPECT_TRUE(contains(message, "telemetry.enabled")) << message;
+  message = error_of(
+      [&] { resolve_settings(config(R"({"telemetry": {"exporter": "stdout"}})"), env.get()); });
+  EXPECT_TRUE(contains(message, "telemetry.exporter")) << message;
+  EXPECT_TRUE(contains(message, "'stdout'")) << message;
+  EXPECT_TRUE(contains(message, "otlp, console")) << message;
+  message = error_of([&] {
+    resolve_settings(config(R"({"telemetry": {"memory_profiling": {"interval_seconds": 0}}})"),
+                     env.get());
+  });
+  EXPECT_TRUE(contains(message, "telemetry.memory_profiling.interval_seconds")) << message;
+  message = error_of([&] {
+    resolve_settings(config(R"({"telemetry": {"memory_profiling": {"interval_seconds": "x"}}})"),
+                     env.get());
+  });
+  EXPECT_TRUE(contains(message, "telemetry.memory_profiling.interval_seconds")) << message;
+  message = error_of([&] {
+    resolve_settings(config(R"({"telemetry": {"prometheus": {"port": 70000}}})"), env.get());
+  });
+  EXPECT_TRUE(contains(message, "telemetry.prometheus.port")) << message;
+  message = error_of([&] { resolve_settings(config(R"({"telemetry": 5})"), env.get()); });
+  EXPECT_TRUE(contains(message, "`telemetry`")) << message;
+}
+
+TEST(TelemetryConfig, VariableErrorsNameTheVariable) {
+  auto fails_with = [](const char* var, const char* value, std::string_view expected) {
+    FakeEnv env;
+    env.set(var, value);
+    std::string message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+    EXPECT_TRUE(contains(message, var)) << message;
+    EXPECT_TRUE(contains(message, expected)) << message;
+  };
+  fails_with("NEMO_GYM_OTEL_EXPORTER", "stdout", "'stdout'");
+  fails_with("NEMO_LENS_EXPORTER", "jaeger", "otlp, console");
+  fails_with("NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS", "-1", "'-1'");
+  fails_with("NEMO_GYM_OTEL_PROMETHEUS_PORT", "http", "'http'");
+  fails_with("OTEL_METRIC_EXPORT_INTERVAL", "0", "'0'");
+  fails_with("OTEL_METRIC_EXPORT_INTERVAL", "ten", "'ten'");
+
+  FakeEnv env;
+  env.set("OTEL_METRIC_EXPORT_INTERVAL", "5000");
+  env.set("OTEL_METRIC_EXPORT_TIMEOUT", "6000");
+  std::string message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "OTEL_METRIC_EXPORT_TIMEOUT=6000")) << message;
+  env.set("OTEL_METRIC_EXPORT_TIMEOUT", "4000");
+  EXPECT_EQ(resolve_settings(config("{}"), env.get()).export_timeout.count(), 4000);
+}
+
+TEST(SpanGroups, PresetsGroupsAndErrors) {
+  auto all = resolve_span_groups("all", "X");
+  for (std::size_t i = 0; i < kSpanGroupCount; ++i) {
+    EXPECT_TRUE(all.has(static_cast<SpanGroup>(i)));
+  }
+  auto mixed = resolve_span_groups(" Verify , ,default,checkpoint,", "X");
+  EXPECT_TRUE(mixed.has(SpanGroup::verify));
+  EXPECT_TRUE(mixed.has(SpanGroup::job));
+  EXPECT_FALSE(mixed.has(SpanGroup::agent));
+  EXPECT_TRUE(resolve_span_groups("", "X").none());
+  EXPECT_TRUE(resolve_span_groups("optimizer,step", "X").none());  // accepted, never emitted
+  std::string message =
+      error_of([] { resolve_span_groups("server,rolout", "NEMO_GYM_OTEL_SPAN_GROUPS"); });
+  EXPECT_EQ(message,
+            "config error: unknown span group or preset 'rolout' in NEMO_GYM_OTEL_SPAN_GROUPS; "
+            "valid names: agent, all, checkpoint, default, evaluate, forward_backward, "
+            "http_client, job, load_checkpoint, model_call, model_init, optimizer, per_rollout, "
+            "rollout, sandbox, server, step, verify");
+  FakeEnv env;
+  message = error_of([&] {
+    resolve_settings(config(R"({"telemetry": {"span_groups": "per_step"}})"), env.get());
+  });
+  EXPECT_TRUE(contains(message, "'per_step' in telemetry.span_groups")) << message;
+}
+
+TEST(RunId, Precedence) {
+  FakeEnv env;
+  TelemetrySettings s;
+  env.set("SLURM_JOB_ID", "777");
+  EXPECT_EQ(resolve_run_id(s, env.get(), std::string("served")), "served");
+  EXPECT_EQ(resolve_run_id(s, env.get()), "777");
+  s.run_id = "own";
+  EXPECT_EQ(resolve_run_id(s, env.get(), std::string("served")), "own");
+  FakeEnv empty;
+  TelemetrySettings none;
+  std::string generated = resolve_run_id(none, empty.get());
+  ASSERT_EQ(generated.size(), 12u);
+  EXPECT_EQ(generated.find_first_not_of("0123456789abcdef"), std::string::npos) << generated;
+  EXPECT_NE(generate_run_id(), generate_run_id());
+
+  FakeEnv lens;
+  lens.set("NEMO_LENS_RUN_ID", "lens");
+  auto resolved = resolve_settings(config(R"({"telemetry": {"run_id": "yaml"}})"), lens.get());
+  EXPECT_EQ(resolve_run_id(resolved, lens.get()), "lens");
+}
+
+TEST(RunId, ChildrenGetOnlyTheRunId) {
+  TelemetrySettings s;
+  EXPECT_TRUE(child_environment(s, "abc").empty());
+  s.enabled = true;
+  auto env = child_environment(s, "abc");
+  ASSERT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0].first, "NEMO_GYM_OTEL_RUN_ID");
+  EXPECT_EQ(env[0].second, "abc");
+}
+
+TEST(OtlpSettings, DefaultsAndPrecedence) {
+  FakeEnv env;
+  TelemetrySettings s;
+  auto o = resolve_otlp(s, env.get());
+  EXPECT_EQ(o.protocol, OtlpProtocol::http_protobuf);
+  EXPECT_EQ(o.url, "http://localhost:4318/v1/metrics");
+  EXPECT_TRUE(o.headers.empty());
+  EXPECT_EQ(o.timeout.count(), 10000);
+  EXPECT_EQ(o.compression, Compression::none);
+  EXPECT_EQ(resolve_otlp(s, env.get(), Signal::traces).url, "http://localhost:4318/v1/traces");
+
+  s.otlp_endpoint = "http://yaml:4318/";
+  s.otlp_protocol = "http/json";
+  s.otlp_headers = "x-from=yaml";
+  o = resolve_otlp(s, env.get());
+  EXPECT_EQ(o.url, "http://yaml:4318/v1/metrics");
+  EXPECT_EQ(o.protocol, OtlpProtocol::http_json);
+  ASSERT_EQ(o.headers.size(), 1u);
+  EXPECT_EQ(o.headers[0].second, "yaml");
+
+  env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "https://generic:4318");
+  env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
+  env.set("OTEL_EXPORTER_OTLP_HEADERS", " Authorization = Bearer%20abc , x-b=1");
+  env.set("OTEL_EXPORTER_OTLP_TIMEOUT", "2500");
+  env.set("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip");
+  o = resolve_otlp(s, env.get());
+  EXPECT_EQ(o.url, "https://generic:4318/v1/metrics");
+  EXPECT_EQ(o.protocol, OtlpProtocol::http_protobuf);
+  ASSERT_EQ(o.headers.size(), 2u);
+  EXPECT_EQ(o.headers[0], (std::pair<std::string, std::string>{"Authorization", "Bearer abc"}));
+  EXPECT_EQ(o.headers[1], (std::pair<std::string, std::string>{"x-b", "1"}));
+  EXPECT_EQ(o.timeout.count(), 2500);
+  EXPECT_EQ(o.compression, Compression::gzip);
+
+  env.set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://specific:9999/custom/path");
+  env.set("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/json");
+  env.set("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "only=metrics");
+  env.set("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "700");
+  env.set("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "none");
+  o = resolve_otlp(s, env.get());
+  EXPECT_EQ(o.url, "http://specific:9999/custom/path");  // verbatim
+  EXPECT_EQ(o.protocol, OtlpProtocol::http_json);
+  ASSERT_EQ(o.headers.size(), 1u);
+  EXPECT_EQ(o.headers[0].first, "only");
+  EXPECT_EQ(o.timeout.count(), 700);
+  EXPECT_EQ(o.compression, Compression::none);
+  // The traces signal ignores the metrics-specific variables.
+  EXPECT_EQ(resolve_otlp(s, env.get(), Signal::traces).url, "https://generic:4318/v1/traces");
+}
+
+TEST(OtlpSettings, InvalidValuesAreStartupErrors) {
+  FakeEnv env;
+  env.set("NEMO_GYM_OTEL_ENABLED", "1");
+  env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
+  std::string message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_EQ(message,
+            "config error: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: gRPC is not supported yet; use "
+            "http/protobuf (port 4318) or http/json");
+  env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift");
+  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "'thrift'")) << message;
+  EXPECT_TRUE(contains(message, "http/protobuf, http/json")) << message;
+  env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+  env.set("OTEL_EXPORTER_OTLP_HEADERS", "secret-without-equals");
+  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_HEADERS")) << message;
+  EXPECT_FALSE(contains(message, "secret-without-equals")) << message;
+  env.set("OTEL_EXPORTER_OTLP_HEADERS", "");
+  env.set("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli");
+  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "brotli")) << message;
+  env.set("OTEL_EXPORTER_OTLP_COMPRESSION", "");
+  env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318");
+  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_ENDPOINT")) << message;
+  env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "");
+  env.set("OTEL_EXPORTER_OTLP_TIMEOUT", "-5");
+  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_TIMEOUT")) << message;
+
+  // Not checked while telemetry is off or the exporter is console.
+  FakeEnv off;
+  off.set("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
+  EXPECT_NO_THROW(resolve_settings(config("{}"), off.get()));
+  off.set("NEMO_GYM_OTEL_ENABLED", "1");
+  off.set("NEMO_GYM_OTEL_EXPORTER", "console");
+  EXPECT_NO_THROW(resolve_settings(config("{}"), off.get()));
+  FakeEnv yaml;
+  message = error_of([&] {
+    resolve_settings(config(R"({"telemetry": {"enabled": true, "otlp_protocol": "grpc"}})"),
+                     yaml.get());
+  });
+  EXPECT_TRUE(contains(message, "telemetry.otlp_protocol")) << message;
+}
+
+TEST(KeyValues, ParsingAndPercentDecoding) {
+  auto kv = parse_key_values("a=1, b = two%2Cthree ,,c=%zz");
+  ASSERT_TRUE(kv);
+  ASSERT_EQ(kv->size(), 3u);
+  EXPECT_EQ((*kv)[1].second, "two,three");
+  EXPECT_EQ((*kv)[2].second, "%zz");
+  EXPECT_FALSE(parse_key_values("a=1,b"));
+  EXPECT_FALSE(parse_key_values("=1"));
+  EXPECT_EQ(parse_key_values("")->size(), 0u);
+  EXPECT_EQ(percent_decode("a%20b%"), "a b%");
+}
+
+}  // namespace
+}  // namespace gym::telemetry
