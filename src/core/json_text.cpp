@@ -95,11 +95,11 @@ class PreciseHandler {
 }  // namespace
 
 boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
-                              std::size_t* consumed) {
+                              std::size_t* consumed, boost::json::storage_ptr storage) {
   boost::json::parse_options options;
   options.max_depth = 1000;
   boost::json::basic_parser<PreciseHandler> parser(options);
-  parser.handler().stack.reset();
+  parser.handler().stack.reset(std::move(storage));
   std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
   if (!ec && used < text.size()) ec = boost::json::error::extra_data;
   if (consumed) *consumed = used;

@@ -1,6 +1,7 @@
 #pragma once
 // JSON text exactly as NeMo Gym renders it (runtime.md 4.1 and R7): compact separators,
 // non-ASCII characters unescaped, floats in Python repr form, non-finite floats as null.
+#include <boost/json/storage_ptr.hpp>
 #include <boost/json/value.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -15,8 +16,10 @@ namespace gym::core {
 // token counts are echoed and aggregated as NeMo Gym computed them. Nesting is limited to 1000
 // levels (Python's recursion limit). Sets `ec` (and `*consumed`, the bytes read before the
 // error when given) and returns null on error.
+// `storage` holds the result's memory (default: the heap); a request-scoped arena avoids one
+// allocation per string, array and object.
 boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
-                              std::size_t* consumed = nullptr);
+                              std::size_t* consumed = nullptr, boost::json::storage_ptr storage = {});
 // Throws std::runtime_error naming the problem and its byte offset.
 boost::json::value parse_json(std::string_view text);
 

@@ -58,11 +58,15 @@ Response exception_response(const std::exception& e) {
 Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema) {
   return [handler = std::move(handler),
           schema = std::move(schema)](Request& req) -> boost::asio::awaitable<Response> {
-    json::value body;
+    // The body lives in a request-scoped arena: handlers use it during the request only (a copy
+    // kept beyond it must be made with its own storage, e.g. json::value(v, {})).
+    json::monotonic_resource arena(req.body.size() * 2 + 1024);
+    json::storage_ptr storage(&arena);
+    json::value body(storage);
     if (!req.body.empty()) {
       boost::system::error_code ec;
       std::size_t used = 0;
-      body = core::parse_json(req.body, ec, &used);
+      body = core::parse_json(req.body, ec, &used, storage);
       if (ec) {
         co_return Response::detail(
             400, json::string("Malformed JSON body: " + ec.message() + " at byte " +
