@@ -32,12 +32,8 @@ void register_example_single_tool_call(servers::Registry& registry) {
         router.post("/verify",
                     http::json_route(
                         [](Request&, json::value& body) -> asio::awaitable<Response> {
-                          auto& row = body.get_object();
-                          json::object out;
-                          out["responses_create_params"] = row.at("responses_create_params");
-                          out["response"] = row.at("response");
-                          out["reward"] = 1.0;
-                          co_return Response::json(out);
+                          co_return Response::json(
+                              servers::verify_response(body.get_object(), 1.0));
                         },
                         servers::verify_request_schema()));
       },

@@ -1,5 +1,7 @@
 #include "servers/resources_server.h"
 
+#include "servers/responses_api.h"
+
 #include <boost/json.hpp>
 
 namespace gym::servers {
@@ -56,7 +58,9 @@ std::shared_ptr<const Schema> verify_request_schema(std::vector<http::SchemaFiel
 
 json::object verify_response(const json::object& request, double reward) {
   json::object out;
-  out["responses_create_params"] = request.at("responses_create_params");
+  // Upstream validates the params into its model, so the echo carries every field (1.2).
+  out["responses_create_params"] =
+      expand_create_params(request.at("responses_create_params").as_object());
   out["response"] = request.at("response");
   out["reward"] = reward;
   return out;

@@ -118,8 +118,14 @@ TEST(GymCli, ServeReadsTheConfigFromTheEnvironment) {
   auto verify = gym::test::http_raw(
       port, gym::test::post("/verify", R"({"responses_create_params":{"input":"hi"},"response":{"output":[]}})"));
   EXPECT_EQ(gym::test::status_of(verify), 200);
+  // The echo carries every create-params field with its default (environments.md 1.2).
   EXPECT_EQ(gym::test::body_of(verify),
-            R"({"responses_create_params":{"input":"hi"},"response":{"output":[]},"reward":1.0})");
+            R"({"responses_create_params":{"background":null,"include":null,"input":"hi",)"
+            R"("instructions":null,"max_output_tokens":null,"max_tool_calls":null,"metadata":null,)"
+            R"("model":null,"parallel_tool_calls":true,"previous_response_id":null,"prompt":null,)"
+            R"("reasoning":null,"service_tier":null,"store":null,"temperature":null,"text":null,)"
+            R"("tool_choice":"auto","tools":[],"top_logprobs":null,"top_p":null,"truncation":null,)"
+            R"("user":null,"stream":null},"response":{"output":[]},"reward":1.0})");
   auto missing = gym::test::http_raw(port, gym::test::post("/verify", R"({"response":{}})"));
   EXPECT_EQ(gym::test::status_of(missing), 422);
   server.signal(SIGTERM);
