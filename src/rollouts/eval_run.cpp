@@ -268,8 +268,10 @@ int collect(json::object pool_cfg, std::map<std::string, std::string> urls, Plan
   }
   print_files(paths, o);
   if (stop_code != 0) return stop_code;
-  if (o.aggregate_failed) return 2;
+  // Failure rows come first: the aggregate call usually fails for the same reason (a dead
+  // deployment), and --resume is what the user needs to know about.
   if (o.counts.failed > 0 || o.counts.dispatched < o.total) return 3;
+  if (o.aggregate_failed) return 2;
   return 0;
 }
 
