@@ -56,7 +56,7 @@ std::string result_key(json::object row, bool full) {
 
 }  // namespace
 
-TEST(DemoData, EveryRecordedTrajectoryReplaysToItsRecordedResult) {
+TEST(DemoDataReplay, EveryRecordedTrajectoryReplaysToItsRecordedResult) {
   TempDir dir;
   const auto data = gym::demo_data::generate(dir.path / "demo");
   const int head_port = gym::orchestrator::free_port();
