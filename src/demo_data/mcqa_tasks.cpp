@@ -17,9 +17,6 @@ namespace json = boost::json;
 
 namespace {
 
-const std::vector<std::string> kDays{"Monday", "Tuesday",  "Wednesday", "Thursday",
-                                     "Friday", "Saturday", "Sunday"};
-
 struct Question {
   std::string topic;
   std::string stem;

@@ -17,9 +17,6 @@ namespace json = boost::json;
 
 namespace {
 
-const std::vector<std::string> kDays{"Monday", "Tuesday",  "Wednesday", "Thursday",
-                                     "Friday", "Saturday", "Sunday"};
-
 struct Problem {
   std::string topic;
   std::string question;

@@ -12,6 +12,10 @@
 
 namespace gym::demo_data {
 
+// Weekday names, for the calendar questions of several environments.
+inline const std::vector<std::string> kDays{"Monday", "Tuesday",  "Wednesday", "Thursday",
+                                            "Friday", "Saturday", "Sunday"};
+
 // Rollouts recorded per task: a collection with --num-repeats 4 replays each exactly once.
 inline constexpr int kRolloutsPerTask = 4;
 
