@@ -757,11 +757,11 @@ TEST(EvalRunModelFailure, InvalidMaxAttemptsWarnsAndUsesThree) {
   EXPECT_EQ(d.model_calls(), 6);
 }
 
-// ---- 4. Expansion (runtime.md 7.3) against one running deployment ---------------------------
+// ---- 4. Expansion (runtime.md 7.3) and more, with --no-serve against one running deployment --
 
 namespace {
 
-class EvalRunExpansion : public ::testing::Test {
+class EvalRunNoServe : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!have_conformance_data("example_single_tool_call") || !have_conformance_data("mcqa")) return;
@@ -805,7 +805,7 @@ std::vector<Key> keys_of(const std::vector<json::object>& rows) {
 
 }  // namespace
 
-TEST_F(EvalRunExpansion, LimitAndRepeatsAreConsecutive) {
+TEST_F(EvalRunNoServe, LimitAndRepeatsAreConsecutive) {
   const std::string out = tmp_.file("o.jsonl");
   auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
                    " --limit 2 --num-repeats 3 --output " + out);
@@ -824,7 +824,7 @@ TEST_F(EvalRunExpansion, LimitAndRepeatsAreConsecutive) {
   EXPECT_EQ(rows.size(), 6u);
 }
 
-TEST_F(EvalRunExpansion, IdenticalLinesShareATaskAndContinueItsRollouts) {
+TEST_F(EvalRunNoServe, IdenticalLinesShareATaskAndContinueItsRollouts) {
   auto lines = read_lines(example_input("example_single_tool_call"));
   auto input = tmp_.write("dup.jsonl", lines.at(0) + "\n" + lines.at(1) + "\n" + lines.at(0) + "\n");
   const std::string out = tmp_.file("o.jsonl");
@@ -837,7 +837,7 @@ TEST_F(EvalRunExpansion, IdenticalLinesShareATaskAndContinueItsRollouts) {
   EXPECT_EQ(done.size(), 6u);
 }
 
-TEST_F(EvalRunExpansion, RepeatsPerAgentWithDefault) {
+TEST_F(EvalRunNoServe, RepeatsPerAgentWithDefault) {
   auto input = tmp_.write("two_agents.jsonl", row_text("example_single_tool_call", 0, kSingleAgent) +
                                                   row_text("mcqa", 0, "mcqa_simple_agent") +
                                                   row_text("example_single_tool_call", 1, kSingleAgent) +
@@ -868,7 +868,7 @@ TEST_F(EvalRunExpansion, RepeatsPerAgentWithDefault) {
   EXPECT_FALSE(fs::exists(tmp_.file("m_materialized_inputs.jsonl")));
 }
 
-TEST_F(EvalRunExpansion, TemperatureOverridesEveryRow) {
+TEST_F(EvalRunNoServe, TemperatureOverridesEveryRow) {
   const std::string out = tmp_.file("o.jsonl");
   auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
                    " --temperature 0.5 --output " + out);
@@ -882,7 +882,7 @@ TEST_F(EvalRunExpansion, TemperatureOverridesEveryRow) {
     EXPECT_EQ(row.at("responses_create_params").at("temperature"), json::value(0.5));
 }
 
-TEST_F(EvalRunExpansion, SeedPerRolloutInExtraBody) {
+TEST_F(EvalRunNoServe, SeedPerRolloutInExtraBody) {
   const std::string out = tmp_.file("o.jsonl");
   auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
                    " --limit 2 --num-repeats 2 ++num_repeats_add_seed=true --output " + out);
@@ -899,7 +899,7 @@ TEST_F(EvalRunExpansion, SeedPerRolloutInExtraBody) {
   EXPECT_EQ(read_rows(out).size(), 4u);
 }
 
-TEST_F(EvalRunExpansion, LegacyNgCollectRolloutsIsEvalRunNoServe) {
+TEST_F(EvalRunNoServe, LegacyNgCollectRolloutsIsEvalRunNoServe) {
   const std::string legacy = gym::test::build_path("src/cli/ng_collect_rollouts");
   ASSERT_TRUE(fs::is_symlink(legacy)) << legacy;
   const std::string out = tmp_.file("o.jsonl");
@@ -918,4 +918,47 @@ TEST_F(EvalRunExpansion, LegacyNgCollectRolloutsIsEvalRunNoServe) {
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_NE(none.output.find("no running deployment answered"), std::string::npos) << none.output;
   EXPECT_EQ(none.output.find("servers ready"), std::string::npos) << none.output;
+}
+
+TEST_F(EvalRunNoServe, WriteErrorIsAnErrorExitNotACrash) {
+  // A file size limit makes the first rollout row fail to write (EFBIG; SIGXFSZ ignored): the
+  // collector must stop with a message and code 2, not abort.
+  const std::string out = tmp_.file("o.jsonl");
+  auto r = gym::test::run_command("trap '' XFSZ; ulimit -f 2; exec " + gym_binary() + " eval run --no-serve " +
+                                  deployment_->head_override() + " --input " +
+                                  example_input("example_single_tool_call") + " --agent " + kSingleAgent +
+                                  " --limit 1 --output " + out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("error: collection failed: cannot write a row"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+  EXPECT_EQ(read_rows(tmp_.file("o_materialized_inputs.jsonl")).size(), 1u);  // written before
+}
+
+TEST(EvalRunBadInput, ResumedRowsNamingAnUnservedAgentAreAClearError) {
+  // Materialized by a deployment that had mcqa_simple_agent, resumed with one that has not: the
+  // materialized rows win on resume, so they are checked before anything is dispatched.
+  ASSERT_TRUE(have_conformance_data("example_single_tool_call"));
+  TempDir tmp;
+  std::string materialized;
+  auto inputs = read_rows(example_input("example_single_tool_call"));
+  for (std::size_t t = 0; t < inputs.size(); ++t) {
+    auto row = inputs[t];
+    row["agent_ref"] = json::object{{"name", "mcqa_simple_agent"}};
+    row["_ng_task_index"] = t;
+    row["_ng_rollout_index"] = 0;
+    materialized += json::serialize(row) + "\n";
+  }
+  tmp.write("o_materialized_inputs.jsonl", materialized);
+  tmp.write("o.jsonl", "");
+  auto r = run_gym(with_servers("example_single_tool_call") + " --agent " + kSingleAgent + " --input " +
+                   example_input("example_single_tool_call") + " --output " + tmp.file("o.jsonl") +
+                   " --resume");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(tmp.file("o_materialized_inputs.jsonl") +
+                          ": the rows to resume name agent(s) 'mcqa_simple_agent'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Configured agents: " + kSingleAgent), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
+  EXPECT_TRUE(read_lines(tmp.file("o.jsonl")).empty());
 }
