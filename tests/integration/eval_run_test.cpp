@@ -424,7 +424,7 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   const std::string deployment_args =
       "--resources-server " + env + " --model-type replay_model ++input_jsonl_fpath=" + example_input(env) +
       " ++global_http_retry_budget_seconds=5"
-      " ++policy_model.responses_api_models.replay_model.replay_latency_ms=20";
+      " ++policy_model.responses_api_models.replay_model.replay_latency_ms=50";
   const std::string out = tmp.file("r.jsonl");
   const std::string collect = gym_binary() + " eval run --no-serve ++head_server.port=" +
                               std::to_string(head_port) + " --input " + example_input(env) +
@@ -516,6 +516,45 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   for (const auto& g : metrics[0].at("group_level_metrics").as_array())
     rollouts += static_cast<std::size_t>(as_int(g.at("num_rollouts")));
   EXPECT_EQ(rollouts, 2000u);
+}
+
+TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
+  const std::string env = "example_single_tool_call";
+  ASSERT_TRUE(have_conformance_data(env));
+  TempDir tmp;
+  Deployment d("--resources-server " + env + " --model-type replay_model ++input_jsonl_fpath=" +
+                   example_input(env) + " ++policy_model.responses_api_models.replay_model.replay_latency_ms=100",
+               tmp.file("deploy.log"));
+  ASSERT_TRUE(d.ready()) << d.proc().output();
+  const std::string out = tmp.file("r.jsonl");
+  const std::string collect = gym_binary() + " eval run --no-serve " + d.head_override() + " --input " +
+                              example_input(env) + " --agent example_single_tool_call_simple_agent --output " +
+                              out + " --num-repeats 400 --concurrency 64";
+  LoggedProcess collector(collect, tmp.file("collect1.log"));
+  for (int i = 0; i < 6000 && complete_lines(out) == 0 && collector.child().running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GT(complete_lines(out), 0u) << collector.output();
+  collector.child().signal(SIGINT);
+  ASSERT_EQ(collector.child().wait_exit(std::chrono::seconds(60)), 130) << collector.output();
+  EXPECT_NE(collector.output().find("the unfinished rollouts run with the same command and --resume"),
+            std::string::npos)
+      << collector.output();
+  std::set<Key> first;
+  for (const auto& row : read_rows(out)) EXPECT_TRUE(first.insert(key_of(row)).second);
+  EXPECT_LT(first.size(), 2000u);
+  EXPECT_TRUE(read_lines(tmp.file("r_failures.jsonl")).empty());
+
+  LoggedProcess resume(collect + " --resume", tmp.file("collect2.log"));
+  ASSERT_EQ(resume.child().wait_exit(std::chrono::seconds(300)), 0) << resume.output();
+  EXPECT_NE(resume.output().find(std::to_string(2000 - first.size()) + " rows that still need to be run"),
+            std::string::npos)
+      << resume.output();
+  std::set<Key> all;
+  for (const auto& row : read_rows(out)) {
+    EXPECT_TRUE(all.insert(key_of(row)).second) << "duplicate " << json::serialize(row);
+    EXPECT_FALSE(row.contains("_ng_attempt_index"));  // nothing had failed
+  }
+  EXPECT_EQ(all.size(), 2000u);
 }
 
 // ---- 3. Bad inputs: a clear message or a failure row, never a crash or hang ------------------
