@@ -317,6 +317,9 @@ const std::vector<Conformance> kConformance = {
       {"mean/total_tokens", 75.4}}},
 };
 
+// Test names show the environment, not the parameter's bytes.
+void PrintTo(const Conformance& c, std::ostream* os) { *os << c.env; }
+
 class EvalRunConformance : public ::testing::TestWithParam<Conformance> {};
 
 }  // namespace
