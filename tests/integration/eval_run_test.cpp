@@ -627,6 +627,38 @@ TEST(EvalRunBadInput, OutputInAMissingDirectoryIsCreated) {
   EXPECT_TRUE(fs::exists(tmp.file("new/sub/out_aggregate_metrics.json")));
 }
 
+// runtime.md 7.11: without --input, the agents' local datasets of --split become the input;
+// the replay model finds the rollouts beside the dataset file.
+TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
+  ASSERT_TRUE(have_conformance_data("mcqa"));
+  TempDir tmp;
+  auto datasets = [&](const std::string& path) {
+    return tmp.write("datasets.yaml", "mcqa_simple_agent:\n  responses_api_agents:\n    simple_agent:\n"
+                                      "      datasets:\n      - name: example\n        type: example\n"
+                                      "        jsonl_fpath: " + path + "\n      - name: train\n"
+                                      "        type: train\n        jsonl_fpath: /nonexistent/train.jsonl\n");
+  };
+  const std::string out = tmp.file("o.jsonl");
+  auto r = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
+                   datasets(example_input("mcqa")) + " --split example --output " + out +
+                   " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto collated = read_rows(tmp.file("o/preprocessed_datasets/example.jsonl"));
+  ASSERT_EQ(collated.size(), 5u);
+  for (const auto& row : collated)
+    EXPECT_EQ(row.at("agent_ref"), (json::object{{"type", "responses_api_agents"}, {"name", "mcqa_simple_agent"}}));
+  EXPECT_EQ(read_rows(out).size(), 5u);
+  EXPECT_TRUE(read_rows(tmp.file("o_failures.jsonl")).empty());
+
+  // A dataset of the split whose file is missing names the dataset; nothing starts.
+  auto missing = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
+                         datasets(example_input("mcqa")) + " --split train --output " + tmp.file("t.jsonl") +
+                         " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  EXPECT_EQ(missing.code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("mcqa_simple_agent.datasets[train]"), std::string::npos) << missing.output;
+  EXPECT_EQ(missing.output.find("servers ready"), std::string::npos) << missing.output;
+}
+
 namespace {
 
 // A deployment without `gym env start`: the resources server and the agent under `gym serve`,
