@@ -64,9 +64,10 @@ struct Agent {
     co_return co_await ctx.client->request(std::move(r));
   }
 
-  // The row with its create params expanded to every field (runtime.md 5 step 1).
+  // The row with its create params expanded to every field (runtime.md 5 step 1), in the
+  // request's arena like every value a handler builds: no heap traffic per rollout.
   static json::object expanded_row(const json::object& row) {
-    json::object out = row;
+    json::object out(row, row.storage());
     out["responses_create_params"] =
         servers::expand_create_params(row.at("responses_create_params").as_object());
     return out;
@@ -83,7 +84,7 @@ struct Agent {
     std::string params = core::render_json(row.at("responses_create_params"));
     auto turn = co_await post(name, "/v1/responses", std::move(params), cr);
     servers::require_success(turn);
-    json::value response = turn.json();
+    json::value response = turn.json(body.storage());
 
     if (skip_verification) {
       json::object out = std::move(expanded);
@@ -102,28 +103,29 @@ struct Agent {
   }
 
   asio::awaitable<Response> responses(Request& req, json::value& body) {
-    json::object params = body.as_object();
+    const json::storage_ptr arena = body.storage();
+    json::object params = std::move(body.as_object());
     Cookies cr = request_cookies(req);
     Cookies cm;
-    json::array inputs;
+    json::array inputs(arena);
     if (auto* in = params.if_contains("input"); in && in->is_string()) {
-      json::object message;
+      json::object message(arena);
       message["role"] = "user";
       message["content"] = in->get_string();
       inputs.push_back(std::move(message));
     } else if (in && in->is_array()) {
       inputs = in->get_array();
     }
-    json::array outputs;
+    json::array outputs(arena);
     json::value usage = nullptr;
-    json::value last;
+    json::value last(arena);
     for (std::int64_t step = 1;; ++step) {
-      json::array turn_input = inputs;
+      json::array turn_input(inputs, arena);
       for (const auto& o : outputs) turn_input.push_back(o);
       params["input"] = std::move(turn_input);
       auto answer = co_await post(model, "/v1/responses", core::render_json(params), cm);
       servers::require_success(answer);
-      json::value model_response = answer.json();
+      json::value model_response = answer.json(arena);
       if (auto problem = servers::response_problem(model_response))
         throw std::runtime_error("invalid Response from " + model + ": " + *problem);
       cm = answer.cookies;  // replaced, not merged
@@ -131,7 +133,7 @@ struct Agent {
       const auto& turn_output = mr.at("output").as_array();
       for (const auto& item : turn_output) outputs.push_back(item);
       usage = servers::accumulate_usage(usage, mr.contains("usage") ? mr.at("usage") : json::value());
-      last = model_response;
+      last = model_response;  // copied into the arena: `mr` is still read below
       if (auto* inc = mr.if_contains("incomplete_details"); inc && !inc->is_null()) break;
 
       std::vector<const json::object*> calls;
@@ -169,7 +171,7 @@ struct Agent {
           tool_output = servers::utf8_replace_invalid(r.body);
           if (!r.cookies.empty()) cr = r.cookies;
         }
-        json::object out_item;
+        json::object out_item(arena);
         out_item["type"] = "function_call_output";
         out_item["call_id"] = call.contains("call_id") ? call.at("call_id") : json::value("");
         out_item["output"] = std::move(tool_output);

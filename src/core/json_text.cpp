@@ -10,10 +10,22 @@
 namespace gym::core {
 namespace {
 
+// True for the bytes Python's json.dumps(ensure_ascii=False) writes as they are.
+constexpr bool plain_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+
 void render_string(boost::json::string_view s, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
+  out.reserve(out.size() + s.size() + 2);
   out.push_back('"');
-  for (unsigned char c : s) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  while (p < end) {
+    // Runs of plain bytes (almost all of a text) are copied at once.
+    const char* run = p;
+    while (p < end && plain_byte(static_cast<unsigned char>(*p))) ++p;
+    out.append(run, static_cast<std::size_t>(p - run));
+    if (p == end) break;
+    const auto c = static_cast<unsigned char>(*p++);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -22,20 +34,10 @@ void render_string(boost::json::string_view s, std::string& out) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          // Python's json.dumps(ensure_ascii=False) escapes only control characters below 0x20;
-          // DEL stays literal.
-          if (c == 0x7f) {
-            out.push_back(static_cast<char>(c));
-          } else {
-            out += "\\u00";
-            out.push_back(kHex[c >> 4]);
-            out.push_back(kHex[c & 0xf]);
-          }
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+      default:  // other control characters below 0x20; DEL (0x7f) stays literal, as in Python
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 0xf]);
     }
   }
   out.push_back('"');

@@ -30,9 +30,9 @@ constexpr auto kRetrySleep = std::chrono::milliseconds(500);
 constexpr int kMaxRedirects = 10;
 constexpr int kExternalMaxTries = 3;
 
-boost::json::value ClientResponse::json() const {
+boost::json::value ClientResponse::json(boost::json::storage_ptr storage) const {
   boost::system::error_code ec;
-  auto v = core::parse_json(body, ec);
+  auto v = core::parse_json(body, ec, nullptr, std::move(storage));
   if (ec) throw std::runtime_error("response is not valid JSON: " + ec.message());
   return v;
 }
@@ -103,7 +103,9 @@ std::atomic<std::uint64_t> g_connection_errors{0};
 struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   struct Host;
   struct Conn {
-    explicit Conn(asio::any_io_executor ex) : stream(std::move(ex)) {}
+    // A response of a few KB then arrives in one read (an empty flat_buffer reads 512 bytes at
+    // a time while it grows).
+    explicit Conn(asio::any_io_executor ex) : stream(std::move(ex)) { buffer.reserve(8192); }
     beast::tcp_stream stream;
     beast::flat_buffer buffer;
     Host* host = nullptr;

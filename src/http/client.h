@@ -8,6 +8,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/fwd.hpp>
+#include <boost/json/storage_ptr.hpp>
 
 #include <chrono>
 #include <memory>
@@ -77,7 +78,9 @@ struct ClientResponse {
   std::vector<Header> headers;
   Cookies cookies;  // from Set-Cookie, in order
 
-  boost::json::value json() const;  // throws std::runtime_error on a malformed body
+  // Throws std::runtime_error on a malformed body. `storage`: where the value lives (e.g. the
+  // arena of the request being handled); the heap by default.
+  boost::json::value json(boost::json::storage_ptr storage = {}) const;
 };
 
 // A request that could not get a response (after its retries).
