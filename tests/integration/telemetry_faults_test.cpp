@@ -105,7 +105,8 @@ struct RecorderRun {
 };
 
 // Runs the recorder with telemetry on and pointed at `endpoint`, exporting every `interval_ms`.
-RecorderRun record(const std::string& endpoint, int interval_ms, std::vector<std::string> args = {}) {
+RecorderRun record(const std::string& endpoint, int interval_ms,
+                   std::vector<std::string> args = {}) {
   std::vector<std::string> argv{gym::test::build_path("tests/support/gym_telemetry_recorder")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env{
@@ -235,7 +236,7 @@ TEST(TelemetryFaults, OkCollectorReceivesEveryExportAndTheFinalFlush) {
   const RecorderRun run = record(collector.endpoint(), kInterval);
   const json::object seen = collector.stats();
   print_figures("ok", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   EXPECT_TRUE(run.result.at("shutdown_ok").as_bool());
   EXPECT_GE(run.u("exports"), 3u) << "exports should happen while recording";
   EXPECT_EQ(run.u("failures"), 0u);
@@ -262,7 +263,7 @@ TEST(TelemetryFaults, AProcessShorterThanOneIntervalStillExports) {
   const RecorderRun run = record(collector.endpoint(), 60'000, {"--batches", "3"});
   const json::object seen = collector.stats();
   print_figures("ok-short", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   EXPECT_TRUE(run.result.at("shutdown_ok").as_bool());
   EXPECT_EQ(run.u("exports"), 1u);
   EXPECT_EQ(run.u("failures"), 0u);
@@ -278,7 +279,7 @@ TEST(TelemetryFaults, AProcessShorterThanOneIntervalStillExports) {
 TEST(TelemetryFaults, CollectorDown) {
   const RecorderRun run = record("http://127.0.0.1:" + std::to_string(dead_port()), kInterval);
   print_figures("down", run, nullptr);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, kInterval);
   EXPECT_FALSE(run.result.at("shutdown_ok").as_bool());
   EXPECT_NE(run.output.find("refused"), std::string::npos) << run.output;
@@ -292,7 +293,7 @@ TEST(TelemetryFaults, CollectorDownIsRetriedWithBackoffWithinTheBudget) {
   // (>= 3.2 s) would pass the budget, so the batch is dropped there.
   const RecorderRun run = record("http://127.0.0.1:" + std::to_string(dead_port()), 5000);
   print_figures("down-budget", run, nullptr);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, 5000);
   EXPECT_EQ(run.u("exports"), 1u);
   EXPECT_EQ(run.otlp("retries"), 2u);
@@ -307,7 +308,7 @@ TEST(TelemetryFaults, Collector500) {
   const RecorderRun run = record(collector.endpoint(), kInterval);
   const json::object seen = collector.stats();
   print_figures("500", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, kInterval);
   // One request per export: a 500 is never retried.
   EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), run.u("exports"));
@@ -321,7 +322,7 @@ TEST(TelemetryFaults, Collector500IsNotRetriedEvenWithTimeLeft) {
   const RecorderRun run = record(collector.endpoint(), 5000);
   const json::object seen = collector.stats();
   print_figures("500-budget", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, 5000);
   EXPECT_EQ(run.u("exports"), 1u);
   EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), 1u);
@@ -337,7 +338,7 @@ TEST(TelemetryFaults, Collector429) {
   const RecorderRun run = record(collector.endpoint(), kInterval);
   const json::object seen = collector.stats();
   print_figures("429", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, kInterval);
   // Retryable, but the first backoff (1 s +-20 %) does not fit a 200 ms export budget: one
   // request per export and no retry, never a burst of immediate retries.
@@ -354,7 +355,7 @@ TEST(TelemetryFaults, Collector429IsRetriedWithExponentialBackoff) {
   const RecorderRun run = record(collector.endpoint(), 5000);
   const json::object seen = collector.stats();
   print_figures("429-budget", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, 5000);
   EXPECT_EQ(run.u("exports"), 1u);
   EXPECT_EQ(run.otlp("retries"), 2u);
@@ -376,7 +377,7 @@ TEST(TelemetryFaults, Collector429RetryAfterIsHonoured) {
   const RecorderRun run = record(collector.endpoint(), 5000);
   const json::object seen = collector.stats();
   print_figures("429-retry-after", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, 5000);
   EXPECT_EQ(run.otlp("retries"), 2u);
   ASSERT_EQ(seen.at("requests").to_number<std::uint64_t>(), 3u);
@@ -397,7 +398,7 @@ TEST(TelemetryFaults, CollectorHanging) {
   const RecorderRun run = record(collector.endpoint(), kInterval);
   const json::object seen = collector.stats();
   print_figures("hang", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, kInterval);
   // Every export reaches the collector and is abandoned at its 200 ms budget: a hung request
   // never keeps the exporter's connection slots, so later exports still go out.
@@ -412,7 +413,7 @@ TEST(TelemetryFaults, CollectorHangingAtShutdownIsCutAtTheBound) {
   const RecorderRun run = record(collector.endpoint(), 60'000);
   const json::object seen = collector.stats();
   print_figures("hang-shutdown", run, &seen);
-  expect_undisturbed(run);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, 60'000);
   EXPECT_FALSE(run.result.at("shutdown_ok").as_bool());
   // The exporter gets the bound less a 5 % wrap-up slice: it gives up at 4.75 s.

@@ -82,12 +82,12 @@ std::optional<std::string> FailureLog::dropped(std::size_t points, const std::st
   points_ += points;
   last_error_ = error;
   if (logged_any_ && now - last_line_ < interval_) return std::nullopt;
-  std::string line =
-      logged_any_ ? summary(now)
-                  : fmt::format(
-                        "telemetry: metrics export failed, dropped {} point(s): {} (further "
-                        "failures are summarised at most once per export interval)",
-                        points_, error);
+  std::string line = logged_any_
+                         ? summary(now)
+                         : fmt::format(
+                               "telemetry: metrics export failed, dropped {} point(s): {} (further "
+                               "failures are summarised at most once per export interval)",
+                               points_, error);
   logged_any_ = true;
   last_line_ = now;
   batches_ = 0;

@@ -30,7 +30,8 @@ struct PeriodicReader::State {
   std::uint64_t requested = 0;  // flush requests so far
   std::uint64_t completed = 0;  // requests covered by a finished export
   Deadline request_deadline{};  // bound of the export a request asked for
-  Deadline request_export_deadline{};  // the same less the wrap-up slice (wrap_up())
+  // request_deadline less the wrap-up slice (wrap_up()): the exporter's deadline.
+  Deadline request_export_deadline{};
   bool last_ok = true;
   Stats stats;
 };
