@@ -23,9 +23,11 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
   if (settings.exporter == telemetry::ExporterKind::console) {
     exporter = std::make_unique<telemetry::ConsoleExporter>(settings.console_path);
   } else {
-    exporter = std::make_unique<OtlpHttpExporter>(
+    auto otlp = std::make_unique<OtlpHttpExporter>(
         telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics),
         settings.export_interval);
+    otlp_ = otlp.get();
+    exporter = std::move(otlp);
   }
   reader_ = std::make_unique<telemetry::PeriodicReader>(
       *provider_, std::move(exporter),
@@ -41,8 +43,20 @@ bool MetricsPipeline::force_flush(std::chrono::milliseconds wait) {
 bool MetricsPipeline::shutdown(std::chrono::milliseconds wait) {
   if (!reader_) return true;
   bool ok = reader_->shutdown(wait);
+  // The reader's state (and the exporter in it) lives as long as reader_, even when its thread
+  // was abandoned at the bound.
+  final_stats_ = stats();
   reader_.reset();
+  otlp_ = nullptr;
   return ok;
+}
+
+MetricsPipeline::Stats MetricsPipeline::stats() const {
+  if (!reader_) return final_stats_;
+  Stats s;
+  s.reader = reader_->stats();
+  if (otlp_) s.otlp = otlp_->stats();
+  return s;
 }
 
 }  // namespace gym::exporters

@@ -8,8 +8,10 @@
 // (bounded to 5 s, decision D5). Thread-safety: as MeterProvider and PeriodicReader.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "exporters/otlp/otlp_http_exporter.h"
 #include "telemetry/config.h"
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
@@ -34,9 +36,20 @@ class MetricsPipeline {
   bool force_flush(std::chrono::milliseconds wait = telemetry::kShutdownBound);
   bool shutdown(std::chrono::milliseconds wait = telemetry::kShutdownBound);
 
+  // What the pipeline did so far: the reader's exports and failures and, with the OTLP exporter,
+  // its sent, dropped and retried counts (drops are logged, never exported: telemetry.md 10).
+  // After shutdown(): the figures at the end of shutdown. All zero when inactive.
+  struct Stats {
+    telemetry::PeriodicReader::Stats reader;
+    std::optional<OtlpHttpExporter::Stats> otlp;  // nullopt unless the exporter is OTLP
+  };
+  Stats stats() const;
+
  private:
   std::unique_ptr<telemetry::MeterProvider> provider_;
   std::unique_ptr<telemetry::PeriodicReader> reader_;  // null when inactive
+  const OtlpHttpExporter* otlp_ = nullptr;  // owned by reader_; valid while reader_ is set
+  Stats final_stats_;                       // taken by shutdown()
 };
 
 }  // namespace gym::exporters

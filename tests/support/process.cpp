@@ -17,7 +17,8 @@
 namespace gym::test {
 using Clock = std::chrono::steady_clock;
 
-ChildProcess::ChildProcess(std::vector<std::string> argv, std::vector<std::string> env) {
+ChildProcess::ChildProcess(std::vector<std::string> argv, std::vector<std::string> env,
+                           bool merge_stderr) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   pid_ = ::fork();
@@ -25,6 +26,7 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, std::vector<std::strin
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(pipefd[1], STDOUT_FILENO);
+    if (merge_stderr) ::dup2(pipefd[1], STDERR_FILENO);
     for (auto& e : env) ::putenv(e.data());
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
@@ -62,6 +64,21 @@ std::string ChildProcess::wait_for_line(const std::string& prefix, std::chrono::
     char buf[4096];
     auto n = ::read(out_fd_, buf, sizeof buf);
     if (n <= 0) return "";
+    output_.append(buf, static_cast<std::size_t>(n));
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void ChildProcess::drain(std::chrono::seconds limit) {
+  auto deadline = Clock::now() + limit;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{out_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    char buf[4096];
+    auto n = ::read(out_fd_, buf, sizeof buf);
+    if (n <= 0) return;
     output_.append(buf, static_cast<std::size_t>(n));
     pending_.append(buf, static_cast<std::size_t>(n));
   }

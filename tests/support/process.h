@@ -12,8 +12,10 @@ namespace gym::test {
 // A child process whose stdout announces "LISTENING <port>" (or is otherwise captured).
 class ChildProcess {
  public:
-  // Starts `argv[0]` with the given arguments and extra environment ("K=V").
-  ChildProcess(std::vector<std::string> argv, std::vector<std::string> env = {});
+  // Starts `argv[0]` with the given arguments and extra environment ("K=V"). With
+  // `merge_stderr` its stderr (log lines) goes into the same captured pipe as stdout.
+  ChildProcess(std::vector<std::string> argv, std::vector<std::string> env = {},
+               bool merge_stderr = false);
   ~ChildProcess();  // SIGKILL and reap if still running
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -29,6 +31,8 @@ class ChildProcess {
   int wait_exit(std::chrono::seconds limit = std::chrono::seconds(20));
   bool running();
   const std::string& output() const { return output_; }  // stdout read so far
+  // Reads the rest of stdout until the process closes it or `limit` passes.
+  void drain(std::chrono::seconds limit = std::chrono::seconds(20));
 
  private:
   pid_t pid_ = -1;

@@ -1,6 +1,15 @@
 // A real server built from gym_http with routes that exercise every server behaviour the
 // tests need. Prints "LISTENING <port>" once bound, serves until SIGINT/SIGTERM.
+//
+// It is also a fake OTLP collector (`--otlp-mode ok|500|429|hang`) for the telemetry fault
+// tests: POST /v1/metrics answers 200 with an empty ExportMetricsServiceResponse (ok), that
+// status (500, 429; `--retry-after <s>` adds a Retry-After header), or never (hang: the request
+// is held open until the server stops). GET /stats reports under "otlp" how many requests came,
+// when (ms on the monotonic clock, relative to the first), and per metric of the last decoded
+// request the total (sums of sum points, counts of histogram points).
 #include "http/server.h"
+
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -9,6 +18,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -26,9 +36,68 @@ using gym::http::Response;
 using gym::http::Schema;
 using gym::http::SchemaField;
 
+namespace {
+
+// The fake collector's record of POST /v1/metrics (loop thread only).
+struct OtlpCollector {
+  std::string mode = "ok";  // ok, 500, 429, hang
+  std::optional<std::string> retry_after;
+  std::uint64_t requests = 0;
+  std::optional<std::chrono::steady_clock::time_point> first;
+  json::array times_ms;  // of every request, relative to the first
+  json::object last;     // metric name -> total, of the last decoded request
+  std::uint64_t undecodable = 0;
+
+  void received(const Request& req) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!first) first = now;
+    ++requests;
+    times_ms.emplace_back(
+        std::chrono::duration<double, std::milli>(now - *first).count());
+    if (req.header("content-type") != "application/x-protobuf" ||
+        !req.header("content-encoding").empty()) {
+      return;  // only plain protobuf is decoded; the fault tests send that
+    }
+    opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest message;
+    if (!message.ParseFromString(req.body)) {
+      ++undecodable;
+      return;
+    }
+    last.clear();
+    for (const auto& rm : message.resource_metrics()) {
+      for (const auto& sm : rm.scope_metrics()) {
+        for (const auto& m : sm.metrics()) {
+          double total = 0;
+          if (m.has_sum()) {
+            for (const auto& p : m.sum().data_points()) {
+              total += p.has_as_int() ? static_cast<double>(p.as_int()) : p.as_double();
+            }
+          } else if (m.has_histogram()) {
+            for (const auto& p : m.histogram().data_points()) {
+              total += static_cast<double>(p.count());
+            }
+          }
+          last[m.name()] = total;
+        }
+      }
+    }
+  }
+
+  json::object stats() const {
+    return json::object{{"mode", mode},
+                        {"requests", requests},
+                        {"times_ms", times_ms},
+                        {"last", last},
+                        {"undecodable", undecodable}};
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   gym::http::ServerOptions opt;
   std::optional<std::string> config_yaml;  // --config-yaml: answer like a head server
+  static OtlpCollector collector;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--host") opt.host = v;
@@ -38,6 +107,14 @@ int main(int argc, char** argv) {
     else if (k == "--keep-alive-ms") opt.keep_alive_idle = std::chrono::milliseconds(std::stoi(v));
     else if (k == "--workers") opt.num_workers = std::stoi(v);
     else if (k == "--cookie") opt.session_cookie_name = v;
+    else if (k == "--otlp-mode") {
+      if (v != "ok" && v != "500" && v != "429" && v != "hang") {
+        std::cerr << "--otlp-mode: ok, 500, 429 or hang, not " << v << "\n";
+        return 2;
+      }
+      collector.mode = v;
+    }
+    else if (k == "--retry-after") collector.retry_after = v;
     else if (k == "--config-yaml") {
       std::ifstream in(v);
       if (!in) {
@@ -101,7 +178,8 @@ int main(int argc, char** argv) {
                                           {"connections_open", s.connections_open},
                                           {"max_connections_open", s.max_connections_open},
                                           {"requests", s.requests},
-                                          {"pid", ::getpid()}});
+                                          {"pid", ::getpid()},
+                                          {"otlp", collector.stats()}});
   });
   router.post("/status", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
     int code = static_cast<int>(body.at("code").to_number<std::int64_t>());
@@ -122,6 +200,28 @@ int main(int argc, char** argv) {
   router.post("/v1/responses", [](Request&) -> asio::awaitable<Response> {
     ++hits["/v1/responses"];
     co_return Response::json(json::string("test server: the model failed on purpose"), 500);
+  });
+  // The fake OTLP collector (see the top of this file).
+  router.post("/v1/metrics", [](Request& req) -> asio::awaitable<Response> {
+    collector.received(req);
+    Response res;
+    if (collector.mode == "hang") {
+      // Never answers: the exporter's own deadline has to end the request.
+      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+      co_await t.async_wait(asio::use_awaitable);
+      co_return res;
+    }
+    const bool json_body = req.header("content-type") == "application/json";
+    res.content_type = json_body ? "application/json" : "application/x-protobuf";
+    if (collector.mode == "ok") {
+      res.body = json_body ? "{}" : "";  // an empty ExportMetricsServiceResponse
+      co_return res;
+    }
+    res.status = std::stoi(collector.mode);
+    res.content_type = "text/plain";
+    res.body = "test server: collector failing on purpose";
+    if (collector.retry_after) res.headers.push_back({"Retry-After", *collector.retry_after});
+    co_return res;
   });
   // A head server (runtime.md 4.4): the config YAML as a JSON string.
   if (config_yaml)

@@ -128,6 +128,12 @@ struct OtlpHttpExporter::Impl {
   void stop(telemetry::Deadline deadline) {
     if (stopped) return;
     stopped = true;
+    std::optional<std::string> line;
+    {
+      std::lock_guard lock(mutex);
+      line = failure_log.pending(Clock::now());
+    }
+    if (line) spdlog::warn("{}", *line);
     // The client is destroyed on its own loop, then the loop stops; an abandoned send is
     // destroyed with the io_context.
     std::promise<void> done;

@@ -8,7 +8,8 @@
 // deadline. 429/502/503/504, connection errors and timeouts are retried with exponential
 // backoff (1 s, 2 s, 4 s, ... +-20 %, or Retry-After seconds) while the OTLP timeout, counted
 // from the first attempt, allows; any other status drops the batch. Failures are logged at most
-// once per interval and never thrown.
+// once per interval (drops held back by the interval are summarised at shutdown) and never
+// thrown.
 //
 // Thread-safety: as MetricExporter (one caller at a time). http:// endpoints only for now.
 #include <chrono>

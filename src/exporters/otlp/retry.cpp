@@ -80,23 +80,35 @@ std::optional<std::string> FailureLog::dropped(std::size_t points, const std::st
                                                Clock::time_point now) {
   ++batches_;
   points_ += points;
+  last_error_ = error;
   if (logged_any_ && now - last_line_ < interval_) return std::nullopt;
-  std::string line =
-      logged_any_
-          ? fmt::format(
-                "telemetry: metrics export failing: dropped {} batch(es), {} point(s) in "
-                "the last {} s; last error: {}",
-                batches_, points_,
-                std::chrono::duration_cast<std::chrono::seconds>(now - last_line_).count(), error)
-          : fmt::format(
-                "telemetry: metrics export failed, dropped {} point(s): {} (further "
-                "failures are summarised at most once per export interval)",
-                points_, error);
+  std::string line = logged_any_
+                         ? summary(now)
+                         : fmt::format(
+                               "telemetry: metrics export failed, dropped {} point(s): {} (further "
+                               "failures are summarised at most once per export interval)",
+                               points_, error);
   logged_any_ = true;
   last_line_ = now;
   batches_ = 0;
   points_ = 0;
   return line;
+}
+
+std::optional<std::string> FailureLog::pending(Clock::time_point now) {
+  if (batches_ == 0) return std::nullopt;
+  std::string line = summary(now);
+  last_line_ = now;
+  batches_ = 0;
+  points_ = 0;
+  return line;
+}
+
+std::string FailureLog::summary(Clock::time_point now) const {
+  return fmt::format(
+      "telemetry: metrics export failing: dropped {} batch(es), {} point(s) in the last {:.1f} "
+      "s; last error: {}",
+      batches_, points_, std::chrono::duration<double>(now - last_line_).count(), last_error_);
 }
 
 }  // namespace gym::exporters

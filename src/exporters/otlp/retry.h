@@ -49,12 +49,19 @@ class FailureLog {
   std::optional<std::string> dropped(std::size_t points, const std::string& error,
                                      Clock::time_point now);
 
+  // At shutdown: the summary of drops not logged yet (held back by the interval), if any, so
+  // that the drop of a final export is always logged (telemetry.md 7.6).
+  std::optional<std::string> pending(Clock::time_point now);
+
  private:
+  std::string summary(Clock::time_point now) const;
+
   std::chrono::milliseconds interval_;
   bool logged_any_ = false;
   Clock::time_point last_line_{};
   std::uint64_t batches_ = 0;  // since the last line
   std::uint64_t points_ = 0;
+  std::string last_error_;
 };
 
 }  // namespace gym::exporters

@@ -25,15 +25,24 @@ struct PeriodicReader::State {
   bool stop = false;            // shutdown requested: one last export, then exit
   bool abandoned = false;       // shutdown gave up waiting: never touch the provider again
   bool collecting = false;      // the thread is inside provider->collect()
+  bool exporting = false;       // the thread holds a collected snapshot or is exporting it
   bool finished = false;        // the thread is done (exporter shut down)
   std::uint64_t requested = 0;  // flush requests so far
   std::uint64_t completed = 0;  // requests covered by a finished export
   Deadline request_deadline{};  // bound of the export a request asked for
+  // request_deadline less the wrap-up slice (wrap_up()): the exporter's deadline.
+  Deadline request_export_deadline{};
   bool last_ok = true;
   Stats stats;
 };
 
 namespace {
+
+// The slice of a flush or shutdown bound kept back from the exporter: the exporter's deadline is
+// the bound less this, so that an export the collector never answers is given up, counted and
+// logged by the exporter, and the exporter shut down, while the caller still waits (5 % of the
+// bound: 250 ms of the 5 s shutdown bound).
+std::chrono::milliseconds wrap_up(std::chrono::milliseconds wait) { return wait / 20; }
 
 void run(const std::shared_ptr<PeriodicReader::State>& s) {
   pthread_setname_np(pthread_self(), "gym-otel-metric");
@@ -45,7 +54,10 @@ void run(const std::shared_ptr<PeriodicReader::State>& s) {
     const bool stopping = s->stop;
     const std::uint64_t generation = s->requested;
     Deadline deadline = Clock::now() + s->options.timeout;
-    if (stopping || generation > s->completed) deadline = std::min(deadline, s->request_deadline);
+    const Deadline bound = s->request_deadline;
+    if (stopping || generation > s->completed) {
+      deadline = std::min(deadline, s->request_export_deadline);
+    }
 
     s->collecting = true;
     lock.unlock();
@@ -57,24 +69,27 @@ void run(const std::shared_ptr<PeriodicReader::State>& s) {
       collected = false;
       spdlog::warn("telemetry: metric collection failed: {}", e.what());
     }
+    const bool to_export = collected && !snapshot.metrics.empty();
     lock.lock();
     s->collecting = false;
+    s->exporting = to_export;
     s->changed.notify_all();
     lock.unlock();
 
     bool ok = collected;
-    bool exported = false;
-    if (collected && !snapshot.metrics.empty()) {
+    if (to_export) {
       ok = s->exporter->export_metrics(snapshot, deadline) == ExportResult::success;
-      exported = true;
+      lock.lock();
+      s->exporting = false;
+      if (!s->abandoned) {  // an abandoned export was counted as failed by shutdown()
+        ++s->stats.exports;
+        if (!ok) ++s->stats.failures;
+      }
+      lock.unlock();
     }
-    if (stopping) s->exporter->shutdown(deadline);
+    if (stopping) s->exporter->shutdown(bound);
 
     lock.lock();
-    if (exported) {
-      ++s->stats.exports;
-      if (!ok) ++s->stats.failures;
-    }
     s->last_ok = ok;
     s->completed = generation;
     if (stopping) {
@@ -121,6 +136,7 @@ bool PeriodicReader::force_flush(std::chrono::milliseconds wait) {
   if (s.stop || s.finished) return false;
   const Deadline deadline = Clock::now() + wait;
   s.request_deadline = deadline;
+  s.request_export_deadline = deadline - wrap_up(wait);
   const std::uint64_t generation = ++s.requested;
   s.changed.notify_all();
   if (!s.changed.wait_until(lock, deadline, [&] { return s.completed >= generation; })) {
@@ -138,6 +154,7 @@ bool PeriodicReader::shutdown(std::chrono::milliseconds wait) {
   const Deadline deadline = Clock::now() + wait;
   s.stop = true;
   s.request_deadline = deadline;
+  s.request_export_deadline = deadline - wrap_up(wait);
   s.changed.notify_all();
   if (s.changed.wait_until(lock, deadline, [&] { return s.finished; })) {
     const bool ok = s.last_ok;
@@ -149,6 +166,10 @@ bool PeriodicReader::shutdown(std::chrono::milliseconds wait) {
   // the thread reads the provider (collection itself does no I/O and ends promptly).
   s.abandoned = true;
   s.changed.wait(lock, [&] { return !s.collecting; });
+  if (s.exporting) {  // its data is dropped: count it here, the thread will not
+    ++s.stats.exports;
+    ++s.stats.failures;
+  }
   lock.unlock();
   thread_.detach();
   spdlog::warn(

@@ -78,6 +78,32 @@ TEST(MetricsPipeline, ConsoleExporterWritesTheResourceAndValuesAtShutdown) {
   std::filesystem::remove(path);
 }
 
+TEST(MetricsPipeline, StatsCountExportsAndOtlpDropsAndOutliveShutdown) {
+  // Port 1 (tcpmux) on loopback: nothing listens there on a test machine, connect is refused.
+  auto env = env_of({{"NEMO_GYM_OTEL_ENABLED", "1"},
+                     {"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1"},
+                     {"OTEL_METRIC_EXPORT_INTERVAL", "3600000"},
+                     {"OTEL_EXPORTER_OTLP_TIMEOUT", "300"}});
+  MetricsPipeline pipeline(resolve_settings(boost::json::object{}, env),
+                           {"mcqa", "resources_servers"}, "r", env);
+  ASSERT_TRUE(pipeline.stats().otlp.has_value());
+  EXPECT_EQ(pipeline.stats().reader.exports, 0u);
+  pipeline.provider().create_counter<std::int64_t>("t.c").add(1);
+  EXPECT_FALSE(pipeline.shutdown());
+  const auto s = pipeline.stats();
+  EXPECT_EQ(s.reader.exports, 1u);
+  EXPECT_EQ(s.reader.failures, 1u);
+  ASSERT_TRUE(s.otlp.has_value());
+  EXPECT_EQ(s.otlp->batches_dropped, 1u);
+  EXPECT_EQ(s.otlp->points_dropped, 1u);
+  EXPECT_EQ(s.otlp->batches_sent, 0u);
+
+  MetricsPipeline inactive(resolve_settings(boost::json::object{}, env_of({})),
+                           {"mcqa", "resources_servers"}, "r", env_of({}));
+  EXPECT_FALSE(inactive.stats().otlp.has_value());
+  EXPECT_EQ(inactive.stats().reader.exports, 0u);
+}
+
 TEST(MetricsPipeline, OtlpSettingsAreCheckedAtConstruction) {
   auto env = env_of({{"NEMO_GYM_OTEL_ENABLED", "1"}});
   auto settings = resolve_settings(boost::json::object{}, env);

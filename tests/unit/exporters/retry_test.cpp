@@ -81,6 +81,21 @@ TEST(Retry, FailureLogFirstAtOnceThenOncePerInterval) {
   EXPECT_FALSE(log.dropped(1, "x", t0 + 11s));
 }
 
+TEST(Retry, FailureLogSummarisesHeldBackDropsAtShutdown) {
+  FailureLog log(10s);
+  auto t0 = Clock::now();
+  EXPECT_FALSE(log.pending(t0));  // nothing dropped
+  ASSERT_TRUE(log.dropped(5, "connection refused", t0));
+  EXPECT_FALSE(log.pending(t0 + 1s));  // everything dropped so far was logged
+  EXPECT_FALSE(log.dropped(7, "HTTP 503", t0 + 1500ms));
+  auto last = log.pending(t0 + 2s);
+  ASSERT_TRUE(last);
+  EXPECT_NE(last->find("dropped 1 batch(es), 7 point(s) in the last 2.0 s; last error: HTTP 503"),
+            std::string::npos)
+      << *last;
+  EXPECT_FALSE(log.pending(t0 + 3s));
+}
+
 TEST(Gzip, RoundTrip) {
   std::string data;
   for (int i = 0; i < 5000; ++i) data += "metric " + std::to_string(i) + "\n";

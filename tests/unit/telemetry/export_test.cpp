@@ -268,11 +268,59 @@ TEST(PeriodicReader, ShutdownIsBoundedWhenTheExporterHangs) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
     EXPECT_FALSE(reader.shutdown(100ms));  // idempotent
     EXPECT_FALSE(reader.force_flush(10ms));
+    // The abandoned export's data is dropped: counted as a failed export.
+    EXPECT_EQ(reader.stats().exports, 1u);
+    EXPECT_EQ(reader.stats().failures, 1u);
   }
   // Release the abandoned export; the detached thread then ends on its own.
   std::lock_guard lock(shared->m);
   shared->block = false;
   shared->cv.notify_all();
+}
+
+// Honours its deadline: waits for it, then fails (a collector that never answers).
+class DeadlineExporter : public MetricExporter {
+ public:
+  struct Shared {
+    std::mutex m;
+    Deadline export_deadline{};
+    Deadline shutdown_deadline{};
+  };
+  explicit DeadlineExporter(std::shared_ptr<Shared> s) : s_(std::move(s)) {}
+  ExportResult export_metrics(const MetricsSnapshot&, Deadline deadline) noexcept override {
+    {
+      std::lock_guard lock(s_->m);
+      s_->export_deadline = deadline;
+    }
+    std::this_thread::sleep_until(deadline);
+    return ExportResult::failure;
+  }
+  void shutdown(Deadline deadline) noexcept override {
+    std::lock_guard lock(s_->m);
+    s_->shutdown_deadline = deadline;
+  }
+
+ private:
+  std::shared_ptr<Shared> s_;
+};
+
+TEST(PeriodicReader, ShutdownLeavesTheExporterTimeToGiveUpWithinTheBound) {
+  MeterProvider provider;
+  provider.create_counter<std::int64_t>("t.c").add(1);
+  auto shared = std::make_shared<DeadlineExporter::Shared>();
+  PeriodicReader reader(provider, std::make_unique<DeadlineExporter>(shared), {1h, 1h});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(reader.shutdown(1000ms));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, 1000ms + 200ms);
+  std::lock_guard lock(shared->m);
+  // The export got the bound less 5 %; the exporter's shutdown the whole bound. The export ran
+  // to its deadline, was counted, and the thread finished in time (nothing abandoned).
+  EXPECT_LE(shared->export_deadline, start + 950ms + 50ms);
+  EXPECT_GE(shared->export_deadline, start + 950ms - 50ms);
+  EXPECT_GT(shared->shutdown_deadline, shared->export_deadline);
+  EXPECT_EQ(reader.stats().exports, 1u);
+  EXPECT_EQ(reader.stats().failures, 1u);
 }
 
 TEST(PeriodicReader, RejectsBadOptions) {

@@ -1,0 +1,427 @@
+// Telemetry faults (issue 5): an unreachable or misbehaving OTLP collector never disturbs the
+// recording process (telemetry.md 7.3, decision D9), and the process still ends within the
+// shutdown bound (7.6, D5).
+//
+// Each test runs tests/support/telemetry_recorder.cpp (telemetry set up from the environment
+// like a real process, 2 threads recording a fixed count of histogram and counter values with
+// three-attribute sets over ~1.5 s, then the bounded shutdown) against the fake collector of
+// tests/support/test_server.cpp (`--otlp-mode ok|500|429|hang`) or against a port where nothing
+// listens, and checks what the recorder reports (its JSON line), what it logged (stderr) and what
+// the collector saw (GET /stats).
+//
+// Wall-clock speed ratios are not asserted: the machine is shared and noisy. The figures are
+// printed ("[figures] ...") for the report instead.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "orchestrator/ports.h"
+#include "process.h"
+
+namespace {
+
+namespace json = boost::json;
+using gym::test::ChildProcess;
+using Clock = std::chrono::steady_clock;
+
+// The longest single record call we accept. Recording is a few atomic operations plus a
+// lock-free lookup (well under 10 us); a record call that waited on export I/O would take at
+// least the export timeout (200 ms here, seconds in the budget tests) or a 1 s backoff. 50 ms is
+// far above any preemption spike of a loaded 2-core machine and far below what a blocking
+// design costs, so it tells "never blocked by export" apart without timing the machine.
+constexpr std::int64_t kMaxRecordNs = 50'000'000;
+
+// D5: the shutdown flush is bounded to 5 s; the margin covers thread joins and a loaded
+// machine.
+constexpr double kShutdownBoundSeconds = 5.0;
+constexpr double kShutdownMarginSeconds = 0.5;
+
+// Only to fail instead of hanging: a recorder that has not printed its line by then is stuck.
+constexpr auto kOuterTimeout = std::chrono::seconds(60);
+
+constexpr const char* kFailureLog = "telemetry: metrics export fail";  // "failed" and "failing"
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The fake collector: gym_test_server in one OTLP mode.
+class Collector {
+ public:
+  explicit Collector(const std::string& mode, const std::string& retry_after = "") {
+    std::vector<std::string> argv{gym::test::build_path("tests/support/gym_test_server"),
+                                  "--otlp-mode", mode};
+    if (!retry_after.empty()) {
+      argv.push_back("--retry-after");
+      argv.push_back(retry_after);
+    }
+    process_ = std::make_unique<ChildProcess>(argv);
+    port_ = process_->wait_port();
+  }
+  int port() const { return port_; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // The "otlp" object of GET /stats.
+  json::object stats() const {
+    const auto raw = gym::test::http_raw(port_, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n");
+    const json::value v = json::parse(gym::test::body_of(raw));
+    return v.at("otlp").as_object();
+  }
+
+ private:
+  std::unique_ptr<ChildProcess> process_;
+  int port_ = -1;
+};
+
+// A port where nothing listens: below the ephemeral range, so no outgoing connection of a test
+// running in parallel takes it meanwhile.
+int dead_port() {
+  for (int candidate = 20000 + ::getpid() % 9000;; ++candidate) {
+    if (gym::orchestrator::port_free("127.0.0.1", candidate)) return candidate;
+  }
+}
+
+struct RecorderRun {
+  int exit_code = -1;
+  double wall_seconds = 0;  // start to exit, as seen from here
+  json::object result;      // the recorder's JSON line
+  std::string output;       // stdout and stderr
+  std::size_t failure_lines = 0;
+
+  std::uint64_t u(std::string_view key) const { return result.at(key).to_number<std::uint64_t>(); }
+  double d(std::string_view key) const { return result.at(key).to_number<double>(); }
+  std::uint64_t otlp(std::string_view key) const {
+    return result.at("otlp").at(key).to_number<std::uint64_t>();
+  }
+};
+
+// Runs the recorder with telemetry on and pointed at `endpoint`, exporting every `interval_ms`.
+RecorderRun record(const std::string& endpoint, int interval_ms,
+                   std::vector<std::string> args = {}) {
+  std::vector<std::string> argv{gym::test::build_path("tests/support/gym_telemetry_recorder")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env{
+      "NEMO_GYM_OTEL_ENABLED=1",
+      "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
+      "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
+      // Empty counts as unset (telemetry.md 3.2): whatever the developer's shell exports must
+      // not change the setup under test.
+      "OTEL_SDK_DISABLED=", "NEMO_GYM_OTEL_EXPORTER=", "NEMO_LENS_EXPORTER=",
+      "NEMO_GYM_OTEL_METRICS_ENABLED=", "NEMO_LENS_METRICS_ENABLED=", "OTEL_METRIC_EXPORT_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=", "OTEL_EXPORTER_OTLP_PROTOCOL=",
+      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=", "OTEL_EXPORTER_OTLP_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=", "OTEL_EXPORTER_OTLP_COMPRESSION=",
+      "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION="};
+  RecorderRun run;
+  const auto start = Clock::now();
+  ChildProcess recorder(argv, env, /*merge_stderr=*/true);
+  const std::string rest = recorder.wait_for_line("{\"records\":", kOuterTimeout);
+  recorder.drain(std::chrono::seconds(10));  // the rest, up to the exit
+  run.exit_code = recorder.wait_exit(std::chrono::seconds(10));
+  run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  run.output = recorder.output();
+  run.failure_lines = count(run.output, kFailureLog);
+  if (!rest.empty()) run.result = json::parse("{\"records\":" + rest).as_object();
+  return run;
+}
+
+void print_figures(const std::string& name, const RecorderRun& run, const json::object* collector) {
+  std::string line = "[figures] " + name;
+  if (!run.result.empty()) {
+    line += " records=" + std::to_string(run.u("records")) +
+            " max_record_us=" + std::to_string(run.d("max_record_ns") / 1000.0) +
+            " slow_records(>1ms)=" + std::to_string(run.u("slow_records")) +
+            " recording_s=" + std::to_string(run.d("recording_seconds")) +
+            " shutdown_s=" + std::to_string(run.d("shutdown_seconds")) +
+            " exports=" + std::to_string(run.u("exports")) +
+            " failures=" + std::to_string(run.u("failures"));
+    if (run.result.contains("otlp")) {
+      line += " sent=" + std::to_string(run.otlp("batches_sent")) +
+              " dropped=" + std::to_string(run.otlp("batches_dropped")) +
+              " retries=" + std::to_string(run.otlp("retries"));
+    }
+  }
+  line += " wall_s=" + std::to_string(run.wall_seconds) +
+          " failure_log_lines=" + std::to_string(run.failure_lines);
+  if (collector) line += " collector_requests=" + json::serialize(collector->at("requests"));
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  ::testing::Test::RecordProperty("figures", line);
+}
+
+// What every fault (and the healthy baseline) must give: the process ran to the end, recorded
+// every value, was never blocked by export, and shut down within the D5 bound.
+void expect_undisturbed(const RecorderRun& run) {
+  ASSERT_FALSE(run.result.empty()) << "the recorder printed no result line:\n" << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.u("records"), run.u("expected_records"));
+  EXPECT_LT(run.result.at("max_record_ns").to_number<std::int64_t>(), kMaxRecordNs)
+      << "a record call took as long as an export step: recording waited for the exporter";
+  EXPECT_LE(run.d("shutdown_seconds"), kShutdownBoundSeconds + kShutdownMarginSeconds);
+  // The whole process: recording, the bounded shutdown, and a little for start and exit.
+  EXPECT_LE(run.wall_seconds, run.d("recording_seconds") + kShutdownBoundSeconds + 2.0);
+}
+
+// The batches and points the failure log lines account for: the first line ("failed, dropped P
+// point(s)") is one batch, each summary says "dropped B batch(es), P point(s)".
+std::pair<std::uint64_t, std::uint64_t> logged_drops(const std::string& output) {
+  std::uint64_t batches = 0, points = 0;
+  const std::string first = "telemetry: metrics export failed, dropped ";
+  const std::string summary = "telemetry: metrics export failing: dropped ";
+  for (auto at = output.find("telemetry: metrics export fail"); at != std::string::npos;
+       at = output.find("telemetry: metrics export fail", at + 1)) {
+    if (output.compare(at, first.size(), first) == 0) {
+      batches += 1;
+      points += std::stoull(output.substr(at + first.size()));
+    } else if (output.compare(at, summary.size(), summary) == 0) {
+      const auto b = at + summary.size();
+      batches += std::stoull(output.substr(b));
+      points += std::stoull(output.substr(output.find(", ", b) + 2));
+    }
+  }
+  return {batches, points};
+}
+
+// Failures are counted and logged rate-limited (D9): at least one line, never more than one per
+// export (so never per record), at most one per interval after the first, and together the lines
+// account for every dropped batch and point, the final export's included (7.6).
+void expect_failures_counted_and_logged_once_per_interval(const RecorderRun& run, int interval_ms) {
+  const auto exports = run.u("exports");
+  EXPECT_GE(exports, 1u);
+  EXPECT_EQ(run.u("failures"), exports);
+  EXPECT_EQ(run.otlp("batches_dropped"), exports);
+  EXPECT_GT(run.otlp("points_dropped"), 0u);
+  EXPECT_EQ(run.otlp("batches_sent"), 0u);
+  EXPECT_GE(run.failure_lines, 1u) << run.output;
+  EXPECT_LE(run.failure_lines, exports) << run.output;
+  EXPECT_LE(static_cast<double>(run.failure_lines), 1.0 + run.wall_seconds * 1000.0 / interval_ms)
+      << run.output;
+  EXPECT_EQ(count(run.output, "telemetry: metrics export failed, dropped"), 1u)
+      << "only the first failure of a run is logged on its own:\n"
+      << run.output;
+  const auto [batches, points] = logged_drops(run.output);
+  EXPECT_EQ(batches, run.otlp("batches_dropped")) << run.output;
+  EXPECT_EQ(points, run.otlp("points_dropped")) << run.output;
+  EXPECT_EQ(count(run.output, "the final metrics export did not finish"), 0u)
+      << "the exporter gives up within the bound; nothing is abandoned:\n"
+      << run.output;
+}
+
+// Gaps between consecutive collector requests, in seconds.
+std::vector<double> gaps(const json::object& collector) {
+  std::vector<double> out;
+  const auto& times = collector.at("times_ms").as_array();
+  for (std::size_t i = 1; i < times.size(); ++i) {
+    out.push_back((times[i].to_number<double>() - times[i - 1].to_number<double>()) / 1000.0);
+  }
+  return out;
+}
+
+constexpr int kInterval = 200;  // ms: several exports while the recorder records (~1.5 s)
+
+// ---- Baseline ----
+
+TEST(TelemetryFaults, OkCollectorReceivesEveryExportAndTheFinalFlush) {
+  Collector collector("ok");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), kInterval);
+  const json::object seen = collector.stats();
+  print_figures("ok", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  EXPECT_TRUE(run.result.at("shutdown_ok").as_bool());
+  EXPECT_GE(run.u("exports"), 3u) << "exports should happen while recording";
+  EXPECT_EQ(run.u("failures"), 0u);
+  EXPECT_EQ(run.otlp("batches_sent"), run.u("exports"));
+  EXPECT_EQ(run.otlp("batches_dropped"), 0u);
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), run.u("exports"));
+  EXPECT_EQ(seen.at("undecodable").to_number<std::uint64_t>(), 0u);
+  // The last request is the shutdown flush: cumulative totals of every record made.
+  const auto& last = seen.at("last").as_object();
+  ASSERT_TRUE(last.contains("test.recorder.records")) << json::serialize(seen);
+  EXPECT_EQ(last.at("test.recorder.records").to_number<double>(),
+            static_cast<double>(run.u("records")));
+  EXPECT_EQ(last.at("test.recorder.duration_ms").to_number<double>(),
+            static_cast<double>(run.u("records")));
+  EXPECT_EQ(count(run.output, "telemetry:"), 0u) << run.output;
+}
+
+TEST(TelemetryFaults, AProcessShorterThanOneIntervalStillExports) {
+  // D5: with a 60 s interval no periodic export happens in a 0.15 s life; the shutdown flush
+  // alone delivers the data.
+  Collector collector("ok");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), 60'000, {"--batches", "3"});
+  const json::object seen = collector.stats();
+  print_figures("ok-short", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  EXPECT_TRUE(run.result.at("shutdown_ok").as_bool());
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(run.u("failures"), 0u);
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), 1u);
+  const auto& last = seen.at("last").as_object();
+  ASSERT_TRUE(last.contains("test.recorder.records")) << json::serialize(seen);
+  EXPECT_EQ(last.at("test.recorder.records").to_number<double>(),
+            static_cast<double>(run.u("records")));
+}
+
+// ---- Collector down ----
+
+TEST(TelemetryFaults, CollectorDown) {
+  const RecorderRun run = record("http://127.0.0.1:" + std::to_string(dead_port()), kInterval);
+  print_figures("down", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  EXPECT_FALSE(run.result.at("shutdown_ok").as_bool());
+  EXPECT_NE(run.output.find("refused"), std::string::npos) << run.output;
+  // A refused connection is retryable, but the 1 s backoff never fits the 200 ms export budget.
+  EXPECT_EQ(run.otlp("retries"), 0u);
+}
+
+TEST(TelemetryFaults, CollectorDownIsRetriedWithBackoffWithinTheBudget) {
+  // A 5 s interval: only the shutdown flush exports, with a 5 s budget (the export timeout and
+  // the D5 bound). Attempts at 0, ~1 s, ~3 s (1 s, 2 s backoff +-20 %); the next backoff
+  // (>= 3.2 s) would pass the budget, so the batch is dropped there.
+  const RecorderRun run = record("http://127.0.0.1:" + std::to_string(dead_port()), 5000);
+  print_figures("down-budget", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 5000);
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(run.otlp("retries"), 2u);
+  EXPECT_GE(run.d("shutdown_seconds"), 2.4 - 0.05);  // two backoffs: >= 0.8 s + 1.6 s
+}
+
+// ---- Collector answering 500: not retryable (7.3: "any other status drops the batch") ----
+
+TEST(TelemetryFaults, Collector500) {
+  Collector collector("500");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), kInterval);
+  const json::object seen = collector.stats();
+  print_figures("500", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  // One request per export: a 500 is never retried.
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), run.u("exports"));
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  EXPECT_NE(run.output.find("HTTP 500"), std::string::npos) << run.output;
+}
+
+TEST(TelemetryFaults, Collector500IsNotRetriedEvenWithTimeLeft) {
+  Collector collector("500");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), 5000);
+  const json::object seen = collector.stats();
+  print_figures("500-budget", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 5000);
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), 1u);
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  EXPECT_LT(run.d("shutdown_seconds"), 1.0) << "a dropped batch does not wait for a backoff";
+}
+
+// ---- Collector answering 429: retryable, with backoff, within the budget ----
+
+TEST(TelemetryFaults, Collector429) {
+  Collector collector("429");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), kInterval);
+  const json::object seen = collector.stats();
+  print_figures("429", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  // Retryable, but the first backoff (1 s +-20 %) does not fit a 200 ms export budget: one
+  // request per export and no retry, never a burst of immediate retries.
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), run.u("exports"));
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  EXPECT_NE(run.output.find("no time left to retry"), std::string::npos) << run.output;
+}
+
+TEST(TelemetryFaults, Collector429IsRetriedWithExponentialBackoff) {
+  // Only the shutdown flush exports (5 s interval), with a 5 s budget: requests at 0, 1 s and
+  // 3 s (+-20 % jitter each), then the next backoff (>= 3.2 s) would pass the budget.
+  Collector collector("429");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), 5000);
+  const json::object seen = collector.stats();
+  print_figures("429-budget", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 5000);
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(run.otlp("retries"), 2u);
+  ASSERT_EQ(seen.at("requests").to_number<std::uint64_t>(), 3u);
+  const auto g = gaps(seen);
+  ASSERT_EQ(g.size(), 2u);
+  std::printf("[figures] 429-budget backoff gaps: %.3f s, %.3f s\n", g[0], g[1]);
+  EXPECT_GE(g[0], 0.8 - 0.05);
+  EXPECT_LE(g[0], 1.2 + 0.3);  // the upper margin is the loaded machine's, not the exporter's
+  EXPECT_GE(g[1], 1.6 - 0.05);
+  EXPECT_LE(g[1], 2.4 + 0.3);
+}
+
+TEST(TelemetryFaults, Collector429RetryAfterIsHonoured) {
+  // Retry-After: 2 replaces the exponential backoff (and its jitter): requests at 0, 2 s, 4 s;
+  // a third retry (at 6 s) would pass the 5 s budget.
+  Collector collector("429", "2");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), 5000);
+  const json::object seen = collector.stats();
+  print_figures("429-retry-after", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 5000);
+  EXPECT_EQ(run.otlp("retries"), 2u);
+  ASSERT_EQ(seen.at("requests").to_number<std::uint64_t>(), 3u);
+  const auto g = gaps(seen);
+  ASSERT_EQ(g.size(), 2u);
+  std::printf("[figures] 429-retry-after gaps: %.3f s, %.3f s\n", g[0], g[1]);
+  for (double gap : g) {
+    EXPECT_GE(gap, 2.0 - 0.05);
+    EXPECT_LE(gap, 2.0 + 0.3);
+  }
+}
+
+// ---- Collector hanging: connections accepted, requests never answered ----
+
+TEST(TelemetryFaults, CollectorHanging) {
+  Collector collector("hang");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), kInterval);
+  const json::object seen = collector.stats();
+  print_figures("hang", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  // Every export reaches the collector and is abandoned at its 200 ms budget: a hung request
+  // never keeps the exporter's connection slots, so later exports still go out.
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), run.u("exports"));
+}
+
+TEST(TelemetryFaults, CollectorHangingAtShutdownIsCutAtTheBound) {
+  // A 60 s interval: the export timeout (30 s) and the OTLP timeout (10 s) are both longer than
+  // the D5 bound, so only the 5 s shutdown bound ends the final export.
+  Collector collector("hang");
+  ASSERT_GT(collector.port(), 0);
+  const RecorderRun run = record(collector.endpoint(), 60'000);
+  const json::object seen = collector.stats();
+  print_figures("hang-shutdown", run, &seen);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 60'000);
+  EXPECT_FALSE(run.result.at("shutdown_ok").as_bool());
+  // The exporter gets the bound less a 5 % wrap-up slice: it gives up at 4.75 s.
+  EXPECT_GE(run.d("shutdown_seconds"), kShutdownBoundSeconds * 0.95 - 0.05);
+  EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), 1u);
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_NE(run.output.find("the export did not finish within its deadline"), std::string::npos)
+      << run.output;
+}
+
+}  // namespace
