@@ -463,9 +463,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 };
 
 HttpClient::HttpClient(asio::any_io_executor executor, PoolParams params, PoolObserver* observer)
-    : pool_(std::make_shared<Pool>(std::move(executor), params, observer)) {
-  params.log_capacity_report();  // once per process: each process owns one client
-}
+    : pool_(std::make_shared<Pool>(std::move(executor), params, observer)) {}
 
 HttpClient::~HttpClient() {
   pool_->closed = true;

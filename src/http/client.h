@@ -40,7 +40,9 @@ struct PoolParams {
   // the server's workers. Throws core::ConfigError naming the key on an invalid value.
   static PoolParams from_config(const boost::json::object& cfg, int num_workers);
 
-  // The startup capacity report: one info line, plus a warning per sizing problem.
+  // The startup capacity report: one info line, plus a warning per sizing problem. Logged by
+  // the owner of the process's rollout pool (a server process, the collector), not by helpers
+  // such as the OTLP exporter's client.
   // Returns the warnings (for tests).
   std::vector<std::string> log_capacity_report() const;
 };

@@ -123,8 +123,9 @@ class CollectionThread {
 
  private:
   void run() {
-    client_ = std::make_unique<http::HttpClient>(io_->get_executor(),
-                                                 http::PoolParams::from_config(pool_cfg_, 1));
+    auto pool = http::PoolParams::from_config(pool_cfg_, 1);
+    client_ = std::make_unique<http::HttpClient>(io_->get_executor(), pool);
+    pool.log_capacity_report();
     asio::co_spawn(*io_, collect(), [this](std::exception_ptr e) {
       if (e) {
         try {

@@ -88,6 +88,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   http::ServeHooks hooks;
   hooks.on_start = [&](boost::asio::io_context& io) {
     client = std::make_unique<http::HttpClient>(io.get_executor(), pool);
+    pool.log_capacity_report();  // the process's rollout pool (telemetry.md 6.7), not the exporter's
     ctx.client = client.get();
   };
   hooks.on_stop = [&] {
