@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "core/logging.h"
 #include "orchestrator/orchestrator.h"
+#include "rollouts/eval_run.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -17,6 +18,36 @@ namespace {
 const std::map<std::string, std::vector<std::string>> kLegacyNames = {
     {"ng_run", {"env", "start"}},
     {"ng_status", {"env", "status"}},
+    {"ng_collect_rollouts", {"eval", "run", "--no-serve"}},
+    {"ng_e2e_collect_rollouts", {"eval", "run"}},
+};
+
+// `gym eval run` flags (runtime.md 7.1, 9.4); each becomes a ++override of its config key.
+struct EvalFlags {
+  bool no_serve = false, resume = false, disable_aggregation = false;
+  std::string agent, input, output, limit, num_repeats, concurrency, split, temperature, top_p,
+      max_output_tokens, prompt_config;
+
+  std::vector<std::string> overrides() const {
+    std::vector<std::string> out;
+    auto add = [&](const char* key, const std::string& value) {
+      if (!value.empty()) out.push_back(std::string("++") + key + "=" + value);
+    };
+    add("agent_name", agent);
+    add("input_jsonl_fpath", input);
+    add("output_jsonl_fpath", output);
+    add("limit", limit);
+    add("num_repeats", num_repeats);
+    add("num_samples_in_parallel", concurrency);
+    add("split", split);
+    add("responses_create_params.temperature", temperature);
+    add("responses_create_params.top_p", top_p);
+    add("responses_create_params.max_output_tokens", max_output_tokens);
+    add("prompt_config", prompt_config);
+    if (resume) out.push_back("++resume_from_cache=true");
+    if (disable_aggregation) out.push_back("++disable_aggregation=true");
+    return out;
+  }
 };
 
 }  // namespace
@@ -25,8 +56,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   std::string program = std::filesystem::path(args[0]).filename().string();
   if (auto it = kLegacyNames.find(program); it != kLegacyNames.end()) {
-    std::fprintf(stderr, "note: `%s` is deprecated; use `gym %s %s`\n", program.c_str(),
-                 it->second[0].c_str(), it->second[1].c_str());
+    std::string verb;
+    for (const auto& word : it->second) verb += " " + word;
+    std::fprintf(stderr, "note: `%s` is deprecated; use `gym%s`\n", program.c_str(), verb.c_str());
     args.insert(args.begin() + 1, it->second.begin(), it->second.end());
   }
 
@@ -72,6 +104,31 @@ int main(int argc, char** argv) {
   auto* show = config->add_subcommand("show", "Print the merged, validated config as YAML");
   add_config_flags(show);
 
+  EvalFlags eval_flags;
+  auto* eval = app.add_subcommand("eval", "Collect rollouts");
+  eval->require_subcommand(1);
+  auto* eval_run = eval->add_subcommand(
+      "run", "Collect rollouts: start the servers (or use a running deployment with --no-serve), "
+             "run every input row through its agent, aggregate");
+  add_config_flags(eval_run);
+  eval_run->add_flag("--no-serve", eval_flags.no_serve,
+                     "Use the deployment behind the head server instead of starting servers");
+  eval_run->add_flag("--resume", eval_flags.resume, "Continue a previous run of the same output");
+  eval_run->add_option("-a,--agent", eval_flags.agent, "Agent for rows without agent_ref");
+  eval_run->add_option("-i,--input", eval_flags.input, "Input JSONL");
+  eval_run->add_option("-o,--output", eval_flags.output, "Rollouts JSONL to write");
+  eval_run->add_option("--limit", eval_flags.limit, "Read only the first N rows");
+  eval_run->add_option("--num-repeats", eval_flags.num_repeats, "Rollouts per row");
+  eval_run->add_option("--concurrency", eval_flags.concurrency, "Rollouts in flight at most");
+  eval_run->add_option("--split", eval_flags.split, "Dataset split to collate without --input");
+  eval_run->add_option("--temperature", eval_flags.temperature, "responses_create_params.temperature");
+  eval_run->add_option("--top-p", eval_flags.top_p, "responses_create_params.top_p");
+  eval_run->add_option("--max-output-tokens", eval_flags.max_output_tokens,
+                       "responses_create_params.max_output_tokens");
+  eval_run->add_flag("--disable-aggregation", eval_flags.disable_aggregation,
+                     "Skip the aggregate metrics");
+  eval_run->add_option("--prompt-config", eval_flags.prompt_config, "Not supported (R8)");
+
   gym::cli::DemoOptions demo_opts;
   auto* demo = app.add_subcommand("demo", "Start a resources server and exercise it end to end");
   add_config_flags(demo);
@@ -96,7 +153,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    for (auto* sub : {env_start, env_status, show, demo}) {
+    for (auto* sub : {env_start, env_status, show, demo, eval_run}) {
       if (!*sub) continue;
       flags.overrides = sub->remaining();
       flags.parse_order.clear();
@@ -106,6 +163,11 @@ int main(int argc, char** argv) {
     if (*env_start) return gym::orchestrator::run_env_start(gym::cli::to_sources(flags));
     if (*env_status) return gym::orchestrator::run_env_status(gym::cli::to_sources(flags), json);
     if (*show) return gym::cli::run_config_show(flags);
+    if (*eval_run) {
+      auto eval_overrides = eval_flags.overrides();
+      flags.overrides.insert(flags.overrides.begin(), eval_overrides.begin(), eval_overrides.end());
+      return gym::rollouts::run_eval(gym::cli::to_sources(flags), eval_flags.no_serve);
+    }
     if (*demo) {
       demo_opts.config = flags;
       return gym::cli::run_demo(demo_opts);

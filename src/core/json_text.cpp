@@ -206,6 +206,49 @@ void render_json(const boost::json::value& v, std::string& out) {
   }
 }
 
+namespace {
+void render_indented(const boost::json::value& v, int indent, int depth, std::string& out) {
+  auto newline = [&](int level) {
+    if (indent < 0) return;  // one line
+    out.push_back('\n');
+    out.append(static_cast<std::size_t>(indent * level), ' ');
+  };
+  if (v.is_array() && !v.get_array().empty()) {
+    out.push_back('[');
+    bool first = true;
+    for (const auto& e : v.get_array()) {
+      if (!first) out += indent < 0 ? ", " : ",";
+      first = false;
+      newline(depth + 1);
+      render_indented(e, indent, depth + 1, out);
+    }
+    newline(depth);
+    out.push_back(']');
+  } else if (v.is_object() && !v.get_object().empty()) {
+    out.push_back('{');
+    bool first = true;
+    for (const auto& kv : v.get_object()) {
+      if (!first) out += indent < 0 ? ", " : ",";
+      first = false;
+      newline(depth + 1);
+      render_string(kv.key(), out);
+      out += ": ";
+      render_indented(kv.value(), indent, depth + 1, out);
+    }
+    newline(depth);
+    out.push_back('}');
+  } else {
+    render_json(v, out);
+  }
+}
+}  // namespace
+
+std::string render_json_indented(const boost::json::value& v, int indent) {
+  std::string out;
+  render_indented(v, indent, 0, out);
+  return out;
+}
+
 std::string render_json(const boost::json::value& v) {
   std::string out;
   out.reserve(256);

@@ -26,6 +26,10 @@ boost::json::value parse_json(std::string_view text);
 // Appends the rendering of `v` to `out`.
 void render_json(const boost::json::value& v, std::string& out);
 std::string render_json(const boost::json::value& v);
+// Indented like Python's json.dumps(v, indent=N) (", " and ": " separators, empty containers
+// as {} and []), with the same scalars as render_json; for files and terminals people read.
+// A negative indent gives one line with those separators, like json.dumps(v).
+std::string render_json_indented(const boost::json::value& v, int indent);
 
 // A double as Python's repr() writes it (1.0, 0.0001, 1e-05, 1e+16, inf, nan): JSON bodies,
 // interpolated strings and child processes then see the same text as under NeMo Gym.

@@ -191,11 +191,14 @@ class HeadServer {
   std::thread thread_;
 };
 
-class Orchestrator {
- public:
-  explicit Orchestrator(const core::ConfigSources& sources) : sources_(sources) {}
+}  // namespace
 
-  int run() {
+class Deployment::Impl {
+ public:
+  explicit Impl(const core::ConfigSources& sources) : sources_(sources) {}
+  ~Impl() { shutdown(); }
+
+  int start() {
     // Signals are taken synchronously by this thread; every thread started later inherits
     // the mask, and spawned servers restore theirs.
     sigset_t set;
@@ -255,13 +258,21 @@ class Orchestrator {
       std::printf("All %zu / %zu servers ready!\n", children_.size(), children_.size());
       print_table();
       std::fflush(stdout);
-      code = supervise();
     }
-    shutdown();
     return code;
   }
 
- private:
+  const json::object& config() const { return cfg_; }
+
+  int poll(std::chrono::milliseconds wait) {
+    if (int sig = take_signal(wait)) return signal_exit(sig);
+    if (const Child* c = exited()) {
+      report_exit(*c, "unexpectedly");
+      return 2;
+    }
+    return 0;
+  }
+
   json::array server_instances() const {
     json::array out;
     for (const auto& c : children_) {
@@ -455,18 +466,10 @@ class Orchestrator {
                   c.process.pid);
   }
 
-  int supervise() {
-    for (;;) {
-      if (int sig = take_signal(std::chrono::milliseconds(1000))) return signal_exit(sig);
-      if (const Child* c = exited()) {
-        report_exit(*c, "unexpectedly");
-        return 2;
-      }
-    }
-  }
-
   // runtime.md 3.7: SIGTERM every root, wait the grace period, SIGKILL the rest's groups.
   void shutdown() {
+    if (shut_down_) return;
+    shut_down_ = true;
     const double grace = core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600);
     for (auto& c : children_)
       if (c.exit_code < 0) ::kill(c.process.pid, SIGTERM);
@@ -500,7 +503,10 @@ class Orchestrator {
   std::vector<Child> children_;
   std::unique_ptr<OutputPump> pump_;
   std::unique_ptr<HeadServer> head_;
+  bool shut_down_ = false;
 };
+
+namespace {
 
 std::string uptime_text(double seconds) {
   auto total = static_cast<long>(seconds);
@@ -513,9 +519,20 @@ std::string uptime_text(double seconds) {
 
 }  // namespace
 
+Deployment::Deployment(const core::ConfigSources& sources)
+    : impl_(std::make_unique<Impl>(sources)) {}
+Deployment::~Deployment() = default;
+int Deployment::start() { return impl_->start(); }
+const json::object& Deployment::config() const { return impl_->config(); }
+int Deployment::poll(std::chrono::milliseconds wait) { return impl_->poll(wait); }
+void Deployment::shutdown() { impl_->shutdown(); }
+
 int run_env_start(const core::ConfigSources& sources) {
-  Orchestrator o(sources);
-  return o.run();
+  Deployment deployment(sources);
+  int code = deployment.start();
+  while (code == 0) code = deployment.poll(std::chrono::milliseconds(1000));
+  deployment.shutdown();
+  return code;
 }
 
 int run_env_status(const core::ConfigSources& sources, bool as_json) {

@@ -1,12 +1,42 @@
 #pragma once
-// `gym env start` and `gym env status` (runtime.md 3, 9.2, 9.3).
+// `gym env start` and `gym env status` (runtime.md 3, 9.2, 9.3), and the deployment that
+// `gym eval run` starts around a collection (runtime.md 7.11).
 #include "core/config.h"
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <memory>
 
 namespace gym::orchestrator {
 
-// Merges the config, assigns ports, starts the head server and one process per server
-// instance, waits for readiness, supervises until SIGINT/SIGTERM or a server exits, then shuts
-// everything down. Returns the exit code of runtime.md 9.5.
+// The head server and one process per configured server instance. SIGINT, SIGTERM and SIGCHLD
+// are blocked in the thread that calls start() and taken by poll(); threads started after
+// start() inherit the mask. Servers die with that thread (PR_SET_PDEATHSIG).
+class Deployment {
+ public:
+  explicit Deployment(const core::ConfigSources& sources);
+  ~Deployment();  // shuts down what is still running
+
+  // Merges and validates the config (ConfigError), assigns ports, starts the head server and
+  // every server, waits for readiness and the model endpoints. Returns 0 when all are ready,
+  // else the exit code of runtime.md 9.5 (2, 130, 143).
+  int start();
+  // The merged config with the assigned hosts and ports (valid after start()).
+  const boost::json::object& config() const;
+  // Waits up to `wait` for SIGINT/SIGTERM (returns 130/143) or a server exit (reports it, returns
+  // 2); 0 when neither happened.
+  int poll(std::chrono::milliseconds wait);
+  // runtime.md 3.7: SIGTERM, grace period, SIGKILL of the process groups; idempotent.
+  void shutdown();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Starts the deployment and supervises it until a signal or a server exit. Returns the exit code
+// of runtime.md 9.5.
 int run_env_start(const core::ConfigSources& sources);
 
 // Lists the servers of a running deployment from its head server and probes each one.

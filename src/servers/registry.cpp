@@ -27,6 +27,10 @@ core::ImplCatalog Registry::catalog() const {
 }
 
 std::string ServerContext::url_of(std::string_view instance_name) const {
+  return instance_url(global, instance_name);
+}
+
+std::string instance_url(const boost::json::object& global, std::string_view instance_name) {
   for (const auto& inst : core::find_server_instances(global)) {
     if (inst.name != instance_name) continue;
     if (!inst.config.contains("port"))

@@ -46,6 +46,10 @@ class Registry {
 // Every implementation compiled into this binary.
 const Registry& builtin_registry();
 
+// "http://host:port" of a configured instance of the merged config; ConfigError when it is
+// unknown or has no port.
+std::string instance_url(const boost::json::object& global, std::string_view instance_name);
+
 // Listening options of one instance: host/port, num_workers, body limit (instance key over the
 // top-level key), read timeout, session cookie `<ClassName>___<instance>`.
 http::ServerOptions server_options(const boost::json::object& global,

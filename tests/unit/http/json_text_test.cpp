@@ -76,3 +76,15 @@ TEST(JsonParse, ReportsErrorsWithTheirOffset) {
   gym::core::parse_json(ok, ec);
   EXPECT_FALSE(ec);
 }
+
+TEST(JsonText, IndentedLikePythonJsonDumps) {
+  // python3 -c 'import json; print(json.dumps({"a":[1,2.0],"b":{},"c":[],"d":{"e":None}}, indent=2))'
+  auto v = boost::json::parse(R"({"a":[1,2.0],"b":{},"c":[],"d":{"e":null}})");
+  EXPECT_EQ(gym::core::render_json_indented(v, 2),
+            "{\n  \"a\": [\n    1,\n    2.0\n  ],\n  \"b\": {},\n  \"c\": [],\n  \"d\": {\n"
+            "    \"e\": null\n  }\n}");
+  EXPECT_EQ(gym::core::render_json_indented(boost::json::value(0.5), 4), "0.5");
+  // json.dumps({"a": 1, "b": [1, 2]}) -> {"a": 1, "b": [1, 2]}
+  EXPECT_EQ(gym::core::render_json_indented(boost::json::parse(R"({"a":1,"b":[1,2]})"), -1),
+            R"({"a": 1, "b": [1, 2]})");
+}

@@ -1,0 +1,172 @@
+#include "rollouts/collector.h"
+
+#include "core/json_text.h"
+#include "rollouts/rows.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace gym::rollouts {
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t kFailureBodyBytes = 4096;
+
+std::FILE* open_append(const std::filesystem::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) throw std::runtime_error("cannot open " + path.string() + " for writing: " + std::strerror(errno));
+  return f;
+}
+
+// Cuts a body at a UTF-8 boundary so the text stays valid JSON.
+std::string body_prefix(const std::string& body) {
+  if (body.size() <= kFailureBodyBytes) return body;
+  std::size_t n = kFailureBodyBytes;
+  while (n > 0 && (static_cast<unsigned char>(body[n]) & 0xC0) == 0x80) --n;
+  return body.substr(0, n);
+}
+
+std::string one_line(std::string text) {
+  for (auto& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+}  // namespace
+
+json::object strip_for_aggregation(const json::object& result) {
+  json::object out;
+  for (const auto& kv : result) {
+    if (kv.key() == "response" || kv.key() == "responses_create_params") continue;
+    out.emplace(kv.key(), kv.value());
+  }
+  if (const auto* response = result.if_contains("response"); response && response->is_object())
+    if (const auto* usage = response->get_object().if_contains("usage"); usage && !usage->is_null())
+      out["response"] = json::object{{"usage", *usage}};
+  return out;
+}
+
+Collector::Collector(http::HttpClient& client, std::map<std::string, std::string> agent_urls,
+                     const OutputPaths& paths, bool route_failures_to_sidecar)
+    : client_(client), agent_urls_(std::move(agent_urls)), paths_(paths),
+      route_failures_(route_failures_to_sidecar) {
+  rollouts_ = open_append(paths_.rollouts);
+  failures_ = open_append(paths_.failures);
+}
+
+Collector::~Collector() {
+  if (rollouts_) std::fclose(rollouts_);
+  if (failures_) std::fclose(failures_);
+}
+
+void Collector::write(std::FILE* file, const json::object& row) {
+  line_.clear();
+  core::render_json(row, line_);
+  line_.push_back('\n');
+  if (std::fwrite(line_.data(), 1, line_.size(), file) != line_.size() || std::fflush(file) != 0)
+    throw std::runtime_error("cannot write a row: " + std::string(std::strerror(errno)));
+}
+
+asio::awaitable<void> Collector::run(std::vector<json::object> rows,
+                                     std::optional<std::int64_t> concurrency, Progress& progress) {
+  std::size_t workers = rows.size();
+  if (concurrency) workers = std::min<std::size_t>(workers, static_cast<std::size_t>(*concurrency));
+  std::size_t next = 0;
+  // Each worker takes the next row in materialized order (R5); `workers` bounds the rollouts
+  // in flight. A counter lets run() wait for all of them without a channel.
+  auto ex = co_await asio::this_coro::executor;
+  std::size_t running = workers;
+  asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+  for (std::size_t i = 0; i < workers; ++i)
+    asio::co_spawn(ex, worker(rows, next, progress), [&](std::exception_ptr e) {
+      if (e) std::rethrow_exception(e);  // a write error: nothing sensible can go on
+      if (--running == 0) all_done.cancel();
+    });
+  if (running > 0) co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+}
+
+asio::awaitable<void> Collector::worker(std::vector<json::object>& rows, std::size_t& next,
+                                        Progress& progress) {
+  while (!stopping_ && next < rows.size()) {
+    json::object& row = rows[next++];
+    co_await run_one(row, progress);
+  }
+}
+
+asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) {
+  ++counts_.dispatched;
+  const std::string agent = agent_of(row);
+  std::optional<int> status;
+  std::string error, failure_class, body;
+  json::value result;
+  try {
+    http::ClientRequest req;
+    req.url = agent_urls_.at(agent) + "/run";
+    req.body = core::render_json(row);
+    req.destination = agent;
+    auto resp = co_await client_.request(std::move(req));
+    status = resp.status;
+    body = std::move(resp.body);
+    if (resp.status < 200 || resp.status >= 300) {
+      bool transient = resp.status == 429 || resp.status == 502 || resp.status == 503 || resp.status == 504;
+      failure_class = transient ? "agent_request_failed" : "agent_run_error";
+      error = "/run answered HTTP " + std::to_string(resp.status);
+    } else {
+      boost::system::error_code ec;
+      result = core::parse_json(body, ec);
+      if (ec || !result.is_object()) {
+        failure_class = "agent_request_failed";
+        error = "/run answered " + std::string(ec ? "malformed JSON" : "JSON that is not an object");
+      }
+    }
+  } catch (const http::RequestError& e) {
+    failure_class = "agent_request_failed";
+    error = e.what();
+  }
+
+  json::object out;
+  if (failure_class.empty()) {
+    out = std::move(result.as_object());
+  } else {
+    out["_ng_failure_class"] = failure_class;
+    out["_ng_failure_error"] = one_line(error);
+    out["_ng_failure_http_status"] = status ? json::value(*status) : json::value(nullptr);
+    out["_ng_failure_response_body"] = status ? json::value(body_prefix(body)) : json::value(nullptr);
+  }
+  // 7.5: identity from the row, in place when the key exists, appended otherwise.
+  for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",
+                          "_ng_attempt_index", "_ng_rollout_id"})
+    if (const auto* v = row.if_contains(key)) out[key] = *v;
+
+  const auto* no_persist = out.if_contains("_ng_no_persist");
+  if (no_persist && no_persist->is_bool() && no_persist->get_bool()) {
+    ++counts_.not_persisted;
+  } else if (out.contains("_ng_failure_class")) {
+    write(failures_, out);
+    ++counts_.failed;
+    progress.print("Rollout (" + std::to_string(key_of(row).first) + ", " +
+                   std::to_string(key_of(row).second) + ") of " + agent + " failed: " +
+                   core::render_json(out.at("_ng_failure_class")) + " " +
+                   (out.contains("_ng_failure_error") ? core::render_json(out.at("_ng_failure_error"))
+                                                      : std::string("(reported by the agent)")));
+    if (!route_failures_) stopping_ = true;  // R6: upstream's abort on the first failure
+  } else {
+    write(rollouts_, out);
+    ++counts_.succeeded;
+    successes_.push_back(strip_for_aggregation(out));
+  }
+  progress.record(agent, out);
+  row = json::object{};  // the row is not needed any more
+}
+
+}  // namespace gym::rollouts

@@ -1,0 +1,52 @@
+#pragma once
+// What `gym eval run` collects and where it writes (runtime.md 7.1, 7.10), read from the
+// top-level keys of the merged config.
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace gym::rollouts {
+
+// num_repeats: an int for every row, or {<agent>: n, _default: n}.
+struct RepeatPolicy {
+  std::int64_t fixed = 1;                          // used when per_agent is empty
+  std::map<std::string, std::int64_t> per_agent;   // without `_default`
+  std::optional<std::int64_t> fallback;            // `_default`
+  bool is_fixed() const { return per_agent.empty() && !fallback; }
+};
+
+struct CollectionOptions {
+  std::filesystem::path output;                 // output_jsonl_fpath
+  std::optional<std::filesystem::path> input;   // input_jsonl_fpath
+  std::optional<std::string> agent_name;        // agent_name
+  std::optional<std::int64_t> limit;            // limit
+  RepeatPolicy num_repeats;                     // num_repeats
+  bool num_repeats_add_seed = false;
+  std::optional<std::int64_t> concurrency;      // num_samples_in_parallel; none = unbounded
+  boost::json::object create_params_overrides;  // responses_create_params
+  bool resume = false;                          // resume_from_cache
+  bool disable_aggregation = false;
+  bool route_failures_to_sidecar = true;        // R6
+  std::optional<std::string> split;             // 7.11
+
+  // Reads and validates the keys; a ConfigError names the key and the fix. `no_serve` makes
+  // `input_jsonl_fpath` required; with servers, `split` is required when there is no input.
+  static CollectionOptions from_config(const boost::json::object& cfg, bool no_serve);
+};
+
+// The files of runtime.md 7.10; <stem> is the output path without `.jsonl`.
+struct OutputPaths {
+  std::filesystem::path rollouts, materialized, failures, aggregate_metrics;
+  std::filesystem::path stem;
+  static OutputPaths for_output(const std::filesystem::path& output);
+};
+
+// NEMO_GYM_MAX_ROLLOUT_ATTEMPTS: a positive integer, default 3; an invalid value prints a
+// warning and gives 3 (runtime.md 7.7).
+int max_rollout_attempts();
+
+}  // namespace gym::rollouts

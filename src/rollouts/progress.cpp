@@ -1,0 +1,127 @@
+#include "rollouts/progress.h"
+
+#include "core/json_text.h"
+#include "rollouts/rows.h"
+
+#include <boost/json.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace gym::rollouts {
+namespace json = boost::json;
+
+namespace {
+
+std::string clock_text(double seconds) {  // H:MM:SS like Python's timedelta
+  auto s = static_cast<long>(seconds);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s % 3600 / 60, s % 60);
+  return buf;
+}
+
+}  // namespace
+
+Progress::Progress(const std::vector<json::object>& rows) : total_(rows.size()) {
+  for (const auto& row : rows) ++left_[agent_of(row)];
+  for (int p = 1; p <= 99; ++p) thresholds_.push_back(p);
+  thresholds_.push_back(99.5);
+  tty_ = ::isatty(STDERR_FILENO) == 1;
+}
+
+double Progress::elapsed_seconds() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+void Progress::record(const std::string& agent, const json::object& result) {
+  ++done_;
+  if (auto it = left_.find(agent); it != left_.end() && --it->second == 0) left_.erase(it);
+  ++finished_[agent];
+  auto& sums = sums_[agent];
+  for (const auto& kv : result) {
+    if (kv.key().starts_with("_")) continue;
+    const auto& v = kv.value();
+    if (!(v.is_number() || v.is_bool())) continue;
+    double x = v.is_bool() ? (v.get_bool() ? 1.0 : 0.0) : v.to_number<double>();
+    auto& slot = sums[kv.key()];
+    slot = (slot.is_double() ? slot.get_double() : 0.0) + x;
+  }
+  double pct = 100.0 * static_cast<double>(done_) / static_cast<double>(total_);
+  bool crossed = false;
+  while (!thresholds_.empty() && pct >= thresholds_.front()) {
+    thresholds_.erase(thresholds_.begin());
+    crossed = true;
+  }
+  if (crossed) print_summary();
+  draw_bar(false);
+}
+
+void Progress::print_summary() {
+  double elapsed = elapsed_seconds();
+  double per_min = elapsed > 0 ? static_cast<double>(done_) / (elapsed / 60) : 0;
+  char head[256];
+  std::snprintf(head, sizeof head, "Finished %zu / %zu rollouts (%d%%) in %s (%.2f rollouts/min). ",
+                done_, total_, static_cast<int>(100.0 * done_ / total_), clock_text(elapsed).c_str(),
+                per_min);
+  std::string text = head;
+  text += "Examples left:\n";
+  std::vector<std::pair<std::string, std::size_t>> left(left_.begin(), left_.end());
+  std::stable_sort(left.begin(), left.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  for (std::size_t i = 0; i < left.size(); ++i)
+    text += std::to_string(i + 1) + ". " + left[i].first + ": " + std::to_string(left[i].second) + "\n";
+  for (const auto& [agent, sums] : sums_) {
+    std::size_t n = finished_[agent];
+    std::size_t agent_total = n + (left_.count(agent) ? left_[agent] : 0);
+    char line[512];
+    std::snprintf(line, sizeof line, "Found %zu / %zu (%.2f%%) rollouts for `%s`.\n", n, agent_total,
+                  100.0 * n / agent_total, agent.c_str());
+    text += line;
+    json::object means;
+    for (const auto& kv : sums) means[kv.key()] = kv.value().get_double() / static_cast<double>(n);
+    text += core::render_json_indented(means, 4) + "\n";
+  }
+  print(text);
+}
+
+void Progress::print(const std::string& text) {
+  if (bar_shown_) std::fputs("\r\033[K", stderr);
+  std::fputs(text.c_str(), stdout);
+  if (!text.ends_with("\n")) std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (bar_shown_) draw_bar(true);
+}
+
+void Progress::draw_bar(bool force) {
+  auto now = Clock::now();
+  auto interval = tty_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10'000);
+  if (!force && done_ < total_ && now - last_draw_ < interval) return;
+  last_draw_ = now;
+  double elapsed = elapsed_seconds();
+  double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+  double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
+  double frac = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1;
+  char tail[160];
+  std::snprintf(tail, sizeof tail, "%zu/%zu [%s<%s, %.2f rollouts/s]", done_, total_,
+                clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate);
+  if (!tty_) {
+    std::fprintf(stderr, "Collecting rollouts: %3d%% %s\n", static_cast<int>(frac * 100), tail);
+    return;
+  }
+  constexpr int kWidth = 30;
+  int filled = static_cast<int>(frac * kWidth);
+  std::string bar;
+  for (int i = 0; i < kWidth; ++i) bar += i < filled ? "\u2588" : " ";
+  std::fprintf(stderr, "\r\033[KCollecting rollouts: %3d%%|%s| %s", static_cast<int>(frac * 100),
+               bar.c_str(), tail);
+  std::fflush(stderr);
+  bar_shown_ = true;
+}
+
+void Progress::finish() {
+  if (bar_shown_) std::fputs("\n", stderr);
+  bar_shown_ = false;
+}
+
+}  // namespace gym::rollouts

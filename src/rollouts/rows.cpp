@@ -1,0 +1,178 @@
+#include "rollouts/rows.h"
+
+#include "core/config.h"
+#include "core/json_text.h"
+
+#include <boost/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace gym::rollouts {
+namespace json = boost::json;
+
+namespace {
+
+std::int64_t integer_field(const json::object& row, std::string_view key) {
+  const auto* v = row.if_contains(key);
+  if (!v) throw std::runtime_error("row has no " + std::string(key));
+  if (v->is_int64()) return v->get_int64();
+  if (v->is_uint64()) return static_cast<std::int64_t>(v->get_uint64());
+  if (v->is_double() && v->get_double() == static_cast<double>(static_cast<std::int64_t>(v->get_double())))
+    return static_cast<std::int64_t>(v->get_double());
+  throw std::runtime_error(std::string(key) + " is not an integer: " + core::render_json(*v));
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+RolloutKey key_of(const json::object& row) {
+  return {integer_field(row, "_ng_task_index"), integer_field(row, "_ng_rollout_index")};
+}
+
+std::string agent_of(const json::object& row) {
+  const auto* ref = row.if_contains("agent_ref");
+  if (!ref || !ref->is_object()) return "";
+  const auto* name = ref->get_object().if_contains("name");
+  return name && name->is_string() ? std::string(name->get_string()) : "";
+}
+
+std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
+                                  std::optional<std::int64_t> max_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string() + ": no such file or not readable");
+  std::vector<JsonlLine> lines;
+  std::string text;
+  for (std::size_t number = 1; (!max_lines || static_cast<std::int64_t>(lines.size()) < *max_lines) &&
+                               std::getline(in, text);
+       ++number) {
+    bool had_newline = !in.eof();
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    boost::system::error_code ec;
+    auto value = core::parse_json(text, ec);
+    if (ec || !value.is_object())
+      throw std::runtime_error(path.string() + " line " + std::to_string(number) + ": " +
+                               (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"));
+    if (had_newline) text.push_back('\n');
+    lines.push_back({number, std::move(text), std::move(value.get_object())});
+  }
+  return lines;
+}
+
+std::vector<json::object> expand_rows(const std::filesystem::path& input,
+                                      const std::vector<JsonlLine>& lines,
+                                      const CollectionOptions& options,
+                                      const std::vector<std::string>& agents) {
+  // 7.2: every problem of every line, reported together.
+  std::vector<std::string> problems;
+  std::set<std::string> missing_repeats;
+  for (const auto& line : lines) {
+    const std::string where = "  line " + std::to_string(line.number) + ": ";
+    const auto* params = line.row.if_contains("responses_create_params");
+    if (!params || !params->is_object())
+      problems.push_back(where + "no responses_create_params object");
+    std::string agent = agent_of(line.row);
+    if (agent.empty() && line.row.contains("agent_ref"))
+      problems.push_back(where + "agent_ref has no name");
+    if (agent.empty()) agent = options.agent_name.value_or("");
+    if (agent.empty()) {
+      problems.push_back(where + "no agent: set agent_ref.name in the row or pass --agent NAME");
+    } else if (std::find(agents.begin(), agents.end(), agent) == agents.end()) {
+      auto hint = core::did_you_mean(agent, agents);
+      problems.push_back(where + "agent '" + agent + "' is not a responses_api_agents instance" +
+                         (hint ? " (did you mean '" + *hint + "'?)" : ""));
+    } else if (!options.num_repeats.is_fixed() && !options.num_repeats.fallback &&
+               !options.num_repeats.per_agent.count(agent)) {
+      missing_repeats.insert(agent);
+    }
+    if (line.row.contains("_ng_task_index")) {
+      try {
+        integer_field(line.row, "_ng_task_index");
+      } catch (const std::exception& e) {
+        problems.push_back(where + e.what());
+      }
+    }
+  }
+  if (!problems.empty()) {
+    std::string msg = input.string() + ": " + std::to_string(problems.size()) +
+                      " problem(s) in the input rows; nothing was dispatched:\n";
+    for (const auto& p : problems) msg += p + "\n";
+    msg += "configured agents: " + join(agents);
+    throw core::ConfigError(msg);
+  }
+  if (!missing_repeats.empty()) {
+    std::vector<std::string> names(missing_repeats.begin(), missing_repeats.end());
+    throw core::ConfigError("num_repeats has no entry for agent(s) " + join(names) +
+                            " and no _default; add ++num_repeats._default=<n>");
+  }
+
+  // 7.3.
+  std::unordered_map<std::string, std::int64_t> task_of_line;
+  std::map<std::int64_t, std::int64_t> next_rollout;
+  std::vector<json::object> rows;
+  for (const auto& line : lines) {
+    json::object row = line.row;
+    if (!row.contains("agent_ref") && options.agent_name)
+      row["agent_ref"] = json::object{{"name", *options.agent_name}};
+    auto& params = row["responses_create_params"].as_object();
+    for (const auto& kv : options.create_params_overrides) params[kv.key()] = kv.value();
+    if (!row.contains("_ng_task_index")) {
+      auto [it, _] = task_of_line.try_emplace(line.raw, static_cast<std::int64_t>(task_of_line.size()));
+      row["_ng_task_index"] = it->second;
+    }
+    const std::int64_t task = integer_field(row, "_ng_task_index");
+    const std::string agent = agent_of(row);
+    std::int64_t repeats = options.num_repeats.fixed;
+    if (!options.num_repeats.is_fixed()) {
+      auto it = options.num_repeats.per_agent.find(agent);
+      repeats = it != options.num_repeats.per_agent.end() ? it->second : *options.num_repeats.fallback;
+    }
+    for (std::int64_t r = 0; r < repeats; ++r) {
+      json::object copy = row;
+      const std::int64_t rollout = next_rollout[task]++;
+      copy["_ng_rollout_index"] = rollout;
+      if (options.num_repeats_add_seed) {
+        auto& metadata = copy["responses_create_params"].as_object()["metadata"];
+        if (!metadata.is_object()) metadata = json::object{};
+        auto& extra = metadata.as_object()["extra_body"];
+        json::value body = json::object{};
+        if (extra.is_string()) {
+          boost::system::error_code ec;
+          body = core::parse_json(extra.get_string(), ec);
+          if (ec || !body.is_object())
+            throw core::ConfigError(input.string() + " line " + std::to_string(line.number) +
+                                    ": responses_create_params.metadata.extra_body is not a JSON "
+                                    "object string, so no seed can be added");
+        }
+        body.as_object()["seed"] = rollout;
+        extra = core::render_json_indented(body, -1);  // json.dumps default separators
+      }
+      rows.push_back(std::move(copy));
+    }
+  }
+  return rows;
+}
+
+void write_jsonl(const std::filesystem::path& path, const std::vector<json::object>& rows) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+  std::string text;
+  for (const auto& row : rows) {
+    text.clear();
+    core::render_json(row, text);
+    text.push_back('\n');
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+  if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+}  // namespace gym::rollouts
