@@ -68,6 +68,7 @@ raise_fd_limit() {
   ulimit -n "$want" || die "cannot raise the open-file limit to $want"
   [[ $want -ge $1 ]] || die "open-file limit $want is below the $1 this run needs (raise the hard limit: ulimit -Hn)"
   FD_LIMIT=$want
+  export FD_LIMIT
 }
 
 # wait_http URL PID SECONDS [NAME]: wait until GET URL answers 2xx; die when PID exits first or
