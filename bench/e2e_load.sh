@@ -124,6 +124,31 @@ $PYTHON "$BENCH_DIR/e2e_data.py" --out-dir "$DATA" --name weather --tasks "$TASK
   die "bench/e2e_data.py failed: $(cat "$TMP/data.log")"
 INPUT=$DATA/weather.jsonl
 
+# The peer's pydantic work per rollout (no HTTP) on its pydantic 1 and, where an interpreter has
+# it, on pydantic 2 (what NeMo Gym runs on), for the estimate in the report. Done now, while no
+# server runs.
+PEER_TIME=
+PEER_TIME_V2=
+PY2=
+if [[ $PEER == 1 ]]; then
+  PEER_TIME=$($PYTHON "$BENCH_DIR/e2e_peer.py" time "$INPUT" "$DATA/weather_rollouts.jsonl" 200 2>"$TMP/time_peer.err") ||
+    { cat "$TMP/time_peer.err" >&2; die "bench/e2e_peer.py time failed"; }
+  PY2=${PYDANTIC2_PYTHON:-}
+  if [[ -z $PY2 ]]; then
+    while read -r cand; do
+      [[ $(readlink -f "$cand") == "$(readlink -f "$PYTHON")" ]] && continue
+      if "$cand" -c 'import sys, pydantic; sys.exit(int(pydantic.VERSION.split(".")[0]) < 2)' 2>/dev/null; then
+        PY2=$cand
+        break
+      fi
+    done < <(type -ap python3 || true)
+  fi
+  if [[ -n $PY2 ]]; then
+    PEER_TIME_V2=$("$PY2" "$BENCH_DIR/e2e_peer.py" time "$INPUT" "$DATA/weather_rollouts.jsonl" 200 2>"$TMP/time_v2.err") ||
+      { warn "timing the peer's models with $PY2 failed: $(tail -n 1 "$TMP/time_v2.err")"; PEER_TIME_V2=; }
+  fi
+fi
+
 # --- open files: the largest run needs one socket per rollout in flight on each side of /run,
 # plus the agent's downstream connections (at most the per-host pool limit, 1024, per server).
 NEED=$((${LEVELS##* } + 4096))
@@ -347,7 +372,7 @@ print(f"Python {sys.version.split()[0]}, FastAPI {fastapi.__version__}, pydantic
       f"starlette {starlette.__version__}, uvicorn {uvicorn.__version__}, uvloop {uvloop.__version__}, "
       f"httptools {httptools.__version__}, aiohttp {aiohttp.__version__}")')
 export RESULTS RECORD CMD BUILT_FROM HEAD_HERE PEER_VERSIONS LOAD_BEFORE LOAD_AFTER_LEVELS BUSY_BEFORE \
-  TASKS FD_LIMIT ACCEPT_WARNINGS BIG_OVERRIDES_TEXT="${BIG_OVERRIDES[*]}" PEER
+  TASKS FD_LIMIT ACCEPT_WARNINGS BIG_OVERRIDES_TEXT="${BIG_OVERRIDES[*]}" PEER PEER_TIME PEER_TIME_V2 PY2
 export RESULTS_MD=$BENCH_DIR/RESULTS.md
 $PYTHON - <<'EOF'
 import datetime, os, platform, re
@@ -404,6 +429,29 @@ for c in levels:
         notes.append(f"concurrency {c}: rollouts/s ours/peer **{o['rps'] / p['rps']:.1f}x**{goal}; "
                      f"CPU per rollout peer/ours {p['cpu_total'] / p['n'] / (o['cpu_total'] / o['n']):.1f}x; "
                      f"peak RSS of all processes peer/ours {p['rss_total'] / o['rss_total']:.1f}x")
+# ESTIMATE of a peer on pydantic 2 and a current FastAPI (what NeMo Gym runs on): its CPU per
+# rollout minus the pydantic work saved (pydantic 1 minus pydantic 2 time) and minus FastAPI 0.92's
+# extra jsonable_encoder walk of response-model answers; rollouts/s scaled by the CPU ratio.
+def ms_of(text, what):
+    for line in (text or "").splitlines():
+        if what in line:
+            return float(line.split(" ms ")[0])
+    return None
+t1 = ms_of(env.get("PEER_TIME"), "pydantic ")
+walk = ms_of(env.get("PEER_TIME"), "jsonable_encoder")
+t2 = ms_of(env.get("PEER_TIME_V2"), "pydantic ")
+saving = (t1 - t2 + (walk or 0.0)) if t1 is not None and t2 is not None else None
+estimates = []
+if saving is not None:
+    for c in sorted({r["c"] for r in runs if r["side"] == "peer"}):
+        o, p = by.get(("ours", c)), by.get(("peer", c))
+        if not o:
+            continue
+        cpu = p["cpu_total"] / p["n"] * 1000
+        est = max(cpu - saving, 0.001)
+        estimates.append(f"concurrency {c}: the peer's {cpu:.1f} ms of CPU per rollout would be about {est:.1f} ms, "
+                         f"its rollouts/s about {p['rps'] * cpu / est:,.1f}, and ours/it about "
+                         f"{o['rps'] / (p['rps'] * cpu / est):.1f}x")
 big = [r for r in runs if r["side"] == "ours_big"]
 for r in big:
     notes.append(f"ours at concurrency {r['c']:,} ({r['n']:,} rollouts, all in flight at once; "
@@ -416,8 +464,20 @@ print(table)
 print()
 print("CPU time per rollout (ms, user + system, each server's process tree):")
 print(cpu_table)
+pyd_lines = []
+if t1 is not None:
+    pyd_lines.append(f"the peer's pydantic work per rollout (bench/e2e_peer.py `time`: every validation, dump, copy and "
+                     f"response-model check of its three servers for one rollout, no HTTP): {env['PEER_TIME'].splitlines()[0]} (the peer as run)"
+                     + (f"; FastAPI's extra jsonable_encoder walk of the 5 response-model answers: {walk:.3f} ms" if walk else ""))
+if t2 is not None:
+    pyd_lines.append(f"the same work with pydantic 2, which NeMo Gym runs on: {env['PEER_TIME_V2']} ({t1 / t2:.1f}x less; "
+                     f"{env['PY2']}, which has no FastAPI, so no peer is served on it)")
+if estimates:
+    pyd_lines.append("ESTIMATE, not a measurement, of a peer on pydantic 2 and a current FastAPI (CPU per rollout minus "
+                     f"the {saving:.1f} ms saved; rollouts/s scaled by the CPU ratio; everything else as measured): "
+                     + "; ".join(estimates))
 print()
-for n in notes:
+for n in notes + pyd_lines:
     print("- " + n.replace("**", ""))
 if env["RECORD"] != "1":
     print("\n(--no-record: bench/RESULTS.md left unchanged)")
@@ -455,8 +515,7 @@ section = f"""<!-- e2e_load.sh:begin (generated by bench/e2e_load.sh; edits here
   answering by input-prefix lookup as ours does; collector `python3 bench/e2e_peer.py collect --concurrency <C> ...`
   (asyncio.Semaphore around `POST /run`, JSONL output). It runs on Debian's pydantic 1 / FastAPI
   0.92 / aiohttp 3.8 without orjson, where NeMo Gym runs on pydantic 2 and current releases, so it
-  is slower than NeMo Gym itself by an unmeasured amount (the single-route benchmarks above put
-  pydantic 2 at about 5x pydantic 1 for validation).
+  is slower than NeMo Gym itself; the last list below estimates by how much.
 - Workload: {env['TASKS']} distinct `example_single_tool_call` tasks from `bench/e2e_data.py`
   (synthetic cities; each recorded rollout = `get_weather` call, its output, final message, with
   usage; replay_model loads `weather_rollouts.jsonl` beside the input file). Each rollout is 7 HTTP
@@ -478,6 +537,9 @@ CPU time per rollout (ms, user + system):
 {cpu_table}
 
 {chr(10).join('- ' + n for n in notes)}
+
+Python peer vs NeMo Gym's own stack:
+{chr(10).join('- ' + n for n in pyd_lines) or '- (not measured)'}
 <!-- e2e_load.sh:end -->
 """
 path = env["RESULTS_MD"]

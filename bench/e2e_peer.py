@@ -660,6 +660,141 @@ async def collect(args) -> int:
     return 3 if failures else 0
 
 
+# ----------------------------------------------------------------------------------------------
+# `python3 e2e_peer.py time ROWS.jsonl ROLLOUTS.jsonl [N]`: the pydantic work of one rollout, without
+# HTTP, on whichever pydantic the interpreter has: every validation, dump, copy and response-model
+# check the peer's three servers make for one rollout (the agent's /run and /v1/responses, two
+# model turns, /seed_session, /get_weather, /verify). Serialising a returned model is timed as
+# .dict() on pydantic 1 and model_dump(mode="json") on pydantic 2 (what FastAPI's response path
+# uses there); FastAPI's own encoding pass and the JSON text are left out (the same on both). Runs
+# without FastAPI, so that an interpreter with pydantic 2 (what NeMo Gym runs on) can time it too.
+# ----------------------------------------------------------------------------------------------
+
+
+def _time(rows_path: str, rollouts_path: str, n: int) -> None:
+    import pydantic
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    v2 = int(pydantic.VERSION.split(".")[0]) >= 2
+    if v2:
+        parse = lambda cls, d: cls.model_validate(d)  # noqa: E731
+        dump = lambda m, **kw: m.model_dump(**kw)  # noqa: E731
+        mcopy = lambda m, **kw: m.model_copy(**kw)  # noqa: E731
+        check = lambda cls, m: cls.model_validate(m)  # noqa: E731 (FastAPI's response_model check)
+        out = lambda m: m.model_dump(mode="json")  # noqa: E731
+    else:
+        parse = lambda cls, d: cls.parse_obj(d)  # noqa: E731
+        dump = lambda m, **kw: m.dict(**kw)  # noqa: E731
+        mcopy = lambda m, **kw: m.copy(**kw)  # noqa: E731
+        check = lambda cls, m: cls.validate(m)  # noqa: E731
+        out = lambda m: m.dict()  # noqa: E731
+
+    row = json.loads(open(rows_path, encoding="utf-8").readline())
+    store = ReplayStore(rollouts_path)
+    row.update(agent_ref={"type": "responses_api_agents", "name": AGENT_NAME}, _ng_task_index=0,
+               _ng_rollout_index=0)
+    # The JSON bodies of the exchanges, computed once with the peer's own logic.
+    params = row["responses_create_params"]
+    turn1, _ = store.answer(normalise_input(params["input"]))
+    fc = turn1["output"][0]
+    city = json.loads(fc["arguments"])["city"]
+    tool_output = json.dumps({"city": city, "weather_description": f"The weather in {city} is cold."},
+                             separators=(",", ":"), ensure_ascii=False)
+    turn2_input = params["input"] + [fc, {"type": "function_call_output", "call_id": fc["call_id"],
+                                          "output": tool_output}]
+    turn2, _ = store.answer(normalise_input(turn2_input))
+    final = dict(turn2, output=[fc, {"type": "function_call_output", "call_id": fc["call_id"],
+                                     "output": tool_output}] + turn2["output"])
+
+    def one() -> None:
+        # agent /run: the body, the /seed_session and /v1/responses bodies
+        body = parse(AgentRunRequest, row)
+        dump(body)
+        dump(body.responses_create_params, exclude_unset=True)
+        # resources /seed_session
+        parse(SeedSessionRequest, row)
+        out(SeedSessionResponse())
+        # agent /v1/responses: the body, two model turns, one tool call, the answer
+        p = parse(ResponseCreateParams, params)
+        p = mcopy(p, deep=True)
+        new_outputs: List[Any] = []
+        usage = None
+        last = None
+        for envelope in (turn1, turn2):
+            new_body = mcopy(p, update={"input": p.input + new_outputs})
+            sent = dump(new_body, exclude_unset=True)
+            # model /v1/responses: strict params, the answer as a Response, serialised
+            mp = parse(ResponseCreateParams, json.loads(json.dumps(sent)))
+            [dump(i) if isinstance(i, BaseModel) else i for i in mp.input]
+            out(parse(Response, envelope))
+            last = parse(Response, envelope)  # the agent validates the model's answer
+            new_outputs.extend(last.output)
+            usage = accumulate_usage_any(usage, last.usage, mcopy)
+            for o in last.output:
+                if o.type == "function_call":
+                    # resources /get_weather
+                    c = parse(GetWeatherRequest, json.loads(o.arguments)).city
+                    out(GetWeatherResponse(city=c, weather_description=f"The weather in {c} is cold."))
+                    new_outputs.append(FunctionCallOutput(type="function_call_output", call_id=o.call_id,
+                                                          output=tool_output))
+        last.output = new_outputs
+        last.usage = usage
+        out(check(Response, last))
+        # agent /run: the /verify body; resources /verify; the agent's answer
+        verify_body = dump(parse(AgentVerifyRequest, {**dump(body), "response": final}))
+        vreq = parse(VerifyRequest, verify_body)
+        vres = VerifyResponse(**dump(vreq), reward=1.0)
+        answer = out(check(VerifyResponse, vres))
+        agent_answer = check(AgentVerifyResponse, parse(AgentVerifyResponse, json.loads(json.dumps(answer))))
+        out(agent_answer)
+        return [SeedSessionResponse(), GetWeatherResponse(city="x", weather_description="y"), last, vres,
+                agent_answer]
+
+    for _ in range(max(n // 10, 1)):
+        one()
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(n):
+            one()
+        best = min(best, (time.perf_counter() - t) / n)
+    core = ""
+    if v2:
+        import pydantic_core
+
+        core = f" (pydantic-core {pydantic_core.__version__})"
+    print(f"{best * 1e3:.3f} ms per rollout: pydantic {pydantic.VERSION}{core}, Python {sys.version.split()[0]}")
+    if not v2:
+        # FastAPI 0.92 runs each answer of a route with a response model through jsonable_encoder
+        # (a pure-Python walk) after .dict(); FastAPI >= 0.100 on pydantic 2 serialises those
+        # answers in pydantic-core instead. The extra walk, for the 5 such answers of a rollout:
+        from fastapi.encoders import jsonable_encoder
+
+        answers = one()
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            for _ in range(n):
+                for a in answers:
+                    jsonable_encoder(a.dict())
+            best = min(best, (time.perf_counter() - t) / n)
+        print(f"{best * 1e3:.3f} ms per rollout: FastAPI {__import__('fastapi').__version__} jsonable_encoder "
+              "walk of the response-model answers")
+
+
+def accumulate_usage_any(total, add, mcopy):
+    if add is None:
+        return total
+    if total is None:
+        return mcopy(add, deep=True)
+    out = mcopy(total, deep=True)
+    out.input_tokens += add.input_tokens
+    out.output_tokens += add.output_tokens
+    out.total_tokens += add.total_tokens
+    return out
+
+
 def main() -> int:
     import argparse
 
@@ -673,7 +808,14 @@ def main() -> int:
     c.add_argument("--limit", type=int)
     c.add_argument("--num-repeats", type=int, default=1)
     c.add_argument("--concurrency", type=int)
+    t = sub.add_parser("time", help="time the pydantic work of one rollout (no HTTP)")
+    t.add_argument("rows")
+    t.add_argument("rollouts")
+    t.add_argument("n", type=int, nargs="?", default=200)
     args = ap.parse_args()
+    if args.cmd == "time":
+        _time(args.rows, args.rollouts, args.n)
+        return 0
     return asyncio.run(collect(args))
 
 
