@@ -37,8 +37,8 @@
 #   TASKS            distinct tasks generated (default 2048)
 #   LEVELS           concurrencies compared (default "1 64 1024")
 #   OURS_ROLLOUTS    rollouts of ours per level, "C:N ..." (default "1:2048 64:8192 1024:10240");
-#                    N must be a multiple of min(N, TASKS) (it runs --limit min(N, TASKS) and
-#                    --num-repeats N / that)
+#                    run as --limit L --num-repeats R with L * R = N, L <= TASKS, R as small as
+#                    possible
 #   PEER_ROLLOUTS    the same for the peer (default "1:512 64:2048 1024:3072")
 #   BIG_CONCURRENCY  concurrency of the last run of ours (default 16384; 0 skips it, as --no-big)
 #   BIG_ROLLOUTS     rollouts of that run (default 16384)
@@ -94,11 +94,11 @@ rollouts_for() {
   for kv in $1; do [[ ${kv%%:*} == "$2" ]] && { echo "${kv#*:}"; return; }; done
   die "no rollout count for concurrency $2 in '$1'"
 }
-# split_count N: "limit repeats" with limit = min(N, TASKS), N = limit * repeats.
+# split_count N: "limit repeats" with N = limit * repeats, limit <= TASKS, the fewest repeats.
 split_count() {
-  local n=$1 limit=$(($1 < TASKS ? $1 : TASKS))
-  ((n % limit == 0)) || die "$n rollouts is not a multiple of $limit (TASKS=$TASKS)"
-  echo "$limit $((n / limit))"
+  local n=$1 r=$(((${1} + TASKS - 1) / TASKS))
+  while ((n % r != 0)); do r=$((r + 1)); done
+  echo "$((n / r)) $r"
 }
 for c in $LEVELS; do
   [[ $c =~ ^[1-9][0-9]*$ ]] || die "LEVELS must hold positive integers, got '$c'"
@@ -229,6 +229,8 @@ CLK_TCK=$(getconf CLK_TCK)
 RESULTS=$TMP/results.tsv
 : >"$RESULTS"
 now_ns() { date +%s%N; }
+# busy_ticks: CPU time spent busy by the whole machine (all cores), in clock ticks.
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # run_level SIDE CONCURRENCY ROLLOUTS [extra gym overrides...]: one collector run, one line in RESULTS.
 run_level() {
@@ -264,9 +266,12 @@ run_level() {
     else cpu0+=("$(tree_cpu_ticks "${procs[$i]}")"); fi
   done
   echo "running ($side, concurrency $c, $n rollouts): ${cmd[*]}" >&2
+  local busy0 busy1
+  busy0=$(busy_ticks)
   t0=$(now_ns)
   "$TIME" -f '%M %U %S' -o "$dir/time.txt" "${cmd[@]}" >"$dir/collector.log" 2>&1 || rc=$?
   t1=$(now_ns)
+  busy1=$(busy_ticks)
   for i in "${!procs[@]}"; do
     if [[ ${labels[$i]} == orchestrator ]]; then
       hwm+=("$(hwm_kb "${procs[$i]}")")
@@ -278,9 +283,10 @@ run_level() {
   done
   local col_rss col_user col_sys
   read -r col_rss col_user col_sys < <(tail -n 1 "$dir/time.txt")
-  # side conc rollouts limit repeats rc wall_s collector_rss collector_cpu_s then label:hwm:cpu_s...
+  # side conc rollouts limit repeats rc wall_s collector_rss collector_cpu_s machine_busy_s, then
+  # label:hwm_kb:cpu_s per server
   local line
-  line="$side	$c	$n	$limit	$repeats	$rc	$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')	$col_rss	$(awk -v u="$col_user" -v s="$col_sys" 'BEGIN { printf "%.2f", u + s }')"
+  line="$side	$c	$n	$limit	$repeats	$rc	$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')	$col_rss	$(awk -v u="$col_user" -v s="$col_sys" 'BEGIN { printf "%.2f", u + s }')	$(awk -v a="$busy0" -v b="$busy1" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
   for i in "${!procs[@]}"; do
     line+="	${labels[$i]}:${hwm[$i]:-0}:$(awk -v a="${cpu0[$i]}" -v b="${cpu1[$i]}" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
   done
@@ -382,26 +388,30 @@ runs = []
 for line in open(env["RESULTS"]):
     f = line.rstrip("\n").split("\t")
     r = dict(side=f[0], c=int(f[1]), n=int(f[2]), limit=int(f[3]), repeats=int(f[4]), rc=int(f[5]),
-             wall=float(f[6]), col_rss=int(f[7]), col_cpu=float(f[8]), procs={})
-    for p in f[9:]:
+             wall=float(f[6]), col_rss=int(f[7]), col_cpu=float(f[8]), busy=float(f[9]), procs={})
+    for p in f[10:]:
         label, hwm, cpu = p.split(":")
         r["procs"][label] = (int(hwm), float(cpu))
     r["rps"] = r["n"] / r["wall"]
     r["cpu_total"] = r["col_cpu"] + sum(c for _, c in r["procs"].values())
     r["rss_total"] = r["col_rss"] + sum(h for h, _ in r["procs"].values())
+    # Cores used by everything else on the machine during the run (other users' work, the kernel
+    # threads, this script's own sampling), on average.
+    r["other"] = max(r["busy"] - r["cpu_total"], 0.0) / r["wall"]
     runs.append(r)
 
 label = {"ours": "ours (gym)", "peer": "peer (NeMo Gym stack)", "ours_big": "ours (gym)"}
 def mb(kb):
     return f"{kb / 1024:,.1f}"
 
-head = ["side", "concurrency", "rollouts", "wall s", "rollouts/s", "CPU ms/rollout",
+head = ["side", "concurrency", "rollouts", "wall s", "rollouts/s", "CPU ms/rollout", "cores used", "other work, cores",
         "peak RSS MB: collector", "agent", "model", "resources", "orchestrator", "all"]
 cells = []
 for r in runs:
     p = r["procs"]
     cells.append([label[r["side"]], f"{r['c']:,}", f"{r['n']:,}", f"{r['wall']:.2f}", f"{r['rps']:,.1f}",
-                  f"{r['cpu_total'] / r['n'] * 1000:.2f}", mb(r["col_rss"]), mb(p["agent"][0]),
+                  f"{r['cpu_total'] / r['n'] * 1000:.2f}", f"{r['cpu_total'] / r['wall']:.2f}", f"{r['other']:.2f}",
+                  mb(r["col_rss"]), mb(p["agent"][0]),
                   mb(p["model"][0]), mb(p["resources"][0]),
                   mb(p["orchestrator"][0]) if "orchestrator" in p else "-", mb(r["rss_total"])])
 w = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
@@ -525,7 +535,9 @@ section = f"""<!-- e2e_load.sh:begin (generated by bench/e2e_load.sh; edits here
   ours/peer; the peer is stopped before the last run.
 - Measured: rollouts/s = rollouts / wall time of the collector command (start-up and output
   included); CPU = user + system time of every process during the run (servers from /proc, the
-  collector from /usr/bin/time); peak RSS = VmHWM, reset before each run through
+  collector from /usr/bin/time), per rollout and as cores used on average (CPU s / wall s); other
+  work = the machine's busy time (/proc/stat) minus that, per second of the run: other users'
+  processes, plus kernel time charged to no process (softirq of the loopback traffic); peak RSS = VmHWM, reset before each run through
   /proc/PID/clear_refs, summed over each server's process tree (the orchestrator: its own process),
   the collector's from /usr/bin/time. After every run the output is checked: the expected number of
   rows, each (task, rollout) once, reward 1.0, the recorded trajectory and usage, no failure rows.
