@@ -16,9 +16,11 @@
 # Peer:  bench/e2e_peer.py: 3 uvicorn processes (resources_app, model_app, agent_app) and its
 #        collector (`e2e_peer.py collect`, asyncio.Semaphore(C) around POST /run).
 #
-# At each concurrency of LEVELS (default 1 64 1024) ours and then the peer run their share of
-# rollouts (ours about 20,000 in all; the peer fewer, enough for a steady rate); both deployments
-# stay up for the whole run, the idle one costs nothing. Measured per run: wall time of the
+# At each concurrency of LEVELS (default 1 64 1024), ROUNDS times (default 3), ours and then the
+# peer run their share of rollouts (ours about 20,000 in all; the peer fewer, enough for a steady
+# rate); both deployments stay up for the whole run, the idle one costs nothing. Interleaving the
+# two in rounds puts both under the same conditions on a shared machine, where the speed of either
+# varies by tens of percent from minute to minute. Measured per run: wall time of the
 # collector command (start to exit, so start-up and writing the output are included) -> rollouts/s;
 # peak RSS (VmHWM) of every process, reset before each run (/proc/PID/clear_refs), summed over each
 # server's process tree (the collector's from /usr/bin/time); CPU time of every process. Every
@@ -36,10 +38,11 @@
 #   GYM_BUILD_DIR    build dir holding src/cli/gym (default: build; relative to the repo root)
 #   TASKS            distinct tasks generated (default 2048)
 #   LEVELS           concurrencies compared (default "1 64 1024")
-#   OURS_ROLLOUTS    rollouts of ours per level, "C:N ..." (default "1:2048 64:8192 1024:10240");
+#   ROUNDS           rounds of ours-then-peer at each level (default 3)
+#   OURS_ROLLOUTS    rollouts of ours per level and round, "C:N ..." (default "1:512 64:3072 1024:3072");
 #                    run as --limit L --num-repeats R with L * R = N, L <= TASKS, R as small as
 #                    possible
-#   PEER_ROLLOUTS    the same for the peer (default "1:512 64:2048 1024:3072")
+#   PEER_ROLLOUTS    the same for the peer (default "1:256 64:1024 1024:2048")
 #   BIG_CONCURRENCY  concurrency of the last run of ours (default 16384; 0 skips it, as --no-big)
 #   BIG_ROLLOUTS     rollouts of that run (default 16384)
 #   READY_TIMEOUT    seconds to wait for each deployment (default 60)
@@ -72,13 +75,14 @@ done
 
 TASKS=${TASKS:-2048}
 LEVELS=${LEVELS:-1 64 1024}
-OURS_ROLLOUTS=${OURS_ROLLOUTS:-1:2048 64:8192 1024:10240}
-PEER_ROLLOUTS=${PEER_ROLLOUTS:-1:512 64:2048 1024:3072}
+ROUNDS=${ROUNDS:-3}
+OURS_ROLLOUTS=${OURS_ROLLOUTS:-1:512 64:3072 1024:3072}
+PEER_ROLLOUTS=${PEER_ROLLOUTS:-1:256 64:1024 1024:2048}
 BIG_CONCURRENCY=${BIG_CONCURRENCY:-16384}
 BIG_ROLLOUTS=${BIG_ROLLOUTS:-16384}
 READY_TIMEOUT=${READY_TIMEOUT:-60}
 [[ $BIG_CONCURRENCY == 0 ]] && BIG=0
-for v in TASKS BIG_ROLLOUTS READY_TIMEOUT; do
+for v in TASKS ROUNDS BIG_ROLLOUTS READY_TIMEOUT; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
 [[ $BIG_CONCURRENCY =~ ^[0-9]+$ ]] || die "BIG_CONCURRENCY must be a non-negative integer"
@@ -232,13 +236,14 @@ now_ns() { date +%s%N; }
 # busy_ticks: CPU time spent busy by the whole machine (all cores), in clock ticks.
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
-# run_level SIDE CONCURRENCY ROLLOUTS [extra gym overrides...]: one collector run, one line in RESULTS.
+# run_level SIDE CONCURRENCY ROLLOUTS ROUND [extra gym overrides...]: one collector run, one line
+# in RESULTS.
 run_level() {
-  local side=$1 c=$2 n=$3
-  shift 3
+  local side=$1 c=$2 n=$3 round=$4
+  shift 4
   local limit repeats dir out t0 t1 rc=0 name
   read -r limit repeats < <(split_count "$n")
-  dir=$TMP/${side}_c$c
+  dir=$TMP/${side}_c${c}_r$round
   mkdir -p "$dir"
   out=$dir/rollouts.jsonl
   local -a procs=() labels=() cmd=()
@@ -265,7 +270,7 @@ run_level() {
     if [[ ${labels[$i]} == orchestrator ]]; then cpu0+=("$(cpu_ticks "${procs[$i]}")")
     else cpu0+=("$(tree_cpu_ticks "${procs[$i]}")"); fi
   done
-  echo "running ($side, concurrency $c, $n rollouts): ${cmd[*]}" >&2
+  echo "running ($side, concurrency $c, round $round, $n rollouts): ${cmd[*]}" >&2
   local busy0 busy1
   busy0=$(busy_ticks)
   t0=$(now_ns)
@@ -283,10 +288,10 @@ run_level() {
   done
   local col_rss col_user col_sys
   read -r col_rss col_user col_sys < <(tail -n 1 "$dir/time.txt")
-  # side conc rollouts limit repeats rc wall_s collector_rss collector_cpu_s machine_busy_s, then
+  # side round conc rollouts limit repeats rc wall_s collector_rss collector_cpu_s machine_busy_s, then
   # label:hwm_kb:cpu_s per server
   local line
-  line="$side	$c	$n	$limit	$repeats	$rc	$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')	$col_rss	$(awk -v u="$col_user" -v s="$col_sys" 'BEGIN { printf "%.2f", u + s }')	$(awk -v a="$busy0" -v b="$busy1" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
+  line="$side	$round	$c	$n	$limit	$repeats	$rc	$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')	$col_rss	$(awk -v u="$col_user" -v s="$col_sys" 'BEGIN { printf "%.2f", u + s }')	$(awk -v a="$busy0" -v b="$busy1" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
   for i in "${!procs[@]}"; do
     line+="	${labels[$i]}:${hwm[$i]:-0}:$(awk -v a="${cpu0[$i]}" -v b="${cpu1[$i]}" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
   done
@@ -346,8 +351,10 @@ echo "CPU busy with other work in the 3 s before the runs: ${BUSY_BEFORE}% (load
 [[ $BUSY_BEFORE -lt 20 ]] || warn "the machine is busy; figures will be noisy (ratios still compare)"
 
 for c in $LEVELS; do
-  run_level ours "$c" "$(rollouts_for "$OURS_ROLLOUTS" "$c")" --disable-aggregation
-  [[ $PEER == 1 ]] && run_level peer "$c" "$(rollouts_for "$PEER_ROLLOUTS" "$c")"
+  for round in $(seq "$ROUNDS"); do
+    run_level ours "$c" "$(rollouts_for "$OURS_ROLLOUTS" "$c")" "$round" --disable-aggregation
+    [[ $PEER == 1 ]] && run_level peer "$c" "$(rollouts_for "$PEER_ROLLOUTS" "$c")" "$round"
+  done
 done
 LOAD_AFTER_LEVELS=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -361,13 +368,13 @@ if [[ $BIG == 1 ]]; then
   # All rollouts in flight at once: the collector's pool may hold one connection per rollout to
   # the agent (its default per-host limit, 1024, would queue the rest).
   BIG_OVERRIDES=("++global_aiohttp_connector_limit_per_host=$BIG_CONCURRENCY")
-  run_level ours_big "$BIG_CONCURRENCY" "$BIG_ROLLOUTS" "${BIG_OVERRIDES[@]}"
+  run_level ours_big "$BIG_CONCURRENCY" "$BIG_ROLLOUTS" 1 "${BIG_OVERRIDES[@]}"
 fi
 ACCEPT_WARNINGS=$(grep -c 'accept failed' "$TMP/ours_env.log" || true)
 
 # --- report --------------------------------------------------------------------------------
 CMD=
-for v in GYM_BUILD_DIR TASKS LEVELS OURS_ROLLOUTS PEER_ROLLOUTS BIG_CONCURRENCY BIG_ROLLOUTS; do
+for v in GYM_BUILD_DIR TASKS LEVELS ROUNDS OURS_ROLLOUTS PEER_ROLLOUTS BIG_CONCURRENCY BIG_ROLLOUTS; do
   [[ -n $(printenv "$v" || true) ]] && CMD+="$v='$(printenv "$v")' "
 done
 CMD+="bash bench/e2e_load.sh${ORIG_ARGS[*]:+ ${ORIG_ARGS[*]}}"
@@ -378,7 +385,7 @@ print(f"Python {sys.version.split()[0]}, FastAPI {fastapi.__version__}, pydantic
       f"starlette {starlette.__version__}, uvicorn {uvicorn.__version__}, uvloop {uvloop.__version__}, "
       f"httptools {httptools.__version__}, aiohttp {aiohttp.__version__}")')
 export RESULTS RECORD CMD BUILT_FROM HEAD_HERE PEER_VERSIONS LOAD_BEFORE LOAD_AFTER_LEVELS BUSY_BEFORE \
-  TASKS FD_LIMIT ACCEPT_WARNINGS BIG_OVERRIDES_TEXT="${BIG_OVERRIDES[*]}" PEER PEER_TIME PEER_TIME_V2 PY2
+  TASKS ROUNDS FD_LIMIT ACCEPT_WARNINGS BIG_OVERRIDES_TEXT="${BIG_OVERRIDES[*]}" PEER PEER_TIME PEER_TIME_V2 PY2
 export RESULTS_MD=$BENCH_DIR/RESULTS.md
 $PYTHON - <<'EOF'
 import datetime, os, platform, re
@@ -387,57 +394,93 @@ env = os.environ
 runs = []
 for line in open(env["RESULTS"]):
     f = line.rstrip("\n").split("\t")
-    r = dict(side=f[0], c=int(f[1]), n=int(f[2]), limit=int(f[3]), repeats=int(f[4]), rc=int(f[5]),
-             wall=float(f[6]), col_rss=int(f[7]), col_cpu=float(f[8]), busy=float(f[9]), procs={})
-    for p in f[10:]:
+    r = dict(side=f[0], round=int(f[1]), c=int(f[2]), n=int(f[3]), limit=int(f[4]), repeats=int(f[5]),
+             rc=int(f[6]), wall=float(f[7]), col_rss=int(f[8]), col_cpu=float(f[9]), busy=float(f[10]), procs={})
+    for p in f[11:]:
         label, hwm, cpu = p.split(":")
         r["procs"][label] = (int(hwm), float(cpu))
+    runs.append(r)
+
+def finish(r):
     r["rps"] = r["n"] / r["wall"]
     r["cpu_total"] = r["col_cpu"] + sum(c for _, c in r["procs"].values())
     r["rss_total"] = r["col_rss"] + sum(h for h, _ in r["procs"].values())
-    # Cores used by everything else on the machine during the run (other users' work, the kernel
-    # threads, this script's own sampling), on average.
+    # Cores used by everything else on the machine during the run (other users' work, kernel time
+    # charged to no process), on average.
     r["other"] = max(r["busy"] - r["cpu_total"], 0.0) / r["wall"]
-    runs.append(r)
+    return r
+
+for r in runs:
+    finish(r)
+
+# Per side and concurrency, all rounds together: rollouts and wall time summed (so rollouts/s is
+# total rollouts / total time), CPU summed, peak RSS the largest of the rounds per process.
+agg = {}
+for r in runs:
+    a = agg.setdefault((r["side"], r["c"]), dict(side=r["side"], c=r["c"], n=0, wall=0.0, col_rss=0, col_cpu=0.0,
+                                                 busy=0.0, procs={}, rounds=[], rc=0))
+    a["n"] += r["n"]
+    a["wall"] += r["wall"]
+    a["col_rss"] = max(a["col_rss"], r["col_rss"])
+    a["col_cpu"] += r["col_cpu"]
+    a["busy"] += r["busy"]
+    a["rc"] = a["rc"] or r["rc"]
+    a["rounds"].append(r)
+    for label, (hwm, cpu) in r["procs"].items():
+        h0, c0 = a["procs"].get(label, (0, 0.0))
+        a["procs"][label] = (max(h0, hwm), c0 + cpu)
+for a in agg.values():
+    finish(a)
 
 label = {"ours": "ours (gym)", "peer": "peer (NeMo Gym stack)", "ours_big": "ours (gym)"}
 def mb(kb):
     return f"{kb / 1024:,.1f}"
 
+def render(head, cells):
+    w = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+    fmt = lambda cs: "| " + " | ".join(x.ljust(n) for x, n in zip(cs, w)) + " |"
+    return "\n".join([fmt(head), "|" + "|".join("-" * (n + 2) for n in w) + "|"] + [fmt(c) for c in cells])
+
+order = sorted(agg.values(), key=lambda a: (a["side"] == "ours_big", a["c"], a["side"] != "ours"))
 head = ["side", "concurrency", "rollouts", "wall s", "rollouts/s", "CPU ms/rollout", "cores used", "other work, cores",
         "peak RSS MB: collector", "agent", "model", "resources", "orchestrator", "all"]
 cells = []
-for r in runs:
+for r in order:
     p = r["procs"]
     cells.append([label[r["side"]], f"{r['c']:,}", f"{r['n']:,}", f"{r['wall']:.2f}", f"{r['rps']:,.1f}",
                   f"{r['cpu_total'] / r['n'] * 1000:.2f}", f"{r['cpu_total'] / r['wall']:.2f}", f"{r['other']:.2f}",
-                  mb(r["col_rss"]), mb(p["agent"][0]),
-                  mb(p["model"][0]), mb(p["resources"][0]),
+                  mb(r["col_rss"]), mb(p["agent"][0]), mb(p["model"][0]), mb(p["resources"][0]),
                   mb(p["orchestrator"][0]) if "orchestrator" in p else "-", mb(r["rss_total"])])
-w = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
-fmt = lambda cs: "| " + " | ".join(x.ljust(n) for x, n in zip(cs, w)) + " |"
-table = "\n".join([fmt(head), "|" + "|".join("-" * (n + 2) for n in w) + "|"] + [fmt(c) for c in cells])
+table = render(head, cells)
 
 cpu_head = ["side", "concurrency", "collector", "agent", "model", "resources", "orchestrator"]
 cpu_cells = []
-for r in runs:
+for r in order:
     p = r["procs"]
     ms = lambda s: f"{s / r['n'] * 1000:.2f}"
     cpu_cells.append([label[r["side"]], f"{r['c']:,}", ms(r["col_cpu"]), ms(p["agent"][1]), ms(p["model"][1]),
                       ms(p["resources"][1]), ms(p["orchestrator"][1]) if "orchestrator" in p else "-"])
-w2 = [max(len(h), *(len(c[i]) for c in cpu_cells)) for i, h in enumerate(cpu_head)]
-fmt2 = lambda cs: "| " + " | ".join(x.ljust(n) for x, n in zip(cs, w2)) + " |"
-cpu_table = "\n".join([fmt2(cpu_head), "|" + "|".join("-" * (n + 2) for n in w2) + "|"] + [fmt2(c) for c in cpu_cells])
+cpu_table = render(cpu_head, cpu_cells)
 
-by = {(r["side"], r["c"]): r for r in runs}
+round_head = ["side", "concurrency", "round", "rollouts", "--limit x --num-repeats", "wall s", "rollouts/s",
+              "CPU ms/rollout", "other work, cores"]
+round_cells = [[label[r["side"]], f"{r['c']:,}", str(r["round"]), f"{r['n']:,}", f"{r['limit']} x {r['repeats']}",
+                f"{r['wall']:.2f}", f"{r['rps']:,.1f}", f"{r['cpu_total'] / r['n'] * 1000:.2f}", f"{r['other']:.2f}"]
+               for r in runs]
+round_table = render(round_head, round_cells)
+
+by = {(a["side"], a["c"]): a for a in agg.values()}
 notes = []
 levels = sorted({r["c"] for r in runs if r["side"] == "ours"})
 for c in levels:
     o, p = by.get(("ours", c)), by.get(("peer", c))
     if o and p:
-        goal = " (goal >= 30x: " + ("MET" if o["rps"] / p["rps"] >= 30 else "NOT MET") + ")" if c >= 64 else ""
-        notes.append(f"concurrency {c}: rollouts/s ours/peer **{o['rps'] / p['rps']:.1f}x**{goal}; "
-                     f"CPU per rollout peer/ours {p['cpu_total'] / p['n'] / (o['cpu_total'] / o['n']):.1f}x; "
+        ratio = o["rps"] / p["rps"]
+        per_round = [ro["rps"] / rp["rps"] for ro, rp in zip(o["rounds"], p["rounds"])]
+        goal = " (goal >= 30x: " + ("MET" if ratio >= 30 else "NOT MET") + ")" if c >= 64 else ""
+        notes.append(f"concurrency {c}: rollouts/s ours/peer **{ratio:.1f}x**{goal}, per round "
+                     + ", ".join(f"{x:.1f}x" for x in per_round)
+                     + f"; CPU per rollout peer/ours {p['cpu_total'] / p['n'] / (o['cpu_total'] / o['n']):.1f}x; "
                      f"peak RSS of all processes peer/ours {p['rss_total'] / o['rss_total']:.1f}x")
 # ESTIMATE of a peer on pydantic 2 and a current FastAPI (what NeMo Gym runs on): its CPU per
 # rollout minus the pydantic work saved (pydantic 1 minus pydantic 2 time) and minus FastAPI 0.92's
@@ -470,6 +513,8 @@ for r in big:
 notes.append(f"our servers logged {env['ACCEPT_WARNINGS']} 'accept failed' warnings")
 
 print()
+print(round_table)
+print()
 print(table)
 print()
 print("CPU time per rollout (ms, user + system, each server's process tree):")
@@ -500,9 +545,9 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-ours_runs = [r for r in runs if r["side"] == "ours"]
-peer_runs = [r for r in runs if r["side"] == "peer"]
-desc_runs = lambda rs: ", ".join(f"{r['n']:,} at {r['c']:,} (--limit {r['limit']} --num-repeats {r['repeats']})" for r in rs)
+ours_runs = [a for a in order if a["side"] == "ours"]
+peer_runs = [a for a in order if a["side"] == "peer"]
+desc_runs = lambda rs: ", ".join(f"{r['n']:,} at {r['c']:,}" for r in rs)
 section = f"""<!-- e2e_load.sh:begin (generated by bench/e2e_load.sh; edits here are overwritten) -->
 ## End-to-end rollouts per second — ours (`gym env start` + `gym eval run`) vs a Python peer on NeMo Gym's stack
 
@@ -530,9 +575,11 @@ section = f"""<!-- e2e_load.sh:begin (generated by bench/e2e_load.sh; edits here
   (synthetic cities; each recorded rollout = `get_weather` call, its output, final message, with
   usage; replay_model loads `weather_rollouts.jsonl` beside the input file). Each rollout is 7 HTTP
   exchanges: /run, /seed_session, the agent's own /v1/responses, model x2, /get_weather, /verify.
-  Ours: {desc_runs(ours_runs)}{', then ' + desc_runs(big) if big else ''}; peer: {desc_runs(peer_runs) or 'not run'}.
-  Both deployments stay up during the compared runs (the idle one uses no CPU); levels interleave
-  ours/peer; the peer is stopped before the last run.
+  Rollouts, all rounds together: ours {desc_runs(ours_runs)} ({sum(a['n'] for a in ours_runs):,} in all){', then ' + desc_runs(big) if big else ''};
+  peer {desc_runs(peer_runs) or 'not run'} (fewer: enough for a steady rate). At each concurrency
+  {env['ROUNDS']} rounds of ours then the peer, so that both meet the same machine conditions; both
+  deployments stay up during the compared runs (the idle one uses no CPU); the peer is stopped
+  before the last run.
 - Measured: rollouts/s = rollouts / wall time of the collector command (start-up and output
   included); CPU = user + system time of every process during the run (servers from /proc, the
   collector from /usr/bin/time), per rollout and as cores used on average (CPU s / wall s); other
@@ -542,11 +589,18 @@ section = f"""<!-- e2e_load.sh:begin (generated by bench/e2e_load.sh; edits here
   the collector's from /usr/bin/time. After every run the output is checked: the expected number of
   rows, each (task, rollout) once, reward 1.0, the recorded trajectory and usage, no failure rows.
 
+All rounds of each side and concurrency together (rollouts/s = all rollouts / all wall time; CPU
+summed; peak RSS = the largest of the rounds, per process):
+
 {table}
 
-CPU time per rollout (ms, user + system):
+CPU time per rollout (ms, user + system), all rounds together:
 
 {cpu_table}
+
+Every run, in the order they ran:
+
+{round_table}
 
 {chr(10).join('- ' + n for n in notes)}
 
