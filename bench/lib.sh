@@ -157,10 +157,15 @@ build_info() {
   type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
   out="\`${gym#"$repo_root"/}\` (${type:-unknown build type}), built $(date -u -r "$gym" '+%Y-%m-%d %H:%M UTC') from ${src:-an unknown source tree}"
   if [[ -n $src ]] && git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
-    changed=$(git -C "$src" status --porcelain --untracked-files=no -- src environments CMakeLists.txt cmake | wc -l)
-    out+=" at commit \`$(git -C "$src" log -1 --format='%h %s' | cut -c1-100)\`"
-    if [[ $changed -eq 0 ]]; then out+=", its sources unchanged from that commit"
-    else out+=", with $changed source files changed since that commit"; fi
+    local paths=(src environments CMakeLists.txt cmake) last subject
+    changed=$(git -C "$src" status --porcelain --untracked-files=no -- "${paths[@]}" | wc -l)
+    # The last commit that touched the C++ sources (later commits may have changed bench/ only).
+    last=$(git -C "$src" log -1 --format='%h' -- "${paths[@]}")
+    subject=$(git -C "$src" log -1 --format='%s' "$last")
+    ((${#subject} <= 72)) || subject="${subject:0:72}..."
+    out+=", whose C++ sources are those of commit \`$last $subject\`"
+    if [[ $changed -eq 0 ]]; then out+=" (unchanged since)"
+    else out+=" with $changed files changed since"; fi
   fi
   echo "$out"
 }
