@@ -21,7 +21,7 @@ test: build
 
 demo: configure
 	cmake --build $(BUILD) -j$(JOBS) --target gym
-	$(BUILD)/src/cli/gym demo
+	$(BUILD)/src/cli/gym demo --output-dir $(BUILD)/demo
 
 bench: build
 	GYM_BUILD_DIR=$(BUILD) bash bench/http_load.sh

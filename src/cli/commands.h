@@ -29,10 +29,12 @@ int run_config_show(const ConfigFlags& flags);
 
 struct DemoOptions {
   ConfigFlags config;
-  int tasks = 400;
-  int concurrency = 32;
+  std::string output_dir = "gym-demo";
+  int tasks_per_env = 100;
+  int num_repeats = 4;
+  int concurrency = 64;
 };
-// The foundation demo: start a resources server from the config, exercise it with the client.
+// `make demo`: generates demo data, then `gym eval run` with replay_model over it.
 int run_demo(const DemoOptions& options);
 
 }  // namespace gym::cli

@@ -130,11 +130,17 @@ int main(int argc, char** argv) {
   eval_run->add_option("--prompt-config", eval_flags.prompt_config, "Not supported (R8)");
 
   gym::cli::DemoOptions demo_opts;
-  auto* demo = app.add_subcommand("demo", "Start a resources server and exercise it end to end");
+  auto* demo = app.add_subcommand(
+      "demo", "Generate demo tasks for several environments and collect them with replay_model");
   add_config_flags(demo);
-  demo->add_option("--tasks", demo_opts.tasks, "Number of tasks")->check(CLI::PositiveNumber);
-  demo->add_option("--concurrency", demo_opts.concurrency, "Tasks in flight")
-      ->check(CLI::PositiveNumber);
+  demo->add_option("--output-dir", demo_opts.output_dir, "Where the demo writes its files")
+      ->capture_default_str();
+  demo->add_option("--tasks-per-env", demo_opts.tasks_per_env, "Demo tasks per environment")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  demo->add_option("--num-repeats", demo_opts.num_repeats, "Rollouts per task")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  demo->add_option("--concurrency", demo_opts.concurrency, "Rollouts in flight")
+      ->check(CLI::PositiveNumber)->capture_default_str();
 
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants it reversed
   try {

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 
 namespace gym::rollouts {
@@ -87,12 +88,20 @@ asio::awaitable<void> Collector::run(std::vector<json::object> rows,
   auto ex = co_await asio::this_coro::executor;
   std::size_t running = workers;
   asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+  // A write error: nothing sensible can go on. No new dispatch; the error is rethrown here once
+  // every worker has returned (rethrowing in the completion handler would escape the event
+  // loop's run() and terminate the process).
+  std::exception_ptr failure;
   for (std::size_t i = 0; i < workers; ++i)
     asio::co_spawn(ex, worker(rows, next, progress), [&](std::exception_ptr e) {
-      if (e) std::rethrow_exception(e);  // a write error: nothing sensible can go on
+      if (e) {
+        if (!failure) failure = e;
+        stopping_ = true;
+      }
       if (--running == 0) all_done.cancel();
     });
   if (running > 0) co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (failure) std::rethrow_exception(failure);
 }
 
 asio::awaitable<void> Collector::worker(std::vector<json::object>& rows, std::size_t& next,

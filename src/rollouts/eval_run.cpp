@@ -20,9 +20,11 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 namespace gym::rollouts {
@@ -187,6 +189,26 @@ class CollectionThread {
   }
 };
 
+// On resume the materialized file wins over the input (7.7), so its rows are checked like the
+// input rows (7.2): an agent this deployment does not serve is a config error before dispatch.
+void check_resumed_agents(const std::filesystem::path& materialized,
+                          const std::vector<json::object>& rows,
+                          const std::vector<std::string>& agents) {
+  std::set<std::string> unknown;
+  for (const auto& row : rows)
+    if (auto agent = agent_of(row); std::find(agents.begin(), agents.end(), agent) == agents.end())
+      unknown.insert(agent);
+  if (unknown.empty()) return;
+  std::string names, configured;
+  for (const auto& n : unknown) names += (names.empty() ? "'" : ", '") + n + "'";
+  for (const auto& n : agents) configured += (configured.empty() ? "" : ", ") + n;
+  throw core::ConfigError(materialized.string() + ": the rows to resume name agent(s) " + names +
+                          " that are not responses_api_agents instances of this config; nothing "
+                          "was dispatched. Configured agents: " +
+                          (configured.empty() ? "(none)" : configured) +
+                          ". Resume against the deployment that has them, or run without --resume");
+}
+
 // The rows to dispatch: a fresh expansion (7.3) or what --resume leaves (7.7).
 struct Plan {
   std::vector<json::object> rows, done;
@@ -212,6 +234,7 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
   if (options.resume) {
     if (std::filesystem::exists(paths.materialized) && std::filesystem::exists(paths.rollouts)) {
       auto resumed = plan_resume(paths, expanded, max_rollout_attempts());
+      check_resumed_agents(paths.materialized, resumed.to_run, agents);
       plan.rows = std::move(resumed.to_run);
       plan.done = std::move(resumed.done);
       return plan;
@@ -268,8 +291,10 @@ int collect(json::object pool_cfg, std::map<std::string, std::string> urls, Plan
   }
   print_files(paths, o);
   if (stop_code != 0) return stop_code;
-  if (o.aggregate_failed) return 2;
+  // Failure rows come first: the aggregate call usually fails for the same reason (a dead
+  // deployment), and --resume is what the user needs to know about.
   if (o.counts.failed > 0 || o.counts.dispatched < o.total) return 3;
+  if (o.aggregate_failed) return 2;
   return 0;
 }
 

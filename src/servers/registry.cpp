@@ -26,8 +26,10 @@ core::ImplCatalog Registry::catalog() const {
   return c;
 }
 
-std::string ServerContext::url_of(std::string_view instance_name) const {
-  return instance_url(global, instance_name);
+const std::string& ServerContext::url_of(std::string_view instance_name) const {
+  std::lock_guard lock(urls_mu_);
+  if (auto it = urls_.find(instance_name); it != urls_.end()) return it->second;
+  return urls_.emplace(std::string(instance_name), instance_url(global, instance_name)).first->second;
 }
 
 std::string instance_url(const boost::json::object& global, std::string_view instance_name) {

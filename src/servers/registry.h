@@ -6,6 +6,8 @@
 #include "http/server.h"
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,9 @@ namespace gym::servers {
 // What an implementation sees when it builds its routes. It lives as long as the serving process;
 // handlers may keep a reference to it.
 struct ServerContext {
+  ServerContext(const boost::json::object& global_config, core::ServerInstance self)
+      : global(global_config), instance(std::move(self)) {}
+
   const boost::json::object& global;  // the complete merged config
   core::ServerInstance instance;      // config has `name: <instance>` added
   // The process's HTTP client (one per serving process, so one per worker). Set when the
@@ -22,8 +27,13 @@ struct ServerContext {
   http::HttpClient* client = nullptr;
 
   // "http://host:port" of a configured instance (hosts and ports are in the merged config).
-  // Throws core::ConfigError when the instance is unknown or has no port.
-  std::string url_of(std::string_view instance_name) const;
+  // Throws core::ConfigError when the instance is unknown or has no port. Remembered per name:
+  // handlers call it for every outbound request.
+  const std::string& url_of(std::string_view instance_name) const;
+
+ private:
+  mutable std::mutex urls_mu_;
+  mutable std::map<std::string, std::string, std::less<>> urls_;
 };
 
 struct Implementation {

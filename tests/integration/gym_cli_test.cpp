@@ -39,6 +39,7 @@ class TempDir {
     std::ofstream(p) << text;
     return p.string();
   }
+  std::string path() const { return path_.string(); }
 
  private:
   fs::path path_;
@@ -138,12 +139,26 @@ TEST(GymCli, ServeWithoutConfigIsAClearError) {
   EXPECT_NE(r.output.find("NEMO_GYM_CONFIG_PATH"), std::string::npos) << r.output;
 }
 
-TEST(GymCli, DemoRunsEndToEnd) {
-  auto r = run_gym("demo --tasks 50 --concurrency 8");
+TEST(GymCli, DemoCollectsItsGeneratedDataAndNamesEveryFile) {
+  TempDir dir;
+  auto r = run_gym("demo --output-dir " + dir.path() + " --tasks-per-env 10 --num-repeats 4 "
+                   "++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("50 tasks, 50 verified, 0 failed, mean reward 1.000"), std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("exit code 0"), std::string::npos) << r.output;
+  // Three environments, 10 tasks each, 4 rollouts per task, nothing failed.
+  EXPECT_NE(r.output.find("Finished 120 / 120 rollouts (100%)"), std::string::npos) << r.output;
+  for (const char* agent : {"mcqa_simple_agent", "example_multi_step_simple_agent",
+                            "string_match_simple_agent"})
+    EXPECT_NE(r.output.find(std::string("Key metrics for ") + agent + ":"), std::string::npos) << agent;
+  for (const char* file : {"/data/demo.jsonl", "/data/demo_rollouts.jsonl", "/rollouts/demo.jsonl",
+                           "/rollouts/demo_materialized_inputs.jsonl",
+                           "/rollouts/demo_aggregate_metrics.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.path() + file)) << file;
+    EXPECT_NE(r.output.find(dir.path() + file), std::string::npos) << "not named: " << file;
+  }
+  std::ifstream rollouts(dir.path() + "/rollouts/demo.jsonl");
+  std::size_t lines = 0;
+  for (std::string line; std::getline(rollouts, line);) ++lines;
+  EXPECT_EQ(lines, 120u);
 }
 
 TEST(GymCli, DemoReportsAServerThatCannotStart) {
@@ -151,9 +166,9 @@ TEST(GymCli, DemoReportsAServerThatCannotStart) {
   int port = holder.wait_port();
   ASSERT_GT(port, 0);
   TempDir dir;
-  auto cfg = dir.write("busy.yaml", std::string(kWeather) + "      port: " + std::to_string(port) + "\n");
-  auto busy = run_gym("demo --tasks 5 --config " + cfg);
-  EXPECT_EQ(busy.code, 2) << busy.output;
+  auto busy = run_gym("demo --tasks-per-env 5 --output-dir " + dir.path() +
+                      " ++mcqa.resources_servers.mcqa.port=" + std::to_string(port));
+  EXPECT_NE(busy.code, 0) << busy.output;
   EXPECT_NE(busy.output.find("already in use"), std::string::npos) << busy.output;
-  EXPECT_NE(busy.output.find("weather"), std::string::npos) << busy.output;
+  EXPECT_NE(busy.output.find("mcqa"), std::string::npos) << busy.output;
 }

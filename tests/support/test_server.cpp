@@ -11,8 +11,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +28,7 @@ using gym::http::SchemaField;
 
 int main(int argc, char** argv) {
   gym::http::ServerOptions opt;
+  std::optional<std::string> config_yaml;  // --config-yaml: answer like a head server
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--host") opt.host = v;
@@ -34,6 +38,16 @@ int main(int argc, char** argv) {
     else if (k == "--keep-alive-ms") opt.keep_alive_idle = std::chrono::milliseconds(std::stoi(v));
     else if (k == "--workers") opt.num_workers = std::stoi(v);
     else if (k == "--cookie") opt.session_cookie_name = v;
+    else if (k == "--config-yaml") {
+      std::ifstream in(v);
+      if (!in) {
+        std::cerr << "cannot read " << v << "\n";
+        return 2;
+      }
+      std::stringstream text;
+      text << in.rdbuf();
+      config_yaml = text.str();
+    }
     else {
       std::cerr << "unknown flag " << k << "\n";
       return 2;
@@ -103,6 +117,18 @@ int main(int argc, char** argv) {
     r.headers.push_back({"Location", std::string(body.at("to").as_string())});
     co_return r;
   }));
+  // A model server whose every answer is a 500 (runtime.md 7.6); POST /hits {"key":
+  // "/v1/responses"} counts the calls.
+  router.post("/v1/responses", [](Request&) -> asio::awaitable<Response> {
+    ++hits["/v1/responses"];
+    co_return Response::json(json::string("test server: the model failed on purpose"), 500);
+  });
+  // A head server (runtime.md 4.4): the config YAML as a JSON string.
+  if (config_yaml)
+    router.get("/global_config_dict_yaml",
+               [yaml = json::value(json::string(*config_yaml))](Request&) -> asio::awaitable<Response> {
+                 co_return Response::json(yaml);
+               });
   router.get("/method", [](Request& req) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"method", "GET"}, {"body", req.body}});
   });
