@@ -212,7 +212,6 @@ class RolloutPrefixMiddleware:
 
 def make_app(cookie_name: str, rollout_prefix: bool = False):
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
     from starlette.middleware.sessions import SessionMiddleware
 
     app = FastAPI()
