@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
 # Where NeMo Gym's conformance data lives (tests that need it say so when it is missing).
 export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
 
-.PHONY: setup configure build test demo bench clean
+.PHONY: setup configure build test demo bench bench-e2e clean
 
 setup:
 	bash scripts/setup.sh
@@ -25,6 +25,11 @@ demo: configure
 
 bench: build
 	GYM_BUILD_DIR=$(BUILD) bash bench/http_load.sh
+
+# End-to-end rollouts/s against the Python peer on NeMo Gym's stack (bench/e2e_load.sh).
+bench-e2e: configure
+	cmake --build $(BUILD) -j$(JOBS) --target gym
+	GYM_BUILD_DIR=$(BUILD) bash bench/e2e_load.sh
 
 clean:
 	rm -rf $(BUILD)

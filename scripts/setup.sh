@@ -14,6 +14,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
   wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
+  # end-to-end peer (bench/e2e_peer.py): NeMo Gym's aiohttp client and Starlette sessions
+  python3-aiohttp python3-itsdangerous
   curl procps
 )
 
