@@ -10,6 +10,9 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev libicu-dev libpcre2-dev
+  # allocator of the gym binary: glibc malloc spends ~10% of an agent's CPU at 1,000 rollouts in
+  # flight (bench/RESULTS.md, "allocator")
+  libjemalloc-dev
   # tests and micro-benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
