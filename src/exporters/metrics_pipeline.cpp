@@ -27,6 +27,18 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
         telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics),
         settings.export_interval);
   }
+  // Bound before the reader starts: a busy port fails startup with no thread running.
+  if (settings.prometheus_port) {
+    PrometheusEndpointOptions endpoint;
+    endpoint.host = settings.prometheus_host;
+    endpoint.port = static_cast<std::uint16_t>(*settings.prometheus_port);
+    endpoint.role = identity.server_name == identity.server_type
+                        ? identity.server_name
+                        : identity.server_name + " (" + identity.server_type + ")";
+    prometheus_ = std::make_unique<PrometheusEndpoint>(*provider_, std::move(endpoint));
+    spdlog::info("prometheus: serving /metrics on {}:{}", settings.prometheus_host,
+                 prometheus_->port());
+  }
   reader_ = std::make_unique<telemetry::PeriodicReader>(
       *provider_, std::move(exporter),
       telemetry::PeriodicReaderOptions{settings.export_interval, settings.export_timeout});
@@ -38,10 +50,20 @@ bool MetricsPipeline::force_flush(std::chrono::milliseconds wait) {
   return reader_ ? reader_->force_flush(wait) : true;
 }
 
+std::uint16_t MetricsPipeline::prometheus_port() const noexcept {
+  return prometheus_ ? prometheus_->port() : 0;
+}
+
 bool MetricsPipeline::shutdown(std::chrono::milliseconds wait) {
-  if (!reader_) return true;
-  bool ok = reader_->shutdown(wait);
-  reader_.reset();
+  bool ok = true;
+  if (reader_) {
+    ok = reader_->shutdown(wait);
+    reader_.reset();
+  }
+  if (prometheus_) {
+    prometheus_->stop();
+    prometheus_.reset();
+  }
   return ok;
 }
 
