@@ -2,8 +2,9 @@
 // The metrics pipeline of one process, built from its resolved settings (telemetry.md 5, 7):
 // the meter provider, the exporter the settings choose (OTLP/HTTP or console) and one periodic
 // reader, plus the Prometheus endpoint when `prometheus.port` is set (in addition to the
-// exporter, never instead of it; telemetry.md 7.5). With metrics inactive (enabled false, metrics_enabled false or OTEL_SDK_DISABLED) the
-// provider is disabled: its instruments are empty handles and no thread is started.
+// exporter, never instead of it; telemetry.md 7.5). With metrics inactive (enabled false,
+// metrics_enabled false or OTEL_SDK_DISABLED) the provider is disabled: its instruments are
+// empty handles and no thread or endpoint is started.
 //
 // Create it at process start, before the HTTP client pool; call shutdown() on orderly exit
 // (bounded to 5 s, decision D5). Thread-safety: as MeterProvider and PeriodicReader.

@@ -211,8 +211,7 @@ void record_known_values(MeterProvider& p) {
   auto requests = p.create_counter<std::int64_t>("test.requests", "{request}", "Requests handled");
   requests.add(5, {{"http.route", "/run"}, {"ok", true}});
   requests.bind({{"http.route", "/run"}, {"ok", true}}).add(2);
-  p.create_counter<std::int64_t>("test.escapes_total")
-      .add(1, {{"text", "say \"hi\"\\ \nbye"}});
+  p.create_counter<std::int64_t>("test.escapes_total").add(1, {{"text", "say \"hi\"\\ \nbye"}});
   p.create_counter<double>("test.seconds", "s").add(1.5);
   auto active = p.create_up_down_counter<std::int64_t>("http.server.active_requests", "{request}");
   active.add(2, {{"http.method", "GET"}});
@@ -329,8 +328,8 @@ class PrometheusServer {
       return out;
     }
     for (const auto& s : data.at("result").as_array()) {
-      out.push_back({s.at("metric").as_object(),
-                     std::stod(std::string(s.at("value").at(1).as_string()))});
+      out.push_back(
+          {s.at("metric").as_object(), std::stod(std::string(s.at("value").at(1).as_string()))});
     }
     return out;
   }
@@ -372,12 +371,12 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   const std::string exposition = gym::test::body_of(raw);
   const fs::path file = dir.path / "metrics.txt";
   std::ofstream(file) << exposition;
-  auto check = gym::test::run_command(fmt::format("'{}' check metrics < '{}'", promtool,
-                                                  file.string()));
+  auto check =
+      gym::test::run_command(fmt::format("'{}' check metrics < '{}'", promtool, file.string()));
   // Exit 0: clean; 3: lint problems only (1 would be a parse error).
-  ASSERT_TRUE(check.code == 0 || check.code == 3)
-      << "promtool exit " << check.code << ":\n" << check.output << "\n--- exposition:\n"
-      << exposition;
+  ASSERT_TRUE(check.code == 0 || check.code == 3) << "promtool exit " << check.code << ":\n"
+                                                  << check.output << "\n--- exposition:\n"
+                                                  << exposition;
   std::cout << "promtool check metrics: exit " << check.code << "\n" << check.output;
   std::stringstream problems(check.output);
   for (std::string line; std::getline(problems, line);) {
@@ -389,9 +388,10 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   // (2) A real Prometheus scraping every second.
   PrometheusServer server(prometheus, dir.path, port);
   json::value targets = server.wait_until_up(std::chrono::seconds(90));
-  ASSERT_TRUE(targets.is_object() && targets.at("data").at("activeTargets").at(0).at("health") ==
-                                         "up")
-      << json::serialize(targets) << "\n--- prometheus log:\n" << server.log();
+  ASSERT_TRUE(targets.is_object() &&
+              targets.at("data").at("activeTargets").at(0).at("health") == "up")
+      << json::serialize(targets) << "\n--- prometheus log:\n"
+      << server.log();
 
   EXPECT_EQ(server.value(R"(test_requests_total{http_route="/run",ok="true"})"), 7);
   EXPECT_EQ(server.value("test_seconds_total"), 1.5);
@@ -399,8 +399,8 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   EXPECT_EQ(server.value("gym_verify_success_rate"), 0.75);
   EXPECT_EQ(server.value("gym_servers_active"), 3);
   EXPECT_EQ(server.value("gym_host_memory_total_bytes"), 1099511627776.0);
-  EXPECT_EQ(server.value(
-                R"(gym_http_connection_pool_connect_total{nemo_gym_http_destination_server_name="policy_model"})"),
+  EXPECT_EQ(server.value("gym_http_connection_pool_connect_total"
+                         R"({nemo_gym_http_destination_server_name="policy_model"})"),
             42);
 
   // Histograms: cumulative buckets, +Inf = count, sum, and a quantile Prometheus computes.
@@ -420,8 +420,7 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   EXPECT_EQ(server.value(R"(http_server_request_duration_seconds_bucket{le="0.025"})"), 3);
   // rank 2 of 4: bucket (0.01, 0.025] holds ranks 2 and 3 -> 0.01 + 0.015 * (1/2).
   EXPECT_DOUBLE_EQ(
-      server.value("histogram_quantile(0.5, http_server_request_duration_seconds_bucket)"),
-      0.0175);
+      server.value("histogram_quantile(0.5, http_server_request_duration_seconds_bucket)"), 0.0175);
 
   // Labels: scope on every series, escaped values come back as recorded.
   auto series = server.query(R"(test_requests_total)");
@@ -447,8 +446,8 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   EXPECT_EQ(label(info[0].labels, "otel_scope_name"), "<absent>");
 
   // Every scrape collects anew: more recording shows up in a later scrape.
-  pipeline->provider().create_counter<std::int64_t>("test.requests", "{request}",
-                                                     "Requests handled")
+  pipeline->provider()
+      .create_counter<std::int64_t>("test.requests", "{request}", "Requests handled")
       .add(100, {{"http.route", "/run"}, {"ok", true}});
   double now = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -34,9 +34,10 @@ struct PrometheusEndpoint::Impl {
     res.content_type = std::string(kPrometheusContentType);
     for (auto& name : conflicts) {
       if (reported.insert(name).second)
-        spdlog::warn("prometheus: metric '{}' is left out of /metrics: its Prometheus name "
-                     "clashes with another metric of a different type",
-                     name);
+        spdlog::warn(
+            "prometheus: metric '{}' is left out of /metrics: its Prometheus name "
+            "clashes with another metric of a different type",
+            name);
     }
     return res;
   }
@@ -57,10 +58,10 @@ PrometheusEndpoint::PrometheusEndpoint(const telemetry::MeterProvider& provider,
   try {
     port_ = impl_->server->bind();
   } catch (const std::exception& e) {
-    throw std::runtime_error(
-        "the Prometheus endpoint of " + options.role + " cannot listen on port " +
-        std::to_string(options.port) + " (telemetry.prometheus.port / " +
-        "NEMO_GYM_OTEL_PROMETHEUS_PORT): " + e.what());
+    throw std::runtime_error("the Prometheus endpoint of " + options.role +
+                             " cannot listen on port " + std::to_string(options.port) +
+                             " (telemetry.prometheus.port / " +
+                             "NEMO_GYM_OTEL_PROMETHEUS_PORT): " + e.what());
   }
   impl_->server->start(impl_->io);
   impl_->thread = std::thread([impl] {

@@ -189,8 +189,7 @@ class LabelWriter {
     bool clash = false;
     for (const Attribute& a : attributes) {
       const std::string& n = name(a.key);
-      if (n == "otel_scope_name" || n == "otel_scope_version" || (histogram && n == "le"))
-        continue;
+      if (n == "otel_scope_name" || n == "otel_scope_version" || (histogram && n == "le")) continue;
       for (const Entry& e : resolved_) clash = clash || *e.name == n;
       resolved_.push_back({&n, &a.value});
     }

@@ -48,8 +48,7 @@ TEST(PrometheusNames, TheTableOfTelemetryMd75) {
             "gym_server_memory_sampled_peak_bytes");
   EXPECT_EQ(name_of("gym.server.processes", "{process}", kGauge), "gym_server_processes");
   EXPECT_EQ(name_of("gym.host.memory.usage", "By", kGauge), "gym_host_memory_usage_bytes");
-  EXPECT_EQ(name_of("gym.host.memory.available", "By", kGauge),
-            "gym_host_memory_available_bytes");
+  EXPECT_EQ(name_of("gym.host.memory.available", "By", kGauge), "gym_host_memory_available_bytes");
   EXPECT_EQ(name_of("gym.host.memory.total", "By", kGauge), "gym_host_memory_total_bytes");
   EXPECT_EQ(name_of("gym.host.memory.sampled_peak", "By", kGauge),
             "gym_host_memory_sampled_peak_bytes");
@@ -109,27 +108,45 @@ TEST(PrometheusNames, UnitTable) {
     const char* suffix;
   };
   const Case cases[] = {
-      {"d", kGauge, "days"},           {"h", kGauge, "hours"},
-      {"min", kGauge, "minutes"},      {"s", kGauge, "seconds"},
-      {"ms", kGauge, "milliseconds"},  {"us", kGauge, "microseconds"},
-      {"ns", kGauge, "nanoseconds"},   {"By", kGauge, "bytes"},
-      {"KiBy", kGauge, "kibibytes"},   {"MiBy", kGauge, "mebibytes"},
-      {"GiBy", kGauge, "gibibytes"},   {"TiBy", kGauge, "tibibytes"},
-      {"KBy", kGauge, "kilobytes"},    {"MBy", kGauge, "megabytes"},
-      {"GBy", kGauge, "gigabytes"},    {"TBy", kGauge, "terabytes"},
-      {"bit", kGauge, "bits"},         {"m", kGauge, "meters"},
-      {"V", kGauge, "volts"},          {"A", kGauge, "amperes"},
-      {"J", kGauge, "joules"},         {"W", kGauge, "watts"},
-      {"g", kGauge, "grams"},          {"Cel", kGauge, "celsius"},
-      {"Hz", kGauge, "hertz"},         {"%", kGauge, "percent"},
-      {"1", kGauge, "ratio"},          {"1", kObsGauge, "ratio"},
-      {"1", kCounter, ""},             {"1", kHistogram, ""},
+      {"d", kGauge, "days"},
+      {"h", kGauge, "hours"},
+      {"min", kGauge, "minutes"},
+      {"s", kGauge, "seconds"},
+      {"ms", kGauge, "milliseconds"},
+      {"us", kGauge, "microseconds"},
+      {"ns", kGauge, "nanoseconds"},
+      {"By", kGauge, "bytes"},
+      {"KiBy", kGauge, "kibibytes"},
+      {"MiBy", kGauge, "mebibytes"},
+      {"GiBy", kGauge, "gibibytes"},
+      {"TiBy", kGauge, "tibibytes"},
+      {"KBy", kGauge, "kilobytes"},
+      {"MBy", kGauge, "megabytes"},
+      {"GBy", kGauge, "gigabytes"},
+      {"TBy", kGauge, "terabytes"},
+      {"bit", kGauge, "bits"},
+      {"m", kGauge, "meters"},
+      {"V", kGauge, "volts"},
+      {"A", kGauge, "amperes"},
+      {"J", kGauge, "joules"},
+      {"W", kGauge, "watts"},
+      {"g", kGauge, "grams"},
+      {"Cel", kGauge, "celsius"},
+      {"Hz", kGauge, "hertz"},
+      {"%", kGauge, "percent"},
+      {"1", kGauge, "ratio"},
+      {"1", kObsGauge, "ratio"},
+      {"1", kCounter, ""},
+      {"1", kHistogram, ""},
       {"By/s", kGauge, "bytes_per_second"},
       {"m/s", kGauge, "meters_per_second"},
-      {"1/s", kCounter, "per_second"}, {"{request}/min", kGauge, "per_minute"},
+      {"1/s", kCounter, "per_second"},
+      {"{request}/min", kGauge, "per_minute"},
       {"By/h", kGauge, "bytes_per_hour"},
-      {"widgets", kGauge, "widgets"},  {"foo.bar", kGauge, "foo_bar"},
-      {"{request}", kCounter, ""},     {"", kCounter, ""},
+      {"widgets", kGauge, "widgets"},
+      {"foo.bar", kGauge, "foo_bar"},
+      {"{request}", kCounter, ""},
+      {"", kCounter, ""},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(prometheus_unit_suffix(c.unit, c.kind), c.suffix) << c.unit;
@@ -183,10 +200,11 @@ TEST(PrometheusText, RendersEveryKindExactly) {
   hist.bounds = {0.5, 1, 2.5};
   MetricData h;
   h.descriptor = hist;
-  h.points = std::vector<HistogramPoint>{
-      HistogramPoint{AttributeSet{{"nemo.gym.server.name", "mcqa"}}, 4, 74.5, 0.5, 70, {1, 1, 0, 2}}};
+  h.points = std::vector<HistogramPoint>{HistogramPoint{
+      AttributeSet{{"nemo.gym.server.name", "mcqa"}}, 4, 74.5, 0.5, 70, {1, 1, 0, 2}}};
   auto snapshot = snapshot_of(
-      {number_metric(counter, {NumberPoint{AttributeSet{{"http.route", "/run"}, {"ok", true},
+      {number_metric(counter, {NumberPoint{AttributeSet{{"http.route", "/run"},
+                                                        {"ok", true},
                                                         {"http.response.status_code", 200}},
                                            std::int64_t{7}}}),
        number_metric(desc("http.server.active_requests", "{request}", kUpDown),
@@ -245,9 +263,10 @@ TEST(PrometheusText, HistogramBucketsAreCumulativeAndEndInInf) {
   const std::string n = "http_server_request_duration_seconds";
   for (const std::string& line :
        {n + "_bucket{" + scope + ",le=\"0.005\"} 3\n", n + "_bucket{" + scope + ",le=\"0.01\"} 3\n",
-        n + "_bucket{" + scope + ",le=\"0.025\"} 8\n", n + "_bucket{" + scope + ",le=\"+Inf\"} 10\n",
-        n + "_sum{" + scope + "} 1.25\n", n + "_count{" + scope + "} 10\n",
-        n + "_bucket{k=\"v\"," + scope + ",le=\"+Inf\"} 0\n", n + "_count{k=\"v\"," + scope + "} 0\n"})
+        n + "_bucket{" + scope + ",le=\"0.025\"} 8\n",
+        n + "_bucket{" + scope + ",le=\"+Inf\"} 10\n", n + "_sum{" + scope + "} 1.25\n",
+        n + "_count{" + scope + "} 10\n", n + "_bucket{k=\"v\"," + scope + ",le=\"+Inf\"} 0\n",
+        n + "_count{k=\"v\"," + scope + "} 0\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
   // One HELP and one TYPE for the family, whatever the number of series.
   EXPECT_EQ(text.find("# TYPE " + n + " histogram\n"), text.rfind("# TYPE " + n + " "));
@@ -264,8 +283,7 @@ TEST(PrometheusText, HelpTextIsEscaped) {
   auto d = desc("g", "", kGauge);
   d.description = "line one\nback\\slash \"quoted\"";
   auto text = render_prometheus_text(snapshot_of({number_metric(d, {NumberPoint{{}, 1.0}})}));
-  EXPECT_NE(text.find("# HELP g line one\\nback\\\\slash \"quoted\"\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("# HELP g line one\\nback\\\\slash \"quoted\"\n"), std::string::npos) << text;
 }
 
 TEST(PrometheusText, AttributeValuesOfEveryType) {
@@ -301,12 +319,12 @@ TEST(PrometheusText, ReservedLabelsWin) {
 }
 
 TEST(PrometheusText, TargetInfoOnceWithoutScopeLabels) {
-  auto text = render_prometheus_text(snapshot_of(
-      {number_metric(desc("a", "", kGauge), {NumberPoint{{}, 1.0}}),
-       number_metric(desc("b", "", kGauge), {NumberPoint{{}, 2.0}})},
-      AttributeSet{{"service.name", "nemo-gym/orchestrator"},
-                   {"nemo.gym.server.type", "orchestrator"},
-                   {"nv.dl.world_size", 1}}));
+  auto text = render_prometheus_text(
+      snapshot_of({number_metric(desc("a", "", kGauge), {NumberPoint{{}, 1.0}}),
+                   number_metric(desc("b", "", kGauge), {NumberPoint{{}, 2.0}})},
+                  AttributeSet{{"service.name", "nemo-gym/orchestrator"},
+                               {"nemo.gym.server.type", "orchestrator"},
+                               {"nv.dl.world_size", 1}}));
   const std::string line =
       "target_info{nemo_gym_server_type=\"orchestrator\",nv_dl_world_size=\"1\","
       "service_name=\"nemo-gym/orchestrator\"} 1\n";
@@ -340,11 +358,11 @@ TEST(PrometheusText, MetricsWithOneNameShareAFamily) {
 
   conflicts.clear();
   text = render_prometheus_text(
-      snapshot_of({number_metric(desc("q", "", kGauge), {NumberPoint{{}, 1.0}}),
-                   number_metric(desc("q", "", kUpDown),
-                                 {NumberPoint{{{"k", "u"}}, std::int64_t{2}}}),
-                   number_metric(desc("q_total", "", kUpDown), {NumberPoint{{}, 7.0}}),
-                   number_metric(desc("q", "", kCounter), {NumberPoint{{}, 3.0}})}),
+      snapshot_of(
+          {number_metric(desc("q", "", kGauge), {NumberPoint{{}, 1.0}}),
+           number_metric(desc("q", "", kUpDown), {NumberPoint{{{"k", "u"}}, std::int64_t{2}}}),
+           number_metric(desc("q_total", "", kUpDown), {NumberPoint{{}, 7.0}}),
+           number_metric(desc("q", "", kCounter), {NumberPoint{{}, 3.0}})}),
       &conflicts);
   // gauge and up-down counter are both `gauge` families: shared. q_total (gauge) and the counter
   // q (q_total, counter) clash: the later one is left out.
@@ -363,8 +381,9 @@ TEST(PrometheusText, SampleValuesNaNAndInfinities) {
                       NumberPoint{{{"k", "inf"}}, std::numeric_limits<double>::infinity()},
                       NumberPoint{{{"k", "-inf"}}, -std::numeric_limits<double>::infinity()},
                       NumberPoint{{{"k", "min"}}, std::numeric_limits<std::int64_t>::min()}})}));
-  EXPECT_NE(text.find("g{k=\"nan\",otel_scope_name=\"gym-cpp\",otel_scope_version=\"0.1.0\"} NaN\n"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("g{k=\"nan\",otel_scope_name=\"gym-cpp\",otel_scope_version=\"0.1.0\"} NaN\n"),
+      std::string::npos);
   EXPECT_NE(text.find("0.1.0\"} +Inf\n"), std::string::npos);
   EXPECT_NE(text.find("0.1.0\"} -Inf\n"), std::string::npos);
   EXPECT_NE(text.find("0.1.0\"} -9223372036854775808\n"), std::string::npos);
@@ -382,18 +401,20 @@ TEST(PrometheusText, OutputDoesNotDependOnTheLocale) {
   d.bounds = {0.005, 2.5, 10000};
   MetricData h;
   h.descriptor = d;
-  h.points = std::vector<HistogramPoint>{HistogramPoint{{{"r", 1.5}}, 1234567, 12345.678, 0, 0,
-                                                        {1, 1234565, 1, 0}}};
-  auto snapshot = snapshot_of(
-      {h, number_metric(desc("g", "", kGauge), {NumberPoint{{}, 1234567.25}})},
-      AttributeSet{{"x", 0.5}});
+  h.points = std::vector<HistogramPoint>{
+      HistogramPoint{{{"r", 1.5}}, 1234567, 12345.678, 0, 0, {1, 1234565, 1, 0}}};
+  auto snapshot =
+      snapshot_of({h, number_metric(desc("g", "", kGauge), {NumberPoint{{}, 1234567.25}})},
+                  AttributeSet{{"x", 0.5}});
   const std::string classic = render_prometheus_text(snapshot);
-  const std::locale previous = std::locale::global(std::locale(std::locale::classic(), new CommaDecimal));
+  const std::locale previous =
+      std::locale::global(std::locale(std::locale::classic(), new CommaDecimal));
   const std::string comma = render_prometheus_text(snapshot);
   std::locale::global(previous);
   EXPECT_EQ(comma, classic);
-  EXPECT_NE(classic.find("g{otel_scope_name=\"gym-cpp\",otel_scope_version=\"0.1.0\"} 1234567.25\n"),
-            std::string::npos);
+  EXPECT_NE(
+      classic.find("g{otel_scope_name=\"gym-cpp\",otel_scope_version=\"0.1.0\"} 1234567.25\n"),
+      std::string::npos);
   EXPECT_NE(classic.find("h_seconds_sum{r=\"1.5\","), std::string::npos);
 }
 
