@@ -1,13 +1,24 @@
 // Telemetry SDK micro-benchmarks (style.md 8): record through bound and unbound handles, 1 and
 // 2 threads, the disabled path, collection of 1000 series, and the cost of encoding that
-// snapshot for export. Figures and the command are in bench/RESULTS.md.
+// snapshot for export (OTLP and Prometheus text). With prometheus-cpp found at configure time
+// (GYM_BENCH_PROMETHEUS_CPP) the same record cases and the text serialisation run on it too,
+// as the peer in the same binary. Figures and the command are in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
 #include <memory>
 #include <string>
 
 #include "exporters/otlp/otlp_encoding.h"
+#include "exporters/prometheus/prometheus_text.h"
 #include "telemetry/metrics/meter_provider.h"
+
+#ifdef GYM_BENCH_PROMETHEUS_CPP
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#endif
 
 namespace {
 
@@ -153,6 +164,131 @@ BENCHMARK(BM_EncodeProtobuf1000Series)->Unit(benchmark::kMicrosecond);
 
 void BM_EncodeJson1000Series(benchmark::State& state) { encode(state, OtlpProtocol::http_json); }
 BENCHMARK(BM_EncodeJson1000Series)->Unit(benchmark::kMicrosecond);
+
+void BM_RenderPrometheusText1000Series(benchmark::State& state) {
+  auto snapshot = thousand().provider.collect();
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    std::string body = gym::exporters::render_prometheus_text(snapshot);
+    bytes = body.size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_RenderPrometheusText1000Series)->Unit(benchmark::kMicrosecond);
+
+// A scrape of our endpoint: collect, then render.
+void BM_CollectAndRenderPrometheusText1000Series(benchmark::State& state) {
+  auto& p = thousand().provider;
+  for (auto _ : state) {
+    std::string body = gym::exporters::render_prometheus_text(p.collect());
+    benchmark::DoNotOptimize(body);
+  }
+}
+BENCHMARK(BM_CollectAndRenderPrometheusText1000Series)->Unit(benchmark::kMicrosecond);
+
+#ifdef GYM_BENCH_PROMETHEUS_CPP
+// ---- Peer: prometheus-cpp (Debian prometheus-cpp-dev), the same cases ----
+// Its "unbound" call is Family::Add(labels, buckets), which returns the existing series for a
+// label set seen before; the label map is built once (its best case: no allocation for the
+// labels, though Add still constructs a candidate Histogram per call). Its "bound" call holds
+// the reference Add returned.
+
+const prometheus::Histogram::BucketBoundaries kPeerBuckets(kSecondsBuckets.begin(),
+                                                           kSecondsBuckets.end());
+const prometheus::Labels kPeerLabels{{"http_route", "/verify"},
+                                     {"http_request_method", "POST"},
+                                     {"http_response_status_code", "200"}};
+
+struct PeerInstruments {
+  prometheus::Registry registry;
+  prometheus::Family<prometheus::Histogram>& histograms =
+      prometheus::BuildHistogram().Name("bench_duration_seconds").Help("h").Register(registry);
+  prometheus::Family<prometheus::Counter>& counters =
+      prometheus::BuildCounter().Name("bench_counter_total").Help("c").Register(registry);
+  prometheus::Family<prometheus::Gauge>& gauges =
+      prometheus::BuildGauge().Name("bench_gauge").Help("g").Register(registry);
+  prometheus::Histogram& histogram = histograms.Add(kPeerLabels, kPeerBuckets);
+  prometheus::Counter& counter = counters.Add({{"k", "v"}});
+  prometheus::Gauge& gauge = gauges.Add({});
+};
+
+PeerInstruments& peer() {
+  static PeerInstruments p;
+  return p;
+}
+
+void BM_PeerHistogramObserveAdd3Labels(benchmark::State& state) {
+  auto& family = peer().histograms;
+  std::int64_t i = state.thread_index();
+  for (auto _ : state) family.Add(kPeerLabels, kPeerBuckets).Observe(value_for(i++));
+}
+BENCHMARK(BM_PeerHistogramObserveAdd3Labels)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_PeerHistogramObserveHeld(benchmark::State& state) {
+  auto& h = peer().histogram;
+  std::int64_t i = state.thread_index();
+  for (auto _ : state) h.Observe(value_for(i++));
+}
+BENCHMARK(BM_PeerHistogramObserveHeld)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_PeerCounterIncrementAdd1Label(benchmark::State& state) {
+  auto& family = peer().counters;
+  const prometheus::Labels labels{{"k", "v"}};
+  for (auto _ : state) family.Add(labels).Increment();
+}
+BENCHMARK(BM_PeerCounterIncrementAdd1Label)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_PeerCounterIncrementHeld(benchmark::State& state) {
+  auto& c = peer().counter;
+  for (auto _ : state) c.Increment();
+}
+BENCHMARK(BM_PeerCounterIncrementHeld)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_PeerGaugeSetHeld(benchmark::State& state) {
+  auto& g = peer().gauge;
+  std::int64_t i = 0;
+  for (auto _ : state) g.Set(value_for(i++));
+}
+BENCHMARK(BM_PeerGaugeSetHeld)->Threads(1)->Threads(2)->UseRealTime();
+
+// The same 1000 series as ThousandSeries, on a prometheus-cpp registry.
+struct PeerThousandSeries {
+  prometheus::Registry registry;
+  PeerThousandSeries() {
+    auto& h = prometheus::BuildHistogram()
+                  .Name("bench_collect_duration_seconds")
+                  .Help("h")
+                  .Register(registry);
+    auto& c = prometheus::BuildCounter().Name("bench_collect_count_total").Help("c").Register(
+        registry);
+    for (int i = 0; i < 500; ++i) {
+      std::string route = "/route" + std::to_string(i / 10);
+      auto& series = h.Add({{"http_route", route},
+                            {"http_request_method", "POST"},
+                            {"http_response_status_code", std::to_string(200 + i % 10)}},
+                           kPeerBuckets);
+      for (int k = 0; k < 20; ++k) series.Observe(0.003 * k);
+      c.Add({{"nemo_gym_http_destination_server_name", route}, {"n", std::to_string(i)}})
+          .Increment(i);
+    }
+  }
+};
+
+// A scrape of prometheus-cpp: Registry::Collect, then TextSerializer.
+void BM_PeerCollectAndSerializeText1000Series(benchmark::State& state) {
+  static PeerThousandSeries t;
+  const prometheus::TextSerializer serializer;
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    std::string body = serializer.Serialize(t.registry.Collect());
+    bytes = body.size();
+    benchmark::DoNotOptimize(body);
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_PeerCollectAndSerializeText1000Series)->Unit(benchmark::kMicrosecond);
+#endif
 
 }  // namespace
 

@@ -15,6 +15,11 @@ packages=(
   libjemalloc-dev
   # tests and micro-benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Prometheus judges of tests/integration/prometheus_test.cpp: the package provides both
+  # /usr/bin/prometheus and /usr/bin/promtool; the test starts the binary itself
+  prometheus
+  # peer of bench/telemetry_bench.cpp (bench only; the bench skips those cases without it)
+  prometheus-cpp-dev
   # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
   wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
   # end-to-end peer (bench/e2e_peer.py): NeMo Gym's aiohttp client and Starlette sessions
@@ -46,4 +51,12 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The prometheus package ships a system service; gym-cpp never needs it running (tests start
+# their own server on a free port). Where an init system started it, stop and disable it.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+elif [[ -x /etc/init.d/prometheus ]] && /etc/init.d/prometheus status >/dev/null 2>&1; then
+  $sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+fi
 echo "setup: done"

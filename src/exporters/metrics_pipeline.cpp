@@ -29,6 +29,18 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
     otlp_ = otlp.get();
     exporter = std::move(otlp);
   }
+  // Bound before the reader starts: a busy port fails startup with no thread running.
+  if (settings.prometheus_port) {
+    PrometheusEndpointOptions endpoint;
+    endpoint.host = settings.prometheus_host;
+    endpoint.port = static_cast<std::uint16_t>(*settings.prometheus_port);
+    endpoint.role = identity.server_name == identity.server_type
+                        ? identity.server_name
+                        : identity.server_name + " (" + identity.server_type + ")";
+    prometheus_ = std::make_unique<PrometheusEndpoint>(*provider_, std::move(endpoint));
+    spdlog::info("prometheus: serving /metrics on {}:{}", settings.prometheus_host,
+                 prometheus_->port());
+  }
   reader_ = std::make_unique<telemetry::PeriodicReader>(
       *provider_, std::move(exporter),
       telemetry::PeriodicReaderOptions{settings.export_interval, settings.export_timeout});
@@ -40,14 +52,24 @@ bool MetricsPipeline::force_flush(std::chrono::milliseconds wait) {
   return reader_ ? reader_->force_flush(wait) : true;
 }
 
+std::uint16_t MetricsPipeline::prometheus_port() const noexcept {
+  return prometheus_ ? prometheus_->port() : 0;
+}
+
 bool MetricsPipeline::shutdown(std::chrono::milliseconds wait) {
-  if (!reader_) return true;
-  bool ok = reader_->shutdown(wait);
-  // The reader's state (and the exporter in it) lives as long as reader_, even when its thread
-  // was abandoned at the bound.
-  final_stats_ = stats();
-  reader_.reset();
-  otlp_ = nullptr;
+  bool ok = true;
+  if (reader_) {
+    ok = reader_->shutdown(wait);
+    // The reader's state (and the exporter in it) lives as long as reader_, even when its thread
+    // was abandoned at the bound.
+    final_stats_ = stats();
+    reader_.reset();
+    otlp_ = nullptr;
+  }
+  if (prometheus_) {
+    prometheus_->stop();
+    prometheus_.reset();
+  }
   return ok;
 }
 

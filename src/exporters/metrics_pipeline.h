@@ -1,17 +1,21 @@
 #pragma once
 // The metrics pipeline of one process, built from its resolved settings (telemetry.md 5, 7):
 // the meter provider, the exporter the settings choose (OTLP/HTTP or console) and one periodic
-// reader. With metrics inactive (enabled false, metrics_enabled false or OTEL_SDK_DISABLED) the
-// provider is disabled: its instruments are empty handles and no thread is started.
+// reader, plus the Prometheus endpoint when `prometheus.port` is set (in addition to the
+// exporter, never instead of it; telemetry.md 7.5). With metrics inactive (enabled false,
+// metrics_enabled false or OTEL_SDK_DISABLED) the provider is disabled: its instruments are
+// empty handles and no thread or endpoint is started.
 //
 // Create it at process start, before the HTTP client pool; call shutdown() on orderly exit
 // (bounded to 5 s, decision D5). Thread-safety: as MeterProvider and PeriodicReader.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/prometheus/prometheus_endpoint.h"
 #include "telemetry/config.h"
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
@@ -22,7 +26,8 @@ namespace gym::exporters {
 class MetricsPipeline {
  public:
   // Throws core::ConfigError for invalid OTLP settings and std::runtime_error when the console
-  // file cannot be opened.
+  // file cannot be opened or the Prometheus port cannot be bound (the message names the port and
+  // the process role).
   MetricsPipeline(const telemetry::TelemetrySettings& settings,
                   const telemetry::ProcessIdentity& identity, const std::string& run_id,
                   const telemetry::GetEnv& getenv);
@@ -32,8 +37,11 @@ class MetricsPipeline {
 
   telemetry::MeterProvider& provider() noexcept { return *provider_; }
   bool active() const noexcept { return reader_ != nullptr; }
+  // The bound port of the Prometheus endpoint; 0 when it is not running.
+  std::uint16_t prometheus_port() const noexcept;
 
   bool force_flush(std::chrono::milliseconds wait = telemetry::kShutdownBound);
+  // Final collect-and-export, then the Prometheus endpoint stops.
   bool shutdown(std::chrono::milliseconds wait = telemetry::kShutdownBound);
 
   // What the pipeline did so far: the reader's exports and failures and, with the OTLP exporter,
@@ -50,6 +58,7 @@ class MetricsPipeline {
   std::unique_ptr<telemetry::PeriodicReader> reader_;  // null when inactive
   const OtlpHttpExporter* otlp_ = nullptr;  // owned by reader_; valid while reader_ is set
   Stats final_stats_;                       // taken by shutdown()
+  std::unique_ptr<PrometheusEndpoint> prometheus_;  // null unless prometheus.port is set
 };
 
 }  // namespace gym::exporters
