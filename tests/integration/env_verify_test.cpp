@@ -9,6 +9,7 @@
 // tool output against the recorded one), then verifies and compares reward and extra fields.
 #include "orchestrator/ports.h"
 #include "process.h"
+#include "replay_input.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -101,32 +102,8 @@ std::vector<json::object> read_jsonl(const fs::path& path) {
 
 // environments.md 8.3: string input -> one user message; `type: message` added to items with
 // a role; null members removed.
-json::value without_nulls(const json::value& v) {
-  if (v.is_object()) {
-    json::object out;
-    for (const auto& kv : v.get_object())
-      if (!kv.value().is_null()) out[kv.key()] = without_nulls(kv.value());
-    return out;
-  }
-  if (v.is_array()) {
-    json::array out;
-    for (const auto& e : v.get_array()) out.push_back(without_nulls(e));
-    return out;
-  }
-  return v;
-}
-
 json::value normalized_input(const json::object& row) {
-  json::value input = row.at("responses_create_params").at("input");
-  if (input.is_string()) {
-    json::object message{{"type", "message"}, {"role", "user"}, {"content", input}};
-    input = json::array{message};
-  }
-  for (auto& item : input.as_array()) {
-    auto& o = item.as_object();
-    if (o.contains("role") && !o.contains("type")) o["type"] = "message";
-  }
-  return without_nulls(input);
+  return gym::test::normalized_items(row.at("responses_create_params").at("input"));
 }
 
 // ---- servers ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // model that answers 500, and the expansion of input rows.
 #include "orchestrator/ports.h"
 #include "process.h"
+#include "replay_input.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -26,6 +27,9 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
 using Key = std::pair<std::int64_t, std::int64_t>;
+
+using gym::test::normalized_items;
+using gym::test::without_nulls;
 
 namespace {
 
@@ -196,37 +200,6 @@ bool same_json(const json::value& a, const json::value& b) {
     return true;
   }
   return a == b;
-}
-
-json::value without_nulls(const json::value& v) {
-  if (v.is_object()) {
-    json::object out;
-    for (const auto& kv : v.get_object())
-      if (!kv.value().is_null()) out[kv.key()] = without_nulls(kv.value());
-    return out;
-  }
-  if (v.is_array()) {
-    json::array out;
-    for (const auto& e : v.get_array()) out.push_back(without_nulls(e));
-    return out;
-  }
-  return v;
-}
-
-// String input -> one user message; `type: message` on items with a role; nulls removed.
-json::array normalized_items(const json::value& input) {
-  json::array items;
-  if (input.is_string()) {
-    items.push_back(json::object{{"type", "message"}, {"role", "user"}, {"content", input}});
-    return items;
-  }
-  for (const auto& item : input.as_array()) {
-    auto v = without_nulls(item);
-    if (v.is_object() && v.as_object().contains("role") && !v.as_object().contains("type"))
-      v.as_object()["type"] = "message";
-    items.push_back(std::move(v));
-  }
-  return items;
 }
 
 json::array normalized_input(const json::object& row) {

@@ -3,6 +3,7 @@
 // (runtime.md 5); then the failure answers, strict validation and startup errors.
 #include "orchestrator/ports.h"
 #include "process.h"
+#include "replay_input.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -132,36 +133,8 @@ class ReplayServer {
   bool ready_ = false;
 };
 
-// The normalisation of environments.md 8.3, written independently of the server's.
-json::value drop_nulls(const json::value& v) {
-  if (v.is_object()) {
-    json::object out;
-    for (const auto& kv : v.get_object())
-      if (!kv.value().is_null()) out[kv.key()] = drop_nulls(kv.value());
-    return out;
-  }
-  if (v.is_array()) {
-    json::array out;
-    for (const auto& item : v.get_array()) out.push_back(drop_nulls(item));
-    return out;
-  }
-  return v;
-}
-
-json::array normalized_input(const json::value& input) {
-  json::array out;
-  if (input.is_string()) {
-    out.push_back(json::object{{"type", "message"}, {"role", "user"}, {"content", input}});
-    return out;
-  }
-  for (const auto& item : input.as_array()) {
-    auto v = drop_nulls(item);
-    if (v.as_object().contains("role") && !v.as_object().contains("type"))
-      v.as_object()["type"] = "message";
-    out.push_back(std::move(v));
-  }
-  return out;
-}
+// The normalisation of environments.md 8.3 (tests/support, independent of the server's).
+json::array normalized_input(const json::value& input) { return gym::test::normalized_items(input); }
 
 // A member, or null when absent.
 json::value field(const json::object& o, std::string_view key) {
