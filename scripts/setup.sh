@@ -10,8 +10,9 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev libicu-dev libpcre2-dev
-  # tests and micro-benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and micro-benchmarks; the openssl CLI makes the throwaway certificates of the https
+  # tests
+  libgtest-dev libgmock-dev libbenchmark-dev openssl
   # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
   wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
   curl procps
