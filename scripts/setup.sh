@@ -13,8 +13,9 @@ packages=(
   # allocator of the gym binary: glibc malloc spends ~10% of an agent's CPU at 1,000 rollouts in
   # flight (bench/RESULTS.md, "allocator")
   libjemalloc-dev
-  # tests and micro-benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and micro-benchmarks; the openssl CLI makes the throwaway certificates of the https
+  # tests
+  libgtest-dev libgmock-dev libbenchmark-dev openssl
   # Prometheus judges of tests/integration/prometheus_test.cpp: the package provides both
   # /usr/bin/prometheus and /usr/bin/promtool; the test starts the binary itself
   prometheus

@@ -3,17 +3,23 @@
 #include "core/json_text.h"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <spdlog/spdlog.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <atomic>
 #include <list>
@@ -23,6 +29,7 @@ namespace gym::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
@@ -40,6 +47,7 @@ boost::json::value ClientResponse::json(boost::json::storage_ptr storage) const 
 namespace {
 
 struct Url {
+  bool tls = false;  // https
   std::string host;
   std::string port;
   std::string target;  // path + query
@@ -48,12 +56,16 @@ struct Url {
 Url parse_url(const std::string& text) {
   auto r = boost::urls::parse_uri(text);
   if (!r) throw RequestError("invalid URL '" + text + "': " + r.error().message());
-  if (r->scheme() != "http")
-    throw RequestError("unsupported URL scheme in '" + text + "': only http:// is supported");
   Url u;
+  if (r->scheme() == "https") {
+    u.tls = true;
+  } else if (r->scheme() != "http") {
+    throw RequestError("unsupported URL scheme in '" + text +
+                       "': only http:// and https:// are supported");
+  }
   u.host = r->host_address();
   if (u.host.empty()) throw RequestError("URL '" + text + "' has no host");
-  u.port = r->has_port() ? std::string(r->port()) : "80";
+  u.port = r->has_port() ? std::string(r->port()) : u.tls ? "443" : "80";
   u.target = r->encoded_path().empty() ? "/" : std::string(r->encoded_path());
   if (r->has_query()) u.target += "?" + std::string(r->encoded_query());
   return u;
@@ -63,7 +75,7 @@ Url parse_url(const std::string& text) {
 std::string resolve_location(const Url& base, std::string_view location) {
   if (location.starts_with("http://") || location.starts_with("https://"))
     return std::string(location);
-  std::string prefix = "http://" + base.host + ":" + base.port;
+  std::string prefix = (base.tls ? "https://" : "http://") + base.host + ":" + base.port;
   if (location.starts_with("/")) return prefix + std::string(location);
   auto path = base.target.substr(0, base.target.find('?'));
   return prefix + path.substr(0, path.rfind('/') + 1) + std::string(location);
@@ -87,13 +99,46 @@ bhttp::verb to_verb(Method m) {
 enum class Failure {
   refused_or_closed,  // refused, reset, closed before a response: retried for every call
   stale,              // a reused keep-alive connection closed under us: retried at once
+  tls,                // TLS handshake refused (certificate, host name, protocol): never retried
   other,              // other transport errors
 };
 
 bool closed_before_response(const boost::system::error_code& ec) {
   return ec == asio::error::connection_refused || ec == asio::error::connection_reset ||
          ec == asio::error::eof || ec == bhttp::error::end_of_stream ||
-         ec == asio::error::broken_pipe || ec == asio::error::connection_aborted;
+         ec == asio::error::broken_pipe || ec == asio::error::connection_aborted ||
+         ec == ssl::error::stream_truncated;  // a TLS peer that closed without close_notify
+}
+
+bool is_ip_address(const std::string& host) {
+  boost::system::error_code ec;
+  (void)asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+// The client side of TLS (telemetry.md 7.2): TLS 1.2 or newer, the peer's certificate verified
+// against the system trust store (OpenSSL's default paths, so SSL_CERT_FILE and SSL_CERT_DIR
+// work as in any OpenSSL program).
+std::unique_ptr<ssl::context> make_tls_context() {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  ctx->set_verify_mode(ssl::verify_peer);
+  boost::system::error_code ec;
+  ctx->set_default_verify_paths(ec);
+  if (ec) spdlog::warn("TLS: cannot load the system trust store: {}", ec.message());
+  return ctx;
+}
+
+// Why a handshake failed: the certificate verification result when verification failed (the
+// OpenSSL reason: "unable to get local issuer certificate", "hostname mismatch", ...), else the
+// TLS error itself.
+std::string handshake_error(SSL* ssl_handle, const boost::system::error_code& ec) {
+  std::string why = ec.message();
+  const long verify = SSL_get_verify_result(ssl_handle);
+  if (verify != X509_V_OK) {
+    why += std::string(": ") + X509_verify_cert_error_string(verify);
+  }
+  return why;
 }
 
 std::atomic<std::uint64_t> g_connection_errors{0};
@@ -107,6 +152,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     // a time while it grows).
     explicit Conn(asio::any_io_executor ex) : stream(std::move(ex)) { buffer.reserve(8192); }
     beast::tcp_stream stream;
+    // https only: TLS over `stream` (declared after it, so destroyed first). Empty for http,
+    // whose connections pay nothing for TLS.
+    std::optional<beast::ssl_stream<beast::tcp_stream&>> tls;
     beast::flat_buffer buffer;
     Host* host = nullptr;
     Clock::time_point idle_since;
@@ -114,6 +162,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     std::list<Conn*>::iterator lru_pos;   // in Pool::idle_lru (oldest first)
   };
   struct Host {
+    bool tls = false;
     std::string host, port;
     std::size_t slot_id = 0;
     std::list<Conn*> idle;
@@ -129,6 +178,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   std::list<Conn*> idle_lru;
   std::size_t open = 0;  // open sockets: in use + idle
   asio::steady_timer sweeper;
+  std::unique_ptr<ssl::context> tls_context;  // created with the first https host
   bool closed = false;
 
   Pool(asio::any_io_executor e, PoolParams p, PoolObserver* o)
@@ -139,9 +189,11 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   }
 
   Host& host_for(const Url& u) {
-    auto& slot = hosts[u.host + ":" + u.port];
+    auto& slot = hosts[(u.tls ? "https://" : "") + u.host + ":" + u.port];
     if (!slot) {
+      if (u.tls && !tls_context) tls_context = make_tls_context();
       slot = std::make_unique<Host>();
+      slot->tls = u.tls;
       slot->host = u.host;
       slot->port = u.port;
       slot->slot_id = ledger.add_host();
@@ -305,6 +357,36 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         co_return out;
       }
       set_keepalive(c->stream.socket());
+      if (h.tls) {
+        c->tls.emplace(c->stream, *tls_context);
+        SSL* handle = c->tls->native_handle();
+        // Host name (or IP address) verification by OpenSSL as part of the chain check, the
+        // checks of ssl::host_name_verification; done this way a mismatch is reported as
+        // "hostname mismatch" rather than an unspecified verification error.
+        X509_VERIFY_PARAM* param = SSL_get0_param(handle);
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        if (is_ip_address(h.host)) {
+          X509_VERIFY_PARAM_set1_ip_asc(param, h.host.c_str());
+        } else {
+          SSL_set_tlsext_host_name(handle, h.host.c_str());  // SNI: names only (RFC 6066)
+          X509_VERIFY_PARAM_set1_host(param, h.host.c_str(), h.host.size());
+        }
+        auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, kTuple);
+        if (hec) {
+          if (hec.category() == asio::error::get_ssl_category()) {
+            out.failure = Failure::tls;
+            out.error = "TLS handshake with " + h.host + ":" + h.port +
+                        " failed: " + handshake_error(handle, hec);
+          } else {
+            out.failure = closed_before_response(hec) ? Failure::refused_or_closed
+                                                      : Failure::other;
+            out.error = "TLS handshake with " + h.host + ":" + h.port + " failed: " +
+                        (hec == beast::error::timeout ? std::string("timed out") : hec.message());
+          }
+          destroy(c);
+          co_return out;
+        }
+      }
     }
 
     bhttp::request<bhttp::string_body> out_req{to_verb(method), u.target, 11};
@@ -327,17 +409,30 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     } else {
       c->stream.expires_never();
     }
-    auto [wec, wn] = co_await bhttp::async_write(c->stream, out_req, kTuple);
-    (void)wn;
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(boost::none);
     parser.header_limit(1u << 20);
     if (method == Method::head) parser.skip(true);
-    boost::system::error_code ec = wec;
-    if (!ec) {
-      auto [rec, rn] = co_await bhttp::async_read(c->stream, c->buffer, parser, kTuple);
-      (void)rn;
-      ec = rec;
+    boost::system::error_code ec;
+    // The same exchange over TLS or plain TCP: one branch, no indirection on the plain path.
+    if (c->tls) {
+      auto [wec, wn] = co_await bhttp::async_write(*c->tls, out_req, kTuple);
+      (void)wn;
+      ec = wec;
+      if (!ec) {
+        auto [rec, rn] = co_await bhttp::async_read(*c->tls, c->buffer, parser, kTuple);
+        (void)rn;
+        ec = rec;
+      }
+    } else {
+      auto [wec, wn] = co_await bhttp::async_write(c->stream, out_req, kTuple);
+      (void)wn;
+      ec = wec;
+      if (!ec) {
+        auto [rec, rn] = co_await bhttp::async_read(c->stream, c->buffer, parser, kTuple);
+        (void)rn;
+        ec = rec;
+      }
     }
     if (ec) {
       bool nothing_received = !parser.got_some();
@@ -430,6 +525,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         why = a.error;
         if (params.request_debug)
           spdlog::info("request {} {} failed: {}", to_string(method), url, a.error);
+        // A refused TLS handshake fails the same way on every try (runtime.md 8.3 retries
+        // connection-level failures only); the caller sees why at once.
+        if (a.failure == Failure::tls) throw TlsError(a.error);
         if (!req.retry) throw RequestError(a.error);
         if (a.failure == Failure::stale) {
           ++stats.retries;

@@ -1,6 +1,8 @@
 #pragma once
 // The process's HTTP client: one bounded connection pool shared by every outbound call
-// (runtime.md 8). No cookie jar: callers pass cookies per request and read them from responses.
+// (runtime.md 8), over http:// or https:// (TLS 1.2+, peer certificate and host name verified
+// against the system trust store; see TlsError). No cookie jar: callers pass cookies per request
+// and read them from responses.
 // Not thread-safe: create it on the event loop that will use it and call it only from there.
 #include "http/message.h"
 #include "http/slot_ledger.h"
@@ -64,7 +66,7 @@ enum class CallKind { internal, external };
 
 struct ClientRequest {
   Method method = Method::post;
-  std::string url;                  // http://host:port/path?query
+  std::string url;                  // http(s)://host:port/path?query
   std::string body;                 // sent as is; Content-Type application/json when non-empty
   Cookies cookies;                  // sent as one Cookie header
   std::vector<Header> headers;      // extra headers
@@ -89,6 +91,16 @@ struct ClientResponse {
 class RequestError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The TLS handshake of an https:// request was refused: an untrusted or expired certificate, a
+// certificate for another host, no common protocol version. The message names host:port and
+// the OpenSSL reason, e.g. "TLS handshake with localhost:4318 failed: certificate verify failed
+// (SSL routines): unable to get local issuer certificate". Never retried: the next attempt
+// would fail the same way.
+class TlsError : public RequestError {
+ public:
+  using RequestError::RequestError;
 };
 
 struct ClientStats {

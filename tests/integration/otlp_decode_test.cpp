@@ -2,16 +2,32 @@
 // @opentelemetry/otlp-transformer@0.214.0's generated protobuf root decodes what our
 // OtlpHttpExporter sends over http/protobuf and http/json, plain and gzip, and every decoded
 // field is checked against the values recorded here.
+//
+// The same over https (OtlpHttps.*): the receiver in its --tls mode with a throwaway CA and
+// server certificate made by the `openssl` CLI at test time; gym::http::HttpClient and the
+// exporter trust that CA through SSL_CERT_FILE (OpenSSL's default verify paths), in this
+// process and in a gym_telemetry_recorder child, and refuse it when it is not trusted.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
 #include "exporters/otlp/otlp_http_exporter.h"
+#include "http/client.h"
 #include "process.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry/resource.h"
@@ -183,17 +199,24 @@ void check_request(const json::value& r, const MetricsSnapshot& snapshot) {
             "1099511627776");
 }
 
-TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
-  // The judge is required: a missing Node.js or npm package is a failure, never a skip.
-  ASSERT_EQ(std::string(GYM_NODE).find("NOTFOUND"), std::string::npos)
+// The node_modules dir of the receiver; fails the test (never skips) without Node.js or npm.
+std::string require_node() {
+  EXPECT_EQ(std::string(GYM_NODE).find("NOTFOUND"), std::string::npos)
       << "node (Node.js 20) was not found at configure time; install it (scripts/setup.sh)";
+  if (std::string(GYM_NODE).find("NOTFOUND") != std::string::npos) return {};
   std::string why;
-  const std::string modules = node_modules(&why);
-  ASSERT_FALSE(modules.empty()) << why;
-  ChildProcess receiver({GYM_NODE, GYM_OTLP_RECEIVER, modules});
-  const int port = receiver.wait_port();
-  ASSERT_GT(port, 0) << receiver.output();
+  std::string modules = node_modules(&why);
+  EXPECT_FALSE(modules.empty()) << why;
+  return modules;
+}
 
+// The snapshot every decode test exports: one instrument of each kind.
+struct RecordedSnapshot {
+  MeterProvider provider;
+  MetricsSnapshot snapshot;
+};
+
+std::unique_ptr<RecordedSnapshot> record_snapshot() {
   std::map<std::string, std::string> vars{{"OTEL_RESOURCE_ATTRIBUTES", "team=rl%20infra"},
                                           {"NEMO_GYM_OTEL_ENABLED", "1"}};
   GetEnv env = [&](const std::string& n) -> std::optional<std::string> {
@@ -205,7 +228,8 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
   MeterProviderOptions options;
   options.resource = build_resource(settings, "4f2a91c0be31", {"mcqa", "resources_servers"}, env,
                                     {"node-7", 41237});
-  MeterProvider provider(options);
+  auto out = std::unique_ptr<RecordedSnapshot>(new RecordedSnapshot{MeterProvider(options), {}});
+  MeterProvider& provider = out->provider;
   auto requests =
       provider.create_counter<std::int64_t>("test.requests", "{request}", "Requests handled");
   AttributeList attrs{
@@ -231,9 +255,14 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
   provider.create_observable_gauge<std::int64_t>(
       "gym.host.memory.total", "By", "",
       [](ObservableResult<std::int64_t>& r) { r.observe(std::int64_t{1} << 40); });
-  const MetricsSnapshot snapshot = provider.collect();
-  ASSERT_EQ(snapshot.metrics.size(), 8u);
+  out->snapshot = provider.collect();
+  return out;
+}
 
+// Exports `snapshot` to `base` (http:// or https://) with each protocol and compression, and
+// checks what the receiver decoded, and the headers it saw.
+void export_every_encoding(ChildProcess& receiver, const std::string& base,
+                           const MetricsSnapshot& snapshot) {
   struct Case {
     OtlpProtocol protocol;
     Compression compression;
@@ -249,14 +278,18 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.content_type + " " + c.encoding);
     OtlpSettings s;
-    s.url = fmt::format("http://127.0.0.1:{}/v1/metrics", port);
+    s.url = base + "/v1/metrics";
     s.protocol = c.protocol;
     s.compression = c.compression;
+    s.headers.emplace_back("x-gym-test", "otlp headers");
     OtlpHttpExporter exporter(s);
     ASSERT_EQ(exporter.export_metrics(snapshot,
                                       std::chrono::steady_clock::now() + std::chrono::seconds(20)),
               ExportResult::success)
         << receiver.output();
+    const json::value headers = json::parse(receiver.wait_for_line("HEADERS "));
+    EXPECT_EQ(headers.at("user-agent"), json::value("gym-cpp/" GYM_VERSION));
+    EXPECT_EQ(headers.at("x-gym-test"), json::value("otlp headers"));
     std::string line = receiver.wait_for_line("DECODED ");
     ASSERT_FALSE(line.empty()) << receiver.output();
     // "<content-type> <encoding> <json>"
@@ -267,8 +300,389 @@ TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
     check_request(json::parse(line.substr(second + 1)), snapshot);
   }
   EXPECT_EQ(receiver.output().find("ERROR"), std::string::npos) << receiver.output();
+  EXPECT_EQ(receiver.output().find("HANDSHAKE_FAILED"), std::string::npos) << receiver.output();
+}
+
+TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
+  // The judge is required: a missing Node.js or npm package is a failure, never a skip.
+  const std::string modules = require_node();
+  ASSERT_FALSE(modules.empty());
+  ChildProcess receiver({GYM_NODE, GYM_OTLP_RECEIVER, modules});
+  const int port = receiver.wait_port();
+  ASSERT_GT(port, 0) << receiver.output();
+  const auto recorded = record_snapshot();
+  ASSERT_EQ(recorded->snapshot.metrics.size(), 8u);
+  export_every_encoding(receiver, fmt::format("http://127.0.0.1:{}", port), recorded->snapshot);
   receiver.signal(SIGTERM);
   receiver.wait_exit();
+}
+
+// ---- https ----
+
+// Throwaway certificates, made once per test binary with the openssl CLI under the build dir:
+// a CA; a server certificate it signs for localhost and 127.0.0.1; one it signs for another
+// host name only; and a second CA that signed none of them (the "not trusted" trust store).
+struct TestPki {
+  std::string ca, other_ca;
+  std::string key, cert;              // CN/SAN localhost, 127.0.0.1
+  std::string wrong_key, wrong_cert;  // SAN elsewhere.invalid only
+  std::string error;                  // why making them failed
+};
+
+const TestPki& pki() {
+  static const TestPki made = [] {
+    TestPki p;
+    if (std::string(GYM_OPENSSL).find("NOTFOUND") != std::string::npos) {
+      p.error = "the openssl CLI was not found at configure time; install it (scripts/setup.sh)";
+      return p;
+    }
+    const fs::path dir = fs::path(gym::test::build_path("tests/integration/otlp_tls")) /
+                         std::to_string(::getpid());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const auto at = [&](const char* name) { return (dir / name).string(); };
+    std::ofstream(at("server.ext")) << "basicConstraints=CA:FALSE\n"
+                                       "keyUsage=digitalSignature,keyEncipherment\n"
+                                       "extendedKeyUsage=serverAuth\n"
+                                       "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+    std::ofstream(at("wrong.ext")) << "basicConstraints=CA:FALSE\n"
+                                      "extendedKeyUsage=serverAuth\n"
+                                      "subjectAltName=DNS:elsewhere.invalid\n";
+    const std::string openssl = GYM_OPENSSL;
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string ca_ext =
+        "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign";
+    const std::vector<std::string> commands{
+        fmt::format("'{}' req -x509 {} -keyout ca.key -out ca.pem -days 2 -subj "
+                    "'/CN=gym-cpp test CA' {}",
+                    openssl, ec, ca_ext),
+        fmt::format("'{}' req -x509 {} -keyout other_ca.key -out other_ca.pem -days 2 -subj "
+                    "'/CN=gym-cpp other CA' {}",
+                    openssl, ec, ca_ext),
+        fmt::format("'{}' req {} -keyout server.key -out server.csr -subj '/CN=localhost'",
+                    openssl, ec),
+        fmt::format("'{}' x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                    "-days 2 -extfile server.ext -out server.pem",
+                    openssl),
+        fmt::format("'{}' req {} -keyout wrong.key -out wrong.csr -subj '/CN=elsewhere.invalid'",
+                    openssl, ec),
+        fmt::format("'{}' x509 -req -in wrong.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                    "-days 2 -extfile wrong.ext -out wrong.pem",
+                    openssl),
+    };
+    for (const auto& command : commands) {
+      const auto r = gym::test::run_command("cd '" + dir.string() + "' && " + command + " 2>&1");
+      if (r.code != 0) {
+        p.error = "`" + command + "` failed: " + r.output;
+        return p;
+      }
+    }
+    p.ca = at("ca.pem");
+    p.other_ca = at("other_ca.pem");
+    p.key = at("server.key");
+    p.cert = at("server.pem");
+    p.wrong_key = at("wrong.key");
+    p.wrong_cert = at("wrong.pem");
+    return p;
+  }();
+  return made;
+}
+
+// An https receiver with the given key and certificate.
+std::unique_ptr<ChildProcess> https_receiver(const std::string& modules, const std::string& key,
+                                             const std::string& cert) {
+  return std::make_unique<ChildProcess>(
+      std::vector<std::string>{GYM_NODE, GYM_OTLP_RECEIVER, modules, "--tls", key, cert});
+}
+
+// Sets SSL_CERT_FILE for this process (OpenSSL reads it when a client creates its TLS context)
+// and restores the previous value when it goes away.
+class TrustStore {
+ public:
+  explicit TrustStore(const std::string& ca_file) {
+    if (const char* v = std::getenv("SSL_CERT_FILE")) old_ = v;
+    ::setenv("SSL_CERT_FILE", ca_file.c_str(), 1);
+  }
+  ~TrustStore() {
+    if (old_) {
+      ::setenv("SSL_CERT_FILE", old_->c_str(), 1);
+    } else {
+      ::unsetenv("SSL_CERT_FILE");
+    }
+  }
+  TrustStore(const TrustStore&) = delete;
+  TrustStore& operator=(const TrustStore&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+namespace asio = boost::asio;
+namespace ghttp = gym::http;
+
+// Outcome of one request through an HttpClient.
+struct Sent {
+  int status = 0;
+  std::string error;  // RequestError text
+  bool tls_error = false;
+};
+
+// Sends `urls` one after another through one HttpClient (its own loop, finished before
+// returning); returns each outcome and the client's stats.
+std::pair<std::vector<Sent>, ghttp::ClientStats> send_all(const std::vector<std::string>& urls) {
+  asio::io_context io;
+  ghttp::PoolParams params;
+  params.retry_budget_seconds = 30;
+  auto client = std::make_unique<ghttp::HttpClient>(io.get_executor(), params);
+  std::vector<Sent> out;
+  auto run = [&]() -> asio::awaitable<void> {
+    for (const auto& url : urls) {
+      ghttp::ClientRequest req;
+      req.url = url;
+      req.body = R"({"resourceMetrics":[]})";
+      Sent s;
+      try {
+        const ghttp::ClientResponse res = co_await client->request(std::move(req));
+        s.status = res.status;
+      } catch (const ghttp::TlsError& e) {
+        s.error = e.what();
+        s.tls_error = true;
+      } catch (const ghttp::RequestError& e) {
+        s.error = e.what();
+      }
+      out.push_back(s);
+    }
+  };
+  auto done = asio::co_spawn(io, run(), asio::use_future);
+  while (done.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) io.run_one();
+  done.get();
+  const ghttp::ClientStats stats = client->stats();
+  client.reset();
+  return {out, stats};
+}
+
+TEST(OtlpHttps, HttpClientVerifiesTheServerAndKeepsTheConnection) {
+  const std::string modules = require_node();
+  ASSERT_FALSE(modules.empty());
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  auto receiver = https_receiver(modules, pki().key, pki().cert);
+  const int port = receiver->wait_port();
+  ASSERT_GT(port, 0) << receiver->output();
+  TrustStore trust(pki().ca);
+
+  // Two requests by host name: one TLS connection, kept alive and reused.
+  const std::string url = fmt::format("https://localhost:{}/v1/metrics", port);
+  auto [sent, stats] = send_all({url, url});
+  ASSERT_EQ(sent.size(), 2u);
+  for (const auto& s : sent) EXPECT_EQ(s.status, 200) << s.error << "\n" << receiver->output();
+  EXPECT_EQ(stats.connections_opened, 1u);
+  EXPECT_EQ(stats.connections_reused, 1u);
+  EXPECT_EQ(stats.retries, 0u);
+  EXPECT_EQ(json::parse(receiver->wait_for_line("HEADERS ")).at("connection"), json::value(1));
+  EXPECT_EQ(json::parse(receiver->wait_for_line("HEADERS ")).at("connection"), json::value(1));
+
+  // By IP address: the certificate's IP SAN is checked.
+  auto [by_ip, ip_stats] = send_all({fmt::format("https://127.0.0.1:{}/v1/metrics", port)});
+  EXPECT_EQ(by_ip.at(0).status, 200) << by_ip.at(0).error;
+  EXPECT_EQ(ip_stats.connections_opened, 1u);
+
+  EXPECT_EQ(receiver->output().find("ERROR"), std::string::npos) << receiver->output();
+  EXPECT_EQ(receiver->output().find("HANDSHAKE_FAILED"), std::string::npos) << receiver->output();
+  receiver->signal(SIGTERM);
+  receiver->wait_exit();
+}
+
+TEST(OtlpHttps, HttpClientRefusesAnUntrustedCertificateOrAnotherHostsCertificateAtOnce) {
+  const std::string modules = require_node();
+  ASSERT_FALSE(modules.empty());
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  auto receiver = https_receiver(modules, pki().key, pki().cert);
+  const int port = receiver->wait_port();
+  ASSERT_GT(port, 0) << receiver->output();
+  auto wrong = https_receiver(modules, pki().wrong_key, pki().wrong_cert);
+  const int wrong_port = wrong->wait_port();
+  ASSERT_GT(wrong_port, 0) << wrong->output();
+
+  {
+    // A trust store without our CA: a TlsError naming the host and OpenSSL's reason, with no
+    // retry although the request may retry for 30 s.
+    TrustStore trust(pki().other_ca);
+    const auto start = std::chrono::steady_clock::now();
+    auto [sent, stats] = send_all({fmt::format("https://localhost:{}/v1/metrics", port)});
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_TRUE(sent[0].tls_error) << sent[0].error;
+    EXPECT_NE(sent[0].error.find(fmt::format("TLS handshake with localhost:{} failed", port)),
+              std::string::npos)
+        << sent[0].error;
+    EXPECT_NE(sent[0].error.find("certificate verify failed"), std::string::npos) << sent[0].error;
+    EXPECT_NE(sent[0].error.find("unable to get local issuer certificate"), std::string::npos)
+        << sent[0].error;
+    EXPECT_EQ(stats.retries, 0u);
+    EXPECT_EQ(stats.connections_opened, 1u);
+    EXPECT_LT(seconds, 5.0);
+    std::cout << "[untrusted] " << sent[0].error << "\n";
+  }
+  {
+    // Trusted CA, but a certificate for another host name.
+    TrustStore trust(pki().ca);
+    auto [sent, stats] = send_all({fmt::format("https://localhost:{}/v1/metrics", wrong_port)});
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_TRUE(sent[0].tls_error) << sent[0].error;
+    EXPECT_NE(sent[0].error.find(fmt::format("localhost:{}", wrong_port)), std::string::npos)
+        << sent[0].error;
+    EXPECT_NE(sent[0].error.find("hostname mismatch"), std::string::npos) << sent[0].error;
+    EXPECT_EQ(stats.retries, 0u);
+    std::cout << "[wrong host] " << sent[0].error << "\n";
+
+    // ... and by IP address, which that certificate does not name either.
+    auto [by_ip, ip_stats] =
+        send_all({fmt::format("https://127.0.0.1:{}/v1/metrics", wrong_port)});
+    EXPECT_TRUE(by_ip.at(0).tls_error) << by_ip.at(0).error;
+    EXPECT_NE(by_ip.at(0).error.find("IP address mismatch"), std::string::npos)
+        << by_ip.at(0).error;
+  }
+  EXPECT_EQ(receiver->output().find("DECODED"), std::string::npos) << receiver->output();
+  EXPECT_EQ(wrong->output().find("DECODED"), std::string::npos) << wrong->output();
+  receiver->signal(SIGTERM);
+  receiver->wait_exit();
+  wrong->signal(SIGTERM);
+  wrong->wait_exit();
+}
+
+TEST(OtlpHttps, TheOpenTelemetryDecoderReadsEveryFieldOverHttps) {
+  const std::string modules = require_node();
+  ASSERT_FALSE(modules.empty());
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  auto receiver = https_receiver(modules, pki().key, pki().cert);
+  const int port = receiver->wait_port();
+  ASSERT_GT(port, 0) << receiver->output();
+  TrustStore trust(pki().ca);
+  const auto recorded = record_snapshot();
+  ASSERT_EQ(recorded->snapshot.metrics.size(), 8u);
+  export_every_encoding(*receiver, fmt::format("https://localhost:{}", port), recorded->snapshot);
+  receiver->signal(SIGTERM);
+  receiver->wait_exit();
+}
+
+// What a gym_telemetry_recorder child reported, logged, and the receiver decoded.
+struct RecorderRun {
+  int exit_code = -1;
+  json::object result;  // the recorder's JSON line
+  std::string output;   // its stdout and stderr
+};
+
+RecorderRun run_recorder(int port, const std::string& ca_file) {
+  // Telemetry from the environment as in a real process; everything the developer's shell may
+  // export is neutralised (empty counts as unset, telemetry.md 3.2).
+  const std::vector<std::string> env{
+      "NEMO_GYM_OTEL_ENABLED=1",
+      fmt::format("OTEL_EXPORTER_OTLP_ENDPOINT=https://localhost:{}", port),
+      "OTEL_METRIC_EXPORT_INTERVAL=500",
+      "SSL_CERT_FILE=" + ca_file,
+      "OTEL_SDK_DISABLED=", "NEMO_GYM_OTEL_EXPORTER=", "NEMO_LENS_EXPORTER=",
+      "NEMO_GYM_OTEL_METRICS_ENABLED=", "NEMO_LENS_METRICS_ENABLED=", "OTEL_METRIC_EXPORT_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=", "OTEL_EXPORTER_OTLP_PROTOCOL=",
+      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=", "OTEL_EXPORTER_OTLP_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=", "OTEL_EXPORTER_OTLP_COMPRESSION=",
+      "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=", "OTEL_EXPORTER_OTLP_HEADERS=",
+      "OTEL_EXPORTER_OTLP_METRICS_HEADERS="};
+  ChildProcess recorder({gym::test::build_path("tests/support/gym_telemetry_recorder"),
+                         "--batches", "10"},
+                        env, /*merge_stderr=*/true);
+  RecorderRun run;
+  const std::string rest = recorder.wait_for_line("{\"records\":", std::chrono::seconds(60));
+  recorder.drain(std::chrono::seconds(10));
+  run.exit_code = recorder.wait_exit(std::chrono::seconds(10));
+  run.output = recorder.output();
+  if (!rest.empty()) run.result = json::parse("{\"records\":" + rest).as_object();
+  return run;
+}
+
+std::uint64_t u64(const json::value& v) { return v.to_number<std::uint64_t>(); }
+
+TEST(OtlpHttps, ARecordingProcessExportsToAnHttpsCollectorTrustedThroughSslCertFile) {
+  const std::string modules = require_node();
+  ASSERT_FALSE(modules.empty());
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  auto receiver = https_receiver(modules, pki().key, pki().cert);
+  const int port = receiver->wait_port();
+  ASSERT_GT(port, 0) << receiver->output();
+
+  const RecorderRun run = run_recorder(port, pki().ca);
+  ASSERT_FALSE(run.result.empty()) << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.result.at("shutdown_ok"), json::value(true)) << run.output;
+  const auto& otlp = run.result.at("otlp");
+  EXPECT_GE(u64(otlp.at("batches_sent")), 1u) << run.output;
+  EXPECT_EQ(u64(otlp.at("batches_dropped")), 0u) << run.output;
+  EXPECT_EQ(run.output.find("telemetry: metrics export fail"), std::string::npos) << run.output;
+
+  // Every batch decoded; the last one (the shutdown flush) holds the final cumulative count.
+  std::vector<json::value> decoded;
+  std::set<std::int64_t> connections;
+  for (std::string line; !(line = receiver->wait_for_line("HEADERS ", std::chrono::seconds(2)))
+                              .empty();) {
+    connections.insert(json::parse(line).at("connection").as_int64());
+    const std::string body = receiver->wait_for_line("DECODED application/x-protobuf identity ");
+    ASSERT_FALSE(body.empty()) << receiver->output();
+    decoded.push_back(json::parse(body));
+  }
+  ASSERT_EQ(decoded.size(), u64(otlp.at("batches_sent"))) << receiver->output();
+  EXPECT_EQ(connections.size(), 1u) << "the exporter keeps its TLS connection alive";
+  const json::value& last = decoded.back();
+  const auto res = attributes(last.at("resourceMetrics").at(0).at("resource").at("attributes"));
+  EXPECT_EQ(str(res.at("service.name").at("stringValue")), "nemo-gym/telemetry_recorder");
+  const auto& records = metric(last, "test.recorder.records");
+  std::uint64_t total = 0;
+  for (const auto& p : records.at("sum").at("dataPoints").as_array()) {
+    total += std::stoull(str(p.at("asInt")));
+  }
+  EXPECT_EQ(total, u64(run.result.at("expected_records")));
+  const auto& histogram = metric(last, "test.recorder.duration_ms");
+  std::uint64_t count = 0;
+  for (const auto& p : histogram.at("histogram").at("dataPoints").as_array()) {
+    count += std::stoull(str(p.at("count")));
+  }
+  EXPECT_EQ(count, u64(run.result.at("expected_records")));
+  EXPECT_EQ(receiver->output().find("ERROR"), std::string::npos) << receiver->output();
+  receiver->signal(SIGTERM);
+  receiver->wait_exit();
+}
+
+TEST(OtlpHttps, AnUntrustedCollectorCertificateDropsBatchesWithoutRetryAndTheProcessExits) {
+  const std::string modules = require_node();
+  ASSERT_FALSE(modules.empty());
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  auto receiver = https_receiver(modules, pki().key, pki().cert);
+  const int port = receiver->wait_port();
+  ASSERT_GT(port, 0) << receiver->output();
+
+  const auto start = std::chrono::steady_clock::now();
+  const RecorderRun run = run_recorder(port, pki().other_ca);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                          .count();
+  std::cout << "[untrusted recorder] wall " << wall << " s\n" << run.output;
+  ASSERT_FALSE(run.result.empty()) << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // D5: the shutdown is bounded to 5 s; a refused handshake fails at once, far below that.
+  EXPECT_LT(run.result.at("shutdown_seconds").to_number<double>(), 5.5) << run.output;
+  const auto& otlp = run.result.at("otlp");
+  EXPECT_EQ(u64(otlp.at("batches_sent")), 0u) << run.output;
+  EXPECT_GE(u64(otlp.at("batches_dropped")), 1u) << run.output;
+  EXPECT_GE(u64(run.result.at("failures")), 1u) << run.output;
+  EXPECT_EQ(u64(otlp.at("retries")), 0u) << "a refused handshake is not retried\n" << run.output;
+  // The first failure is logged at once, naming the collector and OpenSSL's reason.
+  EXPECT_NE(run.output.find("telemetry: metrics export failed"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(fmt::format("TLS handshake with localhost:{} failed", port)),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("unable to get local issuer certificate"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(receiver->output().find("DECODED"), std::string::npos) << receiver->output();
+  receiver->signal(SIGTERM);
+  receiver->wait_exit();
 }
 
 }  // namespace

@@ -97,6 +97,10 @@ struct OtlpHttpExporter::Impl {
         }
         retry_after = parse_retry_after(http::find_header(res.headers, "retry-after"));
         error = "HTTP " + std::to_string(res.status) + " from " + settings.url;
+      } catch (const http::TlsError& e) {
+        // An untrusted certificate or a wrong host fails every retry the same way: the batch is
+        // dropped now instead of waiting out the OTLP timeout (not a "connection error" of D9).
+        co_return SendResult{false, e.what()};
       } catch (const std::exception& e) {
         error = e.what();
       }

@@ -7,11 +7,13 @@
 // optionally gzip) on the calling thread, sends it on the loop, and waits at most until its
 // deadline. 429/502/503/504, connection errors and timeouts are retried with exponential
 // backoff (1 s, 2 s, 4 s, ... +-20 %, or Retry-After seconds) while the OTLP timeout, counted
-// from the first attempt, allows; any other status drops the batch. Failures are logged at most
-// once per interval (drops held back by the interval are summarised at shutdown) and never
-// thrown.
+// from the first attempt, allows; any other status drops the batch, and so does a refused TLS
+// handshake of an https:// endpoint (untrusted certificate, wrong host: http::TlsError), which
+// no retry would change. Failures are logged at most once per interval (drops held back by the
+// interval are summarised at shutdown) and never thrown.
 //
-// Thread-safety: as MetricExporter (one caller at a time). http:// endpoints only for now.
+// Thread-safety: as MetricExporter (one caller at a time). http:// and https:// endpoints
+// (system trust store; SSL_CERT_FILE / SSL_CERT_DIR for a private CA).
 #include <chrono>
 #include <cstdint>
 #include <memory>

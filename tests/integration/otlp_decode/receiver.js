@@ -1,11 +1,19 @@
 // A tiny OTLP/HTTP metrics receiver built on the OpenTelemetry JavaScript project's own
 // generated protobuf root (@opentelemetry/otlp-transformer, build/src/generated/root.js).
-// Usage: node receiver.js <node_modules dir>. Prints "LISTENING <port>", then for every
-// POST /v1/metrics one line "DECODED <content-type> <gzip|identity> <json>", where <json> is
-// the decoded ExportMetricsServiceRequest as an object (64-bit integers as strings, enums as
-// numbers). Decoding errors print "ERROR <message>" and answer 400.
+// Usage: node receiver.js <node_modules dir> [--tls <key.pem> <cert.pem>]. With --tls it
+// speaks https (Node's https module with that key and certificate), else plain http. Prints
+// "LISTENING <port>", then for every POST /v1/metrics two lines:
+//   HEADERS <json>: {"connection": <n-th connection of the server, from 1>, "user-agent": ...,
+//                    "x-gym-test": ...} (header values, or null when absent)
+//   DECODED <content-type> <gzip|identity> <json>, where <json> is the decoded
+//           ExportMetricsServiceRequest as an object (64-bit integers as strings, enums as
+//           numbers).
+// Decoding errors print "ERROR <message>" and answer 400. A refused TLS handshake prints
+// "HANDSHAKE_FAILED <message>".
 'use strict';
+const fs = require('fs');
 const http = require('http');
+const https = require('https');
 const path = require('path');
 const zlib = require('zlib');
 
@@ -14,12 +22,20 @@ const root = require(path.join(modules, '@opentelemetry/otlp-transformer/build/s
 const Request = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
 const Response = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse;
 
-const server = http.createServer((req, res) => {
+const tls = process.argv[3] === '--tls';
+let connections = 0;
+
+const handler = (req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     const type = (req.headers['content-type'] || '').split(';')[0].trim();
     const encoding = req.headers['content-encoding'] === 'gzip' ? 'gzip' : 'identity';
+    process.stdout.write(`HEADERS ${JSON.stringify({
+      connection: req.socket.gymConnection,
+      'user-agent': req.headers['user-agent'] ?? null,
+      'x-gym-test': req.headers['x-gym-test'] ?? null,
+    })}\n`);
     try {
       if (req.method !== 'POST' || req.url !== '/v1/metrics') throw new Error(`unexpected ${req.method} ${req.url}`);
       let body = Buffer.concat(chunks);
@@ -47,6 +63,16 @@ const server = http.createServer((req, res) => {
       res.end();
     }
   });
+};
+
+const server = tls
+  ? https.createServer({ key: fs.readFileSync(process.argv[4]), cert: fs.readFileSync(process.argv[5]) }, handler)
+  : http.createServer(handler);
+server.on(tls ? 'secureConnection' : 'connection', (socket) => {
+  socket.gymConnection = ++connections;
+});
+server.on('tlsClientError', (e) => {
+  process.stdout.write(`HANDSHAKE_FAILED ${String(e.message).replace(/\n/g, ' ')}\n`);
 });
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`LISTENING ${server.address().port}\n`);
