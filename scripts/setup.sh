@@ -11,7 +11,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev libicu-dev libpcre2-dev
   # allocator of the gym binary: glibc malloc spends ~10% of an agent's CPU at 1,000 rollouts in
-  # flight (bench/RESULTS.md, "allocator")
+  # flight (bench/RESULTS.md, end-to-end section)
   libjemalloc-dev
   # tests and micro-benchmarks; the openssl CLI makes the throwaway certificates of the https
   # tests
