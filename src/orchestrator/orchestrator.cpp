@@ -9,6 +9,7 @@
 #include "orchestrator/spawn.h"
 #include "servers/head_server.h"
 #include "servers/registry.h"
+#include "telemetry/config.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
@@ -223,6 +224,15 @@ class Deployment::Impl {
           "--resources-server example_single_tool_call");
     assign_ports(cfg_, instances);
     instances = core::find_server_instances(cfg_);
+    // telemetry.md 3.3: the children get only the run id; each resolves the rest of its
+    // telemetry from the merged config. Invalid telemetry values stop us here, before anything starts (ConfigError).
+    std::vector<std::string> child_env;
+    const auto getenv = telemetry::process_env();
+    const auto telemetry_settings = telemetry::resolve_settings(cfg_, getenv);
+    for (const auto& [key, value] : telemetry::child_environment(
+             telemetry_settings, telemetry::resolve_run_id(telemetry_settings, getenv)))
+      child_env.push_back(key + "=" + value);
+
     const std::string yaml = core::to_yaml(cfg_);
 
     std::string head_host = core::get_string(cfg_, "head_server.host", "127.0.0.1");
@@ -249,7 +259,7 @@ class Deployment::Impl {
       }
       children_.push_back(std::move(c));
     }
-    for (auto& c : children_) c.process = spawn_server(c.instance.name, yaml, {}, true);
+    for (auto& c : children_) c.process = spawn_server(c.instance.name, yaml, child_env, true);
     pump_ = std::make_unique<OutputPump>(children_);
 
     int code = wait_ready();

@@ -289,3 +289,50 @@ TEST(Orchestrator, AServerThatDiesStopsTheDeploymentWithCode2) {
   EXPECT_TRUE(gone_within(survivor, std::chrono::seconds(10)));  // the others are stopped too
   fs::remove(config);
 }
+
+namespace {
+
+// The NEMO_GYM_OTEL_* variables in a process's environment.
+std::vector<std::string> otel_environment(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string entry; std::getline(in, entry, '\0');)
+    if (entry.rfind("NEMO_GYM_OTEL_", 0) == 0) out.push_back(entry);
+  return out;
+}
+
+}  // namespace
+
+// telemetry.md 3.3: with telemetry on, the orchestrator adds exactly NEMO_GYM_OTEL_RUN_ID to every
+// child's environment (one run id for the deployment); with it off, nothing.
+TEST(Orchestrator, ChildrenGetOnlyTheRunIdOfTheDeployment) {
+  for (bool on : {true, false}) {
+    auto config = write_config(std::string(kWeather) +
+                               "other:\n  resources_servers:\n    example_single_tool_call:\n"
+                               "      domain: agent\ntelemetry:\n  enabled: " +
+                               (on ? "true" : "false") + "\n  run_id: deploy42\n");
+    Deployment d(config);
+    ASSERT_TRUE(d.ready()) << d.proc->output();
+    auto listing = d.head_get("/server_instances");
+    ASSERT_EQ(listing.as_array().size(), 2u);
+    for (const auto& inst : listing.as_array()) {
+      pid_t pid = static_cast<pid_t>(inst.at("pid").to_number<int>());
+      auto vars = otel_environment(pid);
+      if (on) {
+        EXPECT_EQ(vars, std::vector<std::string>{"NEMO_GYM_OTEL_RUN_ID=deploy42"}) << inst;
+      } else {
+        EXPECT_TRUE(vars.empty()) << inst;
+      }
+    }
+    d.proc->signal(SIGTERM);
+    d.proc->wait_exit();
+    fs::remove(config);
+  }
+  // An invalid telemetry value is a config error naming the key; nothing starts.
+  auto bad = write_config(std::string(kWeather) + "telemetry:\n  enabled: maybe\n");
+  auto r = run(gym_binary() + " env start --config " + bad);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("enabled"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
+  fs::remove(bad);
+}
