@@ -109,15 +109,17 @@ class CollectionThread {
 
   bool finished() const { return finished_; }
   // Stops the loop: in-flight rollouts are abandoned, written rows stay (--resume redoes the
-  // rest). The loop's objects are left to the exiting process: destroying coroutines that
-  // hold pooled connections after the loop stopped is not worth the risk at exit.
+  // rest). The loop and what lives on it are left to the exiting process: destroying coroutines
+  // that hold pooled connections after the loop stopped is not worth the risk at exit.
   void cancel() {
     asio::post(*io_, [this] {
       if (collector_) collector_->stop();
       io_->stop();
     });
     thread_.join();
-    cancelled_ = true;
+    (void)collector_.release();
+    (void)client_.release();
+    (void)io_.release();
   }
   Outcome& outcome() { return outcome_; }
 
@@ -177,17 +179,7 @@ class CollectionThread {
   std::unique_ptr<Collector> collector_;
   Outcome outcome_;
   std::atomic<bool> finished_{false};
-  bool cancelled_ = false;
   std::thread thread_;
-
- public:
-  // After cancel(): leak the loop and what lives on it (see cancel()).
-  void abandon() {
-    if (!cancelled_) return;
-    (void)collector_.release();
-    (void)client_.release();
-    (void)io_.release();
-  }
 };
 
 // On resume the materialized file wins over the input (7.7), so its rows are checked like the
@@ -278,7 +270,6 @@ int collect(json::object pool_cfg, std::map<std::string, std::string> urls, Plan
     if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;
   if (stop_code != 0 && !collection.finished()) {
     collection.cancel();
-    collection.abandon();
     std::fflush(stdout);
     std::fprintf(stderr,
                  "Collection stopped: rows already written stay; the unfinished rollouts run with "
