@@ -159,7 +159,7 @@ void register_example_multi_step(servers::Registry& registry) {
       "resources_servers",
       "example_multi_step",
       "ExampleMultiStepResourcesServer",
-      [](servers::ServerContext&, http::Router& router) {
+      [](servers::ServerContext& ctx, http::Router& router) {
         servers::add_resources_base_routes(router);
         auto synonym = std::make_shared<const Schema>(
             Schema::object_of({{"synonym", Schema::of(Schema::Kind::string), true}}));
@@ -188,12 +188,11 @@ void register_example_multi_step(servers::Registry& registry) {
             {"minefield_label", Schema::of(Schema::Kind::string), true},
             {"minefield_label_value", Schema::of(Schema::Kind::integer), true},
         });
-        router.post("/verify",
-                    http::json_route(
+        servers::add_verify_route(ctx, router,
                         [](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object()));
                         },
-                        verify_schema));
+                        verify_schema);
       },
   });
 }

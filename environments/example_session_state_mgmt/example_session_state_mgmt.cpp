@@ -76,7 +76,7 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
       "resources_servers",
       "example_session_state_mgmt",
       "StatefulCounterResourcesServer",
-      [](servers::ServerContext&, http::Router& router) {
+      [](servers::ServerContext& ctx, http::Router& router) {
         auto store = std::make_shared<CounterStore>();
         servers::add_resources_base_routes(router);
         router.post("/seed_session",
@@ -100,8 +100,7 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
         });
         auto verify_schema = servers::verify_request_schema(
             {{"expected_count", Schema::of(Schema::Kind::integer), true}});
-        router.post("/verify",
-                    http::json_route(
+        servers::add_verify_route(ctx, router,
                         [store](Request& req, json::value& body) -> asio::awaitable<Response> {
                           const auto& row = body.get_object();
                           auto counter = store->find(req.session_id);
@@ -110,7 +109,7 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
                           co_return Response::json(
                               servers::verify_response(row, equal ? 1.0 : 0.0));
                         },
-                        verify_schema));
+                        verify_schema);
       },
   });
 }

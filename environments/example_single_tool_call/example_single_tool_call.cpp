@@ -16,7 +16,7 @@ void register_example_single_tool_call(servers::Registry& registry) {
       "resources_servers",
       "example_single_tool_call",
       "SimpleWeatherResourcesServer",
-      [](servers::ServerContext&, http::Router& router) {
+      [](servers::ServerContext& ctx, http::Router& router) {
         servers::add_resources_base_routes(router);
         auto weather = std::make_shared<const Schema>(
             Schema::object_of({{"city", Schema::of(Schema::Kind::string), true}}));
@@ -29,13 +29,12 @@ void register_example_single_tool_call(servers::Registry& registry) {
                               {"weather_description", "The weather in " + city + " is cold."}});
                         },
                         weather));
-        router.post("/verify",
-                    http::json_route(
+        servers::add_verify_route(ctx, router,
                         [](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(
                               servers::verify_response(body.get_object(), 1.0));
                         },
-                        servers::verify_request_schema()));
+                        servers::verify_request_schema());
       },
   });
 }

@@ -343,12 +343,11 @@ void register_mcqa(servers::Registry& registry) {
              false},
             {"template_metadata", Schema::of(Schema::Kind::dict, true), false},
         });
-        router.post("/verify",
-                    http::json_route(
+        servers::add_verify_route(ctx, router,
                         [mode](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object(), mode));
                         },
-                        verify_schema));
+                        verify_schema);
       },
   });
 }

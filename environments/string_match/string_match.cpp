@@ -288,7 +288,7 @@ void register_string_match(servers::Registry& registry) {
       "resources_servers",
       "string_match",
       "StringMatchResourcesServer",
-      [](servers::ServerContext&, http::Router& router) {
+      [](servers::ServerContext& ctx, http::Router& router) {
         servers::add_resources_base_routes(router);
         auto verify_schema = servers::verify_request_schema({
             {"expected_answer", Schema::of(Schema::Kind::string), true},
@@ -297,12 +297,11 @@ void register_string_match(servers::Registry& registry) {
             {"case_sensitive", Schema::of(Schema::Kind::boolean), false},
             {"metadata", Schema::of(Schema::Kind::dict, true), false},
         });
-        router.post("/verify",
-                    http::json_route(
+        servers::add_verify_route(ctx, router,
                         [](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object()));
                         },
-                        verify_schema));
+                        verify_schema);
       },
   });
 }

@@ -121,16 +121,15 @@ void register_xlam_fc(servers::Registry& registry) {
       "resources_servers",
       "xlam_fc",
       "XlamFcResourcesServer",
-      [](servers::ServerContext&, http::Router& router) {
+      [](servers::ServerContext& ctx, http::Router& router) {
         servers::add_resources_base_routes(router);
         auto verify_schema = servers::verify_request_schema(
             {{"expected_answers", Schema::list_of(Schema::of(Schema::Kind::dict)), false}});
-        router.post("/verify",
-                    http::json_route(
+        servers::add_verify_route(ctx, router,
                         [](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object()));
                         },
-                        verify_schema));
+                        verify_schema);
       },
   });
 }

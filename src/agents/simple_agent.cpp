@@ -2,6 +2,7 @@
 
 #include "core/json_text.h"
 #include "servers/agent_server.h"
+#include "servers/handler_timing.h"
 #include "servers/python_compat.h"
 #include "servers/responses_api.h"
 
@@ -226,7 +227,17 @@ void register_simple_agent(servers::Registry& registry) {
             }
           };
         };
-        router.post("/run", http::json_route(guarded(&Agent::run), run_schema));
+        // gym.rollout.duration_ms (telemetry.md 6.2): every /run that passed validation, from
+        // handler entry to exit, failed and cut-off ones included.
+        router.post("/run", http::json_route(
+                                [run = guarded(&Agent::run), &ctx](
+                                    Request& req, json::value& body) -> asio::awaitable<Response> {
+                                  servers::HandlerTimer timer([&ctx](double ms) {
+                                    if (ctx.metrics) ctx.metrics->record_rollout(ms);
+                                  });
+                                  co_return co_await run(req, body);
+                                },
+                                run_schema));
         router.post("/v1/responses", http::json_route(guarded(&Agent::responses)));
         router.post("/aggregate_metrics",
                     http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {

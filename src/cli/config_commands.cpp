@@ -1,5 +1,6 @@
 // `gym serve` (a spawned server) and `gym config show`.
 #include "cli/commands.h"
+#include "exporters/metrics_pipeline.h"
 #include "core/yaml_json.h"
 #include "orchestrator/presets.h"
 #include "servers/registry.h"
@@ -74,7 +75,7 @@ int run_serve() {
   }
   auto tree = core::parse_yaml(yaml, origin);
   if (!tree.is_object()) throw core::ConfigError(origin + " is not a mapping");
-  return servers::serve_instance(tree.get_object(), instance);
+  return servers::serve_instance(tree.get_object(), instance, exporters::make_metrics_pipeline);
 }
 
 int run_config_show(const ConfigFlags& flags) {

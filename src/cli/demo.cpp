@@ -3,6 +3,7 @@
 // replayed by replay_model, collected with repeats by `gym eval run`.
 #include "cli/commands.h"
 #include "demo_data/demo_data.h"
+#include "exporters/metrics_pipeline.h"
 #include "rollouts/eval_run.h"
 
 #include <cstdio>
@@ -33,7 +34,8 @@ int run_demo(const DemoOptions& opt) {
       "++num_samples_in_parallel=" + std::to_string(opt.concurrency),
   };
   flags.overrides.insert(flags.overrides.begin(), overrides.begin(), overrides.end());
-  int code = rollouts::run_eval(to_sources(flags), /*no_serve=*/false);
+  int code = rollouts::run_eval(to_sources(flags), /*no_serve=*/false,
+                                exporters::make_metrics_pipeline);
 
   std::printf("\nDemo files:\n  %s\n  %s\n", data.input.c_str(), data.rollouts.c_str());
   const std::string stem = (dir / "rollouts" / "demo").string();

@@ -81,4 +81,10 @@ MetricsPipeline::Stats MetricsPipeline::stats() const {
   return s;
 }
 
+std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
+    const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
+    const std::string& run_id, const telemetry::GetEnv& getenv) {
+  return std::make_unique<MetricsPipeline>(settings, identity, run_id, getenv);
+}
+
 }  // namespace gym::exporters

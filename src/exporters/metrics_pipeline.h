@@ -19,11 +19,12 @@
 #include "telemetry/config.h"
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/process_telemetry.h"
 #include "telemetry/resource.h"
 
 namespace gym::exporters {
 
-class MetricsPipeline {
+class MetricsPipeline final : public telemetry::MetricsPipelineBase {
  public:
   // Throws core::ConfigError for invalid OTLP settings and std::runtime_error when the console
   // file cannot be opened or the Prometheus port cannot be bound (the message names the port and
@@ -31,18 +32,18 @@ class MetricsPipeline {
   MetricsPipeline(const telemetry::TelemetrySettings& settings,
                   const telemetry::ProcessIdentity& identity, const std::string& run_id,
                   const telemetry::GetEnv& getenv);
-  ~MetricsPipeline();  // shutdown() unless done
+  ~MetricsPipeline() override;  // shutdown() unless done
   MetricsPipeline(const MetricsPipeline&) = delete;
   MetricsPipeline& operator=(const MetricsPipeline&) = delete;
 
-  telemetry::MeterProvider& provider() noexcept { return *provider_; }
+  telemetry::MeterProvider& provider() noexcept override { return *provider_; }
   bool active() const noexcept { return reader_ != nullptr; }
   // The bound port of the Prometheus endpoint; 0 when it is not running.
   std::uint16_t prometheus_port() const noexcept;
 
-  bool force_flush(std::chrono::milliseconds wait = telemetry::kShutdownBound);
+  bool force_flush(std::chrono::milliseconds wait = telemetry::kShutdownBound) override;
   // Final collect-and-export, then the Prometheus endpoint stops.
-  bool shutdown(std::chrono::milliseconds wait = telemetry::kShutdownBound);
+  bool shutdown(std::chrono::milliseconds wait = telemetry::kShutdownBound) override;
 
   // What the pipeline did so far: the reader's exports and failures and, with the OTLP exporter,
   // its sent, dropped and retried counts (drops are logged, never exported: telemetry.md 10).
@@ -60,5 +61,10 @@ class MetricsPipeline {
   Stats final_stats_;                       // taken by shutdown()
   std::unique_ptr<PrometheusEndpoint> prometheus_;  // null unless prometheus.port is set
 };
+
+// The telemetry::PipelineFactory of the `gym` binary: a MetricsPipeline.
+std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
+    const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
+    const std::string& run_id, const telemetry::GetEnv& getenv);
 
 }  // namespace gym::exporters

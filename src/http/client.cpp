@@ -283,23 +283,34 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     ++stats.queued;
     asio::steady_timer timer(ex);
     timer.expires_at(deadline.value_or(Clock::time_point::max()));
-    struct Guard {  // an unfinished wait leaves the queue however the coroutine ends
-      SlotLedger& ledger;
+    // An unfinished wait leaves the queue however the coroutine ends, and a wait cut off by the
+    // coroutine's destruction (its loop shut down) still counts as abandoned.
+    struct Guard {
+      Pool& pool;
+      const std::string& destination;
       SlotLedger::Waiter w;
       std::size_t host;
+      QueueConstraint why = QueueConstraint::unknown;
+      Clock::time_point start{};
+      bool waiting = false;
       bool keep = false;
-      ~Guard() {
-        if (w.granted && !keep) ledger.release(host);
-        ledger.cancel(w);
+      void finish(QueueOutcome outcome) {
+        waiting = false;
+        if (pool.observer)
+          pool.observer->wait_finished(destination, why, outcome, Clock::now() - start);
       }
-    } guard{ledger, {}, h.slot_id};
+      ~Guard() {
+        if (waiting) finish(QueueOutcome::abandoned);
+        if (w.granted && !keep) pool.ledger.release(host);
+        pool.ledger.cancel(w);
+      }
+    } guard{*this, destination, {}, h.slot_id, QueueConstraint::unknown, Clock::now()};
     guard.w.wake = [&timer] { timer.cancel(); };
-    auto start = Clock::now();
-    QueueConstraint why = ledger.enqueue(guard.w, h.slot_id);
+    guard.start = Clock::now();
+    guard.why = ledger.enqueue(guard.w, h.slot_id);
+    guard.waiting = true;
     if (!guard.w.granted) co_await timer.async_wait(kTuple);
-    auto waited = Clock::now() - start;
-    QueueOutcome outcome = guard.w.granted ? QueueOutcome::ok : QueueOutcome::abandoned;
-    if (observer) observer->wait_finished(destination, why, outcome, waited);
+    guard.finish(guard.w.granted ? QueueOutcome::ok : QueueOutcome::abandoned);
     if (!guard.w.granted) {
       ++stats.abandoned;
       co_return false;

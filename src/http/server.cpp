@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include "http/session_cookie.h"
+#include "telemetry/gym_metrics.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -70,6 +71,7 @@ struct HttpServer::Loop {
   std::list<Conn> conns;
   std::size_t active_requests = 0;
   bool stopping = false;
+  const telemetry::GymMetrics* metrics = nullptr;  // null: not instrumented (head server)
 
   Loop(asio::io_context& io, const Router& r, const ServerOptions& o, ServerStats& s, int fd)
       : io(io), router(r), opt(o), stats(s), acceptor(io) {
@@ -118,12 +120,52 @@ struct HttpServer::Loop {
 
 namespace {
 using Loop = HttpServer::Loop;
+using Clock = std::chrono::steady_clock;
+
+// The server metrics of one request (telemetry.md 6.6): in flight from its head to the end of
+// its response or of its connection, and one duration sample when a response was written.
+class RequestMetrics {
+ public:
+  RequestMetrics(const telemetry::GymMetrics* metrics, const bhttp::request_header<>& head)
+      : metrics_(metrics && metrics->enabled() ? metrics : nullptr) {
+    if (!metrics_) return;
+    start_ = Clock::now();
+    method_ = telemetry::http_method_label(head.method_string());
+    host_ = head[bhttp::field::host];
+    metrics_->add_active_request(host_, method_, 1);
+  }
+  ~RequestMetrics() {
+    if (metrics_) metrics_->add_active_request(host_, method_, -1);
+  }
+  RequestMetrics(const RequestMetrics&) = delete;
+  RequestMetrics& operator=(const RequestMetrics&) = delete;
+
+  // The last byte of a response with `status` went to the socket.
+  void responded(std::string_view route, int status) const {
+    if (!metrics_) return;
+    metrics_->record_http_request(
+        route, method_, status, std::chrono::duration<double>(Clock::now() - start_).count());
+  }
+
+ private:
+  const telemetry::GymMetrics* metrics_;
+  Clock::time_point start_;
+  std::string_view method_;  // a static label
+  std::string host_;
+};
+
+// The route template a request head would be dispatched to; empty when none matches.
+std::string_view route_of(const Loop& loop, const bhttp::request_header<>& head) {
+  auto match = loop.router.match(to_method(head.method()), routing_path(head.target()));
+  return match.handler ? match.route : std::string_view();
+}
 
 // Writes a small error response and closes, draining what the client still sends for a
 // moment so the response is not lost to a TCP reset (a "lingering close").
 // Every response carries the session cookie, rejections too; `cookie_header` is the request's
 // Cookie header when its head was parsed.
-asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, int status,
+// Returns whether the response was written.
+asio::awaitable<bool> reject_and_close(Loop& loop, beast::tcp_stream& stream, int status,
                                        Response res, std::string_view cookie_header = {}) {
   if (loop.cookie) {
     std::string value;
@@ -140,7 +182,7 @@ asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, in
   stream.expires_after(std::chrono::seconds(5));
   auto [ec, n] = co_await bhttp::async_write(stream, out, kTuple);
   (void)n;
-  if (ec) co_return;
+  if (ec) co_return false;
   boost::system::error_code sec;
   stream.socket().shutdown(tcp::socket::shutdown_send, sec);
   std::array<char, 16384> sink;
@@ -150,6 +192,7 @@ asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, in
     if (rec) break;
     drained += got;
   }
+  co_return true;
 }
 
 Response body_too_large(std::size_t limit) {
@@ -224,9 +267,11 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
                                 Response::detail(431, "Request header fields too large"));
       break;
     }
-    if (hec == bhttp::error::body_limit) {
-      co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
-                                parser.get()[bhttp::field::cookie]);
+    if (hec == bhttp::error::body_limit) {  // the head arrived; its Content-Length is too big
+      RequestMetrics metrics(loop.metrics, parser.get());
+      if (co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
+                                    parser.get()[bhttp::field::cookie]))
+        metrics.responded(route_of(loop, parser.get()), 413);
       break;
     }
     if (hec == beast::error::timeout || hec == bhttp::error::end_of_stream ||
@@ -239,6 +284,7 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
           Response::detail(400, boost::json::string("Invalid HTTP request: " + hec.message())));
       break;
     }
+    RequestMetrics metrics(loop.metrics, parser.get());
     if (auto expect = parser.get()[bhttp::field::expect];
         beast::iequals(expect, "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -252,10 +298,10 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
       stream.expires_after(opt.read_timeout);
       auto [bec, bn] = co_await bhttp::async_read_some(stream, buffer, parser, kTuple);
       (void)bn;
-      if (bec == bhttp::error::body_limit) {
-        co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
-                                  parser.get()[bhttp::field::cookie]);
-      }
+      if (bec == bhttp::error::body_limit &&
+          co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
+                                    parser.get()[bhttp::field::cookie]))
+        metrics.responded(route_of(loop, parser.get()), 413);
       if (bec) {
         body_failed = true;
         break;
@@ -280,6 +326,7 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     stream.expires_after(opt.keep_alive_idle);  // a client that stops reading cannot pin us
     auto [wec, wn] = co_await bhttp::async_write(stream, out, kTuple);
     (void)wn;
+    if (!wec) metrics.responded(req.route, res.status);
     loop.request_finished();
     if (opt.access_log)
       spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
@@ -395,26 +442,29 @@ std::uint16_t HttpServer::bind() {
 
 int HttpServer::run(const ServeHooks& hooks) {
   bind();
-  return options_.num_workers > 1 ? supervise(hooks) : serve(hooks);
+  return options_.num_workers > 1 ? supervise(hooks) : serve(hooks, 0);
 }
 
-int HttpServer::serve(const ServeHooks& hooks) {
-  asio::io_context io(1);
-  // The loop's acceptor takes the listening socket over: when shutdown closes the acceptor, no
-  // other descriptor of this process keeps the socket listening (a kept copy would let the
-  // kernel complete new connections that nobody serves).
-  const int fd = std::exchange(listen_fd_, -1);
-  Loop loop(io, router_, options_, stats_, fd);
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code ec, int sig) {
-    if (ec) return;
-    spdlog::info("received signal {}, shutting down", sig);
-    loop.begin_shutdown();
-  });
-  if (hooks.on_start) hooks.on_start(io);
-  asio::co_spawn(io, accept_loop(loop), asio::detached);
-  io.run();
-  if (hooks.on_stop) hooks.on_stop();
+int HttpServer::serve(const ServeHooks& hooks, int worker) {
+  {
+    asio::io_context io(1);
+    // The loop's acceptor takes the listening socket over: when shutdown closes the acceptor,
+    // no other descriptor of this process keeps the socket listening (a kept copy would let the
+    // kernel complete new connections that nobody serves).
+    const int fd = std::exchange(listen_fd_, -1);
+    Loop loop(io, router_, options_, stats_, fd);
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      spdlog::info("received signal {}, shutting down", sig);
+      loop.begin_shutdown();
+    });
+    if (hooks.on_start) loop.metrics = hooks.on_start(io, worker);
+    asio::co_spawn(io, accept_loop(loop), asio::detached);
+    io.run();
+    if (hooks.on_stop) hooks.on_stop();
+  }  // the loop's remaining coroutines (requests cut off at shutdown) are destroyed here
+  if (hooks.on_exit) hooks.on_exit();
   return 0;
 }
 
@@ -428,13 +478,13 @@ int HttpServer::supervise(const ServeHooks& hooks) {
   sigprocmask(SIG_BLOCK, &set, &old);
   const pid_t root = ::getpid();
 
-  auto spawn = [&]() -> pid_t {
+  auto spawn = [&](int worker) -> pid_t {
     pid_t pid = ::fork();
     if (pid == 0) {
       sigprocmask(SIG_SETMASK, &old, nullptr);
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != root) ::_exit(1);
-      int rc = serve(hooks);
+      int rc = serve(hooks, worker);
       std::fflush(nullptr);
       ::_exit(rc);
     }
@@ -448,7 +498,7 @@ int HttpServer::supervise(const ServeHooks& hooks) {
   };
 
   std::map<pid_t, int> workers;  // pid -> worker index
-  for (int i = 0; i < options_.num_workers; ++i) workers[spawn()] = i;
+  for (int i = 0; i < options_.num_workers; ++i) workers[spawn(i)] = i;
   spdlog::info("started {} workers", options_.num_workers);
 
   std::deque<std::chrono::steady_clock::time_point> deaths;
@@ -484,7 +534,7 @@ int HttpServer::supervise(const ServeHooks& hooks) {
         for (auto& [p, i] : workers) ::kill(p, SIGTERM);
         continue;
       }
-      pid_t fresh = spawn();
+      pid_t fresh = spawn(idx);
       workers[fresh] = idx;
       spdlog::warn("worker {} (pid {}) exited with status {}; restarted as pid {}", idx, pid,
                    status, fresh);

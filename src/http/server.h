@@ -13,6 +13,10 @@
 #include <optional>
 #include <string>
 
+namespace gym::telemetry {
+class GymMetrics;
+}
+
 namespace gym::http {
 
 struct ServerOptions {
@@ -38,11 +42,16 @@ struct ServerStats {
 };
 
 struct ServeHooks {
-  // Runs in every serving process (each worker after fork) on its loop before accepting:
-  // create the process's telemetry and HTTP client here.
-  std::function<void(boost::asio::io_context&)> on_start;
-  // Runs in every serving process after the loop stopped (flush telemetry here).
+  // Runs in every serving process (each worker after fork, `worker` counting from 0; 0 without
+  // workers) on its loop before accepting: create the process's telemetry and HTTP client here.
+  // Returns the metrics the server records into (telemetry.md 6.6), or null.
+  std::function<const telemetry::GymMetrics*(boost::asio::io_context&, int worker)> on_start;
+  // Runs in every serving process after the loop stopped, while it still exists (release what
+  // uses the loop, such as the HTTP client, here).
   std::function<void()> on_stop;
+  // Runs last, after the loop is gone: requests cut off by shutdown have ended by then (their
+  // handlers' cleanup ran and recorded), so flush telemetry here.
+  std::function<void()> on_exit;
 };
 
 class HttpServer {
@@ -70,7 +79,7 @@ class HttpServer {
   struct Loop;  // implementation detail of server.cpp
 
  private:
-  int serve(const ServeHooks& hooks);  // the event loop of one serving process
+  int serve(const ServeHooks& hooks, int worker);  // the event loop of one serving process
   int supervise(const ServeHooks& hooks);
 
   Router router_;

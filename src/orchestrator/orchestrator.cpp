@@ -89,6 +89,23 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
   cfg["disallowed_ports"] = std::move(disallowed);
 }
 
+// telemetry.md 7.5: the orchestrator serves `base`; each instance in merged-config order gets the
+// next max(1, num_workers) ports, recorded in its block as `prometheus_ports`.
+void assign_prometheus_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
+                             int base) {
+  std::int64_t next = base + 1;
+  for (const auto& inst : instances) {
+    const auto workers = std::max<std::int64_t>(1, core::get_int(inst.config, "num_workers", 1, 0, 4096));
+    json::array ports;
+    for (std::int64_t i = 0; i < workers; ++i) ports.push_back(next++);
+    if (next - 1 > 65535)
+      throw core::ConfigError("telemetry.prometheus.port " + std::to_string(base) +
+                              ": the servers' Prometheus ports would run past 65535; choose a "
+                              "lower base port");
+    instance_block(cfg, inst)["prometheus_ports"] = std::move(ports);
+  }
+}
+
 // One spawned server root and what it printed.
 struct Child {
   core::ServerInstance instance;
@@ -196,7 +213,8 @@ class HeadServer {
 
 class Deployment::Impl {
  public:
-  explicit Impl(const core::ConfigSources& sources) : sources_(sources) {}
+  Impl(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines)
+      : sources_(sources), pipelines_(std::move(pipelines)) {}
   ~Impl() { shutdown(); }
 
   int start() {
@@ -228,10 +246,24 @@ class Deployment::Impl {
     // telemetry from the merged config. Invalid telemetry values stop us here, before anything starts (ConfigError).
     std::vector<std::string> child_env;
     const auto getenv = telemetry::process_env();
-    const auto telemetry_settings = telemetry::resolve_settings(cfg_, getenv);
-    for (const auto& [key, value] : telemetry::child_environment(
-             telemetry_settings, telemetry::resolve_run_id(telemetry_settings, getenv)))
+    auto telemetry_settings = telemetry::resolve_settings(cfg_, getenv);
+    const auto run_id = telemetry::resolve_run_id(telemetry_settings, getenv);
+    for (const auto& [key, value] : telemetry::child_environment(telemetry_settings, run_id))
       child_env.push_back(key + "=" + value);
+    if (telemetry_settings.active()) {
+      // T3: a --no-serve collector reading the served config joins this run.
+      auto* block = cfg_.if_contains("telemetry");
+      if (!block || !block->is_object()) block = &(cfg_["telemetry"] = json::object());
+      block->as_object()["run_id"] = run_id;
+      if (telemetry_settings.metrics_active() && telemetry_settings.prometheus_port) {
+        assign_prometheus_ports(cfg_, instances, *telemetry_settings.prometheus_port);
+        instances = core::find_server_instances(cfg_);
+      }
+    }
+    // Before any server starts: a Prometheus port that cannot be bound fails here (exit 2).
+    telemetry_ = std::make_unique<telemetry::ProcessTelemetry>(
+        pipelines_, telemetry_settings, telemetry::ProcessIdentity{"orchestrator", "orchestrator"},
+        run_id, telemetry::ProcessRole::orchestrator, getenv);
 
     const std::string yaml = core::to_yaml(cfg_);
 
@@ -260,6 +292,8 @@ class Deployment::Impl {
       children_.push_back(std::move(c));
     }
     for (auto& c : children_) c.process = spawn_server(c.instance.name, yaml, child_env, true);
+    // telemetry.md 6.5: the servers spawned, set right after the last spawn.
+    telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
     pump_ = std::make_unique<OutputPump>(children_);
 
     int code = wait_ready();
@@ -273,6 +307,7 @@ class Deployment::Impl {
   }
 
   const json::object& config() const { return cfg_; }
+  telemetry::ProcessTelemetry* telemetry() { return telemetry_.get(); }
 
   int poll(std::chrono::milliseconds wait) {
     if (int sig = take_signal(wait)) return signal_exit(sig);
@@ -295,6 +330,7 @@ class Deployment::Impl {
       o["name"] = c.instance.impl;
       o["pid"] = c.process.pid;
       o["port"] = c.port;
+      if (auto* ports = c.instance.config.if_contains("prometheus_ports")) o["prometheus_ports"] = *ports;
       o["process_name"] = c.instance.name;
       o["server_type"] = c.instance.server_type;
       o["start_time"] = start_time_;
@@ -480,6 +516,12 @@ class Deployment::Impl {
   void shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
+    if (telemetry_) {
+      // telemetry.md 7.6: gym.servers.active reads 0 and is exported before any server is
+      // signalled (D5).
+      telemetry_->metrics().set_servers_active(0);
+      telemetry_->force_flush();
+    }
     const double grace = core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600);
     for (auto& c : children_)
       if (c.exit_code < 0) ::kill(c.process.pid, SIGTERM);
@@ -507,6 +549,8 @@ class Deployment::Impl {
   }
 
   core::ConfigSources sources_;
+  telemetry::PipelineFactory pipelines_;
+  std::unique_ptr<telemetry::ProcessTelemetry> telemetry_;
   json::object cfg_;
   sigset_t signals_{};
   double start_time_ = 0;
@@ -529,16 +573,17 @@ std::string uptime_text(double seconds) {
 
 }  // namespace
 
-Deployment::Deployment(const core::ConfigSources& sources)
-    : impl_(std::make_unique<Impl>(sources)) {}
+Deployment::Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines)
+    : impl_(std::make_unique<Impl>(sources, std::move(pipelines))) {}
 Deployment::~Deployment() = default;
 int Deployment::start() { return impl_->start(); }
 const json::object& Deployment::config() const { return impl_->config(); }
 int Deployment::poll(std::chrono::milliseconds wait) { return impl_->poll(wait); }
 void Deployment::shutdown() { impl_->shutdown(); }
+telemetry::ProcessTelemetry* Deployment::telemetry() { return impl_->telemetry(); }
 
-int run_env_start(const core::ConfigSources& sources) {
-  Deployment deployment(sources);
+int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines) {
+  Deployment deployment(sources, pipelines);
   int code = deployment.start();
   while (code == 0) code = deployment.poll(std::chrono::milliseconds(1000));
   deployment.shutdown();

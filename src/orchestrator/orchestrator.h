@@ -2,6 +2,7 @@
 // `gym env start` and `gym env status` (runtime.md 3, 9.2, 9.3), and the deployment that
 // `gym eval run` starts around a collection (runtime.md 7.11).
 #include "core/config.h"
+#include "telemetry/process_telemetry.h"
 
 #include <boost/json/object.hpp>
 
@@ -15,7 +16,8 @@ namespace gym::orchestrator {
 // start() inherit the mask. Servers die with that thread (PR_SET_PDEATHSIG).
 class Deployment {
  public:
-  explicit Deployment(const core::ConfigSources& sources);
+  // `pipelines` builds the orchestrator's own metrics pipeline (its role: telemetry.md 2).
+  Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines);
   ~Deployment();  // shuts down what is still running
 
   // Merges and validates the config (ConfigError), assigns ports, starts the head server and
@@ -24,10 +26,14 @@ class Deployment {
   int start();
   // The merged config with the assigned hosts and ports (valid after start()).
   const boost::json::object& config() const;
+  // The orchestrator's telemetry (valid after start() got past config validation, else null).
+  // A collection inside this process records its pool metrics here (T2).
+  telemetry::ProcessTelemetry* telemetry();
   // Waits up to `wait` for SIGINT/SIGTERM (returns 130/143) or a server exit (reports it, returns
   // 2); 0 when neither happened.
   int poll(std::chrono::milliseconds wait);
-  // runtime.md 3.7: SIGTERM, grace period, SIGKILL of the process groups; idempotent.
+  // runtime.md 3.7 and telemetry.md 7.6: stops the memory sampler, sets gym.servers.active to 0
+  // and flushes, then SIGTERM, grace period, SIGKILL of the process groups; idempotent.
   void shutdown();
 
  private:
@@ -37,7 +43,7 @@ class Deployment {
 
 // Starts the deployment and supervises it until a signal or a server exit. Returns the exit code
 // of runtime.md 9.5.
-int run_env_start(const core::ConfigSources& sources);
+int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines);
 
 // Lists the servers of a running deployment from its head server and probes each one.
 int run_env_status(const core::ConfigSources& sources, bool json);

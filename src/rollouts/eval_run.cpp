@@ -5,6 +5,7 @@
 #include "core/yaml_json.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/probe.h"
+#include "http/pool_metrics.h"
 #include "rollouts/aggregate.h"
 #include "rollouts/collector.h"
 #include "rollouts/datasets.h"
@@ -98,9 +99,10 @@ class CollectionThread {
  public:
   CollectionThread(json::object pool_cfg, std::map<std::string, std::string> urls,
                    std::vector<json::object> rows, std::vector<json::object> done,
-                   const CollectionOptions& options, const OutputPaths& paths)
+                   const CollectionOptions& options, const OutputPaths& paths,
+                   telemetry::GymMetrics& metrics)
       : pool_cfg_(std::move(pool_cfg)), urls_(std::move(urls)), rows_(std::move(rows)),
-        done_(std::move(done)), options_(options), paths_(paths) {
+        done_(std::move(done)), options_(options), paths_(paths), metrics_(metrics) {
     thread_ = std::thread([this] { run(); });
   }
   ~CollectionThread() {
@@ -119,6 +121,7 @@ class CollectionThread {
     thread_.join();
     (void)collector_.release();
     (void)client_.release();
+    (void)pool_metrics_.release();
     (void)io_.release();
   }
   Outcome& outcome() { return outcome_; }
@@ -126,7 +129,8 @@ class CollectionThread {
  private:
   void run() {
     auto pool = http::PoolParams::from_config(pool_cfg_, 1);
-    client_ = std::make_unique<http::HttpClient>(io_->get_executor(), pool);
+    if (metrics_.enabled()) pool_metrics_ = std::make_unique<http::PoolMetrics>(metrics_);
+    client_ = std::make_unique<http::HttpClient>(io_->get_executor(), pool, pool_metrics_.get());
     pool.log_capacity_report();
     asio::co_spawn(*io_, collect(), [this](std::exception_ptr e) {
       if (e) {
@@ -174,7 +178,9 @@ class CollectionThread {
   std::vector<json::object> rows_, done_;
   CollectionOptions options_;
   OutputPaths paths_;
+  telemetry::GymMetrics& metrics_;
   std::unique_ptr<asio::io_context> io_ = std::make_unique<asio::io_context>(1);
+  std::unique_ptr<http::PoolMetrics> pool_metrics_;  // outlives client_ and its pool
   std::unique_ptr<http::HttpClient> client_;
   std::unique_ptr<Collector> collector_;
   Outcome outcome_;
@@ -259,12 +265,13 @@ void print_files(const OutputPaths& paths, const Outcome& outcome) {
 // code of runtime.md 9.5.
 int collect(json::object pool_cfg, std::map<std::string, std::string> urls, Plan plan,
             const CollectionOptions& options, const OutputPaths& paths,
+            telemetry::GymMetrics& metrics,
             const std::function<int(std::chrono::milliseconds)>& supervise) {
   if (options.concurrency)
     std::printf("Querying with %lld concurrent requests\n", static_cast<long long>(*options.concurrency));
   std::fflush(stdout);
   CollectionThread collection(std::move(pool_cfg), std::move(urls), std::move(plan.rows),
-                              std::move(plan.done), options, paths);
+                              std::move(plan.done), options, paths, metrics);
   int stop_code = 0;
   while (!collection.finished())
     if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;
@@ -290,9 +297,38 @@ int collect(json::object pool_cfg, std::map<std::string, std::string> urls, Plan
   return 0;
 }
 
+// The telemetry of a --no-serve collector (T2, T3): its own `telemetry:` block, else the served
+// one without its Prometheus port (never adopted); run id as telemetry.md 3.4 orders it.
+std::unique_ptr<telemetry::ProcessTelemetry> collector_telemetry(
+    const json::object& local, const json::object& served,
+    const telemetry::PipelineFactory& pipelines) {
+  const auto getenv = telemetry::process_env();
+  std::optional<std::string> served_run_id;
+  json::object source = local;
+  const auto* served_block = served.if_contains("telemetry");
+  if (served_block && served_block->is_object()) {
+    if (const auto* id = served_block->get_object().if_contains("run_id"); id && id->is_string())
+      served_run_id = std::string(id->get_string());
+    if (!local.contains("telemetry")) {
+      json::object block = served_block->get_object();
+      block.erase("run_id");  // adopted below, after the collector's own sources
+      if (auto* prom = block.if_contains("prometheus"); prom && prom->is_object())
+        prom->get_object().erase("port");
+      source["telemetry"] = std::move(block);
+    }
+  }
+  auto settings = telemetry::resolve_settings(source, getenv);
+  auto run_id = telemetry::resolve_run_id(settings, getenv, served_run_id);
+  return std::make_unique<telemetry::ProcessTelemetry>(
+      pipelines, std::move(settings),
+      telemetry::ProcessIdentity{"rollout_collection", "rollout_collection"}, std::move(run_id),
+      telemetry::ProcessRole::collector, getenv);
+}
+
 }  // namespace
 
-int run_eval(const core::ConfigSources& sources, bool no_serve) {
+int run_eval(const core::ConfigSources& sources, bool no_serve,
+             const telemetry::PipelineFactory& pipelines) {
   core::raise_fd_limit();
   json::object local = core::load_config(sources);
   auto options = CollectionOptions::from_config(local, no_serve);
@@ -311,13 +347,14 @@ int run_eval(const core::ConfigSources& sources, bool no_serve) {
       std::fprintf(stderr, "error: %s\n", e.what());
       return 2;
     }
+    auto telemetry = collector_telemetry(local, served, pipelines);  // before the pool (D4)
     auto plan = plan_rows(options, paths, *options.input, agent_names(served));
     // The deployment's client keys (retry budget, pool limits) unless set here.
     json::object pool_cfg = served;
     core::deep_merge(pool_cfg, local);
     block_termination_signals();
     return collect(std::move(pool_cfg), agent_urls(served), std::move(plan), options, paths,
-                   take_termination_signal);
+                   telemetry->metrics(), take_termination_signal);
   }
 
   core::validate_server_instances(local, servers::builtin_registry().catalog());
@@ -331,11 +368,13 @@ int run_eval(const core::ConfigSources& sources, bool no_serve) {
     deploy_sources.overrides.push_back("++input_jsonl_fpath=" + input.string());
   }
   auto plan = plan_rows(options, paths, input, agent_names(local));
-  orchestrator::Deployment deployment(deploy_sources);
+  orchestrator::Deployment deployment(deploy_sources, pipelines);
   int code = deployment.start();
   if (code == 0) {
+    // T2: collection runs inside the orchestrator process and reports as `orchestrator`.
     code = collect(deployment.config(), agent_urls(deployment.config()), std::move(plan), options,
-                   paths, [&](std::chrono::milliseconds wait) { return deployment.poll(wait); });
+                   paths, deployment.telemetry()->metrics(),
+                   [&](std::chrono::milliseconds wait) { return deployment.poll(wait); });
   }
   deployment.shutdown();
   return code;

@@ -2,11 +2,14 @@
 // `gym eval run [--no-serve]` (runtime.md 7, 9.4): expand the input, start the servers (or find a
 // running deployment), collect, aggregate, shut down.
 #include "core/config.h"
+#include "telemetry/process_telemetry.h"
 
 namespace gym::rollouts {
 
 // Returns the exit code of runtime.md 9.5 (0, 1, 2, 3, 130, 143). Throws core::ConfigError for
-// config and usage errors (exit 1, nothing started).
-int run_eval(const core::ConfigSources& sources, bool no_serve);
+// config and usage errors (exit 1, nothing started). `pipelines` builds this process's metrics
+// pipeline: the orchestrator's with servers, the `rollout_collection` one with --no-serve (T2).
+int run_eval(const core::ConfigSources& sources, bool no_serve,
+             const telemetry::PipelineFactory& pipelines);
 
 }  // namespace gym::rollouts

@@ -3,6 +3,7 @@
 #include "core/process_limits.h"
 
 #include "http/client.h"
+#include "http/pool_metrics.h"
 
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
@@ -62,8 +63,22 @@ http::ServerOptions server_options(const boost::json::object& global,
   return o;
 }
 
+std::optional<int> prometheus_port_of(const core::ServerInstance& instance, int worker,
+                                      std::optional<int> base) {
+  if (const auto* ports = instance.config.if_contains("prometheus_ports");
+      ports && ports->is_array()) {
+    const auto& list = ports->get_array();
+    if (worker >= 0 && static_cast<std::size_t>(worker) < list.size() &&
+        list[static_cast<std::size_t>(worker)].is_int64())
+      return static_cast<int>(list[static_cast<std::size_t>(worker)].get_int64());
+    return std::nullopt;
+  }
+  if (base) return *base + worker;
+  return std::nullopt;
+}
+
 int serve_instance(const boost::json::object& global, const std::string& instance_name,
-                   const Registry& registry) {
+                   const telemetry::PipelineFactory& pipelines, const Registry& registry) {
   auto instances = core::find_server_instances(global);
   auto it = std::find_if(instances.begin(), instances.end(),
                          [&](const core::ServerInstance& i) { return i.name == instance_name; });
@@ -73,6 +88,12 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   const Implementation* impl = registry.find(it->server_type, it->impl);
   if (!impl) throw core::ConfigError("no built-in implementation '" + it->impl + "' for " +
                                      it->server_type);
+  // Telemetry settings are checked here, before serving (T1); each serving process starts its
+  // own providers after any fork (T6).
+  const auto getenv = telemetry::process_env();
+  const auto settings = telemetry::resolve_settings(global, getenv);
+  const auto run_id = telemetry::resolve_run_id(settings, getenv);
+  const auto role = telemetry::role_of_server_type(it->server_type);
   ServerContext ctx{global, *it};
   ctx.instance.config["name"] = instance_name;
   http::Router router;
@@ -84,16 +105,30 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   auto port = server.bind();
   spdlog::info("{} ({}/{}) listening on http://{}:{}", instance_name, it->server_type, it->impl,
                options.host, port);
+  std::unique_ptr<telemetry::ProcessTelemetry> process_telemetry;
+  std::unique_ptr<http::PoolMetrics> pool_metrics;
   std::unique_ptr<http::HttpClient> client;
   http::ServeHooks hooks;
-  hooks.on_start = [&](boost::asio::io_context& io) {
-    client = std::make_unique<http::HttpClient>(io.get_executor(), pool);
+  hooks.on_start = [&](boost::asio::io_context& io, int worker) -> const telemetry::GymMetrics* {
+    auto own = settings;
+    own.prometheus_port = prometheus_port_of(ctx.instance, worker, settings.prometheus_port);
+    process_telemetry = std::make_unique<telemetry::ProcessTelemetry>(
+        pipelines, std::move(own), telemetry::ProcessIdentity{instance_name, it->server_type},
+        run_id, role.value_or(telemetry::ProcessRole::model_server), getenv);
+    auto& metrics = process_telemetry->metrics();
+    if (metrics.enabled()) pool_metrics = std::make_unique<http::PoolMetrics>(metrics);
+    client = std::make_unique<http::HttpClient>(io.get_executor(), pool, pool_metrics.get());
     pool.log_capacity_report();  // the process's rollout pool (telemetry.md 6.7), not the exporter's
     ctx.client = client.get();
+    ctx.metrics = &metrics;
+    return &metrics;
   };
   hooks.on_stop = [&] {
     ctx.client = nullptr;
     client.reset();
+  };
+  hooks.on_exit = [&] {
+    if (process_telemetry) process_telemetry->shutdown();  // D5: bounded final export
   };
   return server.run(hooks);
 }

@@ -4,6 +4,8 @@
 #include "http/client.h"
 #include "http/router.h"
 #include "http/server.h"
+#include "telemetry/gym_metrics.h"
+#include "telemetry/process_telemetry.h"
 
 #include <functional>
 #include <map>
@@ -25,6 +27,8 @@ struct ServerContext {
   // The process's HTTP client (one per serving process, so one per worker). Set when the
   // process starts serving, after any fork: use it from handlers, not from add_routes.
   http::HttpClient* client = nullptr;
+  // The process's gym_metrics facade, set like `client` (a disabled one when telemetry is off).
+  telemetry::GymMetrics* metrics = nullptr;
 
   // "http://host:port" of a configured instance (hosts and ports are in the merged config).
   // Throws core::ConfigError when the instance is unknown or has no port. Remembered per name:
@@ -67,7 +71,15 @@ http::ServerOptions server_options(const boost::json::object& global,
                                    const Implementation& impl);
 
 // Serves `instance_name` from the merged config until SIGINT/SIGTERM; returns the exit code.
+// Every serving process (each worker) starts its telemetry with `pipelines` before its HTTP
+// client (telemetry.md 5, 9); its settings are resolved and checked before anything serves.
 int serve_instance(const boost::json::object& global, const std::string& instance_name,
+                   const telemetry::PipelineFactory& pipelines,
                    const Registry& registry = builtin_registry());
+
+// The Prometheus port of worker `worker` of an instance: its `prometheus_ports` entry (assigned
+// by the orchestrator, telemetry.md 7.5), else `base` + worker when a base port is set.
+std::optional<int> prometheus_port_of(const core::ServerInstance& instance, int worker,
+                                      std::optional<int> base);
 
 }  // namespace gym::servers

@@ -1,5 +1,6 @@
 #include "servers/resources_server.h"
 
+#include "servers/handler_timing.h"
 #include "servers/responses_api.h"
 
 #include <boost/json.hpp>
@@ -30,6 +31,24 @@ void add_resources_base_routes(http::Router& router, std::string reverify_mode,
                     co_return Response::json(compute_aggregate_metrics(rows, hooks));
                   },
                   aggregate_metrics_request_schema()));
+}
+
+void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandler verifier,
+                      std::shared_ptr<const Schema> schema) {
+  router.post(
+      "/verify",
+      http::json_route(
+          [&ctx, verifier = std::move(verifier)](Request& req,
+                                                 json::value& body) -> asio::awaitable<Response> {
+            bool completed = false;
+            HandlerTimer timer([&](double ms) {
+              if (ctx.metrics) ctx.metrics->record_verify(ms, completed);
+            });
+            Response res = co_await verifier(req, body);
+            completed = res.status >= 200 && res.status < 300;
+            co_return res;
+          },
+          std::move(schema)));
 }
 
 std::shared_ptr<const Schema> aggregate_metrics_request_schema() {

@@ -3,6 +3,7 @@
 // their /verify on top.
 #include "http/router.h"
 #include "servers/aggregate_metrics.h"
+#include "servers/registry.h"
 
 #include <boost/json/object.hpp>
 
@@ -28,6 +29,13 @@ std::shared_ptr<const http::Schema> verify_request_schema();
 // An environment's /verify schema: the two base fields, then `fields` in the order upstream's
 // request model declares them (422 details come in that order).
 std::shared_ptr<const http::Schema> verify_request_schema(std::vector<http::SchemaField> fields);
+
+// POST /verify with `verifier` behind `schema`, timed for gym.verify.duration_ms and counted for
+// gym.verify.success_rate (telemetry.md 6.3, 6.4): every call that passed validation is one
+// sample; it completed when the verifier returned a 2xx answer (any reward), it failed when it
+// threw (a 500) or answered an error status.
+void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandler verifier,
+                      std::shared_ptr<const http::Schema> schema);
 
 // The start of every /verify answer (environments.md 1.2): `responses_create_params` and
 // `response` as received, then `reward`; the environment appends its extra fields.

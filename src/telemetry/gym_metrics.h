@@ -1,0 +1,144 @@
+#pragma once
+// The gym_metrics facade (telemetry.md 6): the one place that names every
+// instrument gym-cpp emits, with its unit, buckets and attribute keys. A
+// process creates the instruments of its role (telemetry.md 2: a role that does
+// not record a metric never creates it); call sites hold this object and call
+// typed recorders, never a metric name or an attribute key.
+//
+// Threading: every recorder may be called from any thread; recording is a few
+// relaxed atomic operations and never blocks (pool destinations take a lock
+// once, when first seen). With a disabled provider every recorder returns after
+// one branch. The provider must outlive it.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "telemetry/metrics/instruments.h"
+#include "telemetry/metrics/meter_provider.h"
+
+namespace gym::telemetry {
+
+struct MemorySample; // memory_sampler.h
+
+// Who records (telemetry.md 2). Servers take their role from their server type.
+enum class ProcessRole {
+  orchestrator,
+  collector,
+  resources_server,
+  agent_server,
+  model_server
+};
+
+// The role of a server instance of `server_type` (resources_servers,
+// responses_api_agents, responses_api_models); nullopt for anything else.
+std::optional<ProcessRole> role_of_server_type(std::string_view server_type);
+
+// Why a pooled acquisition waited and how the wait ended (telemetry.md 6.7).
+enum class QueueConstraint { total, per_host, unknown };
+enum class QueueOutcome { ok, abandoned };
+
+// The pool metrics of one destination label (configured server name,
+// `remote_agent_service` or `external`). Owned by GymMetrics; the pointer stays
+// valid as long as it.
+class PoolDestination {
+public:
+  // One acquisition started (gym.http.connection_pool.connect_total), immediate
+  // or not.
+  void acquisition_started() noexcept {
+    if (counting_)
+      connects_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // One acquisition that waited, from the start of its wait to its end.
+  void wait_finished(QueueConstraint constraint, QueueOutcome outcome,
+                     double ms) const noexcept {
+    waits_[static_cast<int>(constraint)][static_cast<int>(outcome)].record(ms);
+  }
+
+private:
+  friend class GymMetrics;
+  PoolDestination() = default;
+
+  bool counting_ = false; // false when metrics are off
+  std::atomic<std::uint64_t> connects_{0};
+  BoundHistogram waits_[3][2]; // [constraint][outcome]
+};
+
+class GymMetrics {
+public:
+  // Creates the instruments of `role` on `provider`; a disabled provider gives
+  // empty handles.
+  GymMetrics(MeterProvider &provider, ProcessRole role);
+  GymMetrics(const GymMetrics &) = delete;
+  GymMetrics &operator=(const GymMetrics &) = delete;
+
+  bool enabled() const noexcept { return enabled_; }
+  ProcessRole role() const noexcept { return role_; }
+
+  // gym.rollout.duration_ms (6.2): one sample per /run the handler ran for.
+  void record_rollout(double ms) const noexcept {
+    rollout_duration_.record(ms);
+  }
+
+  // gym.verify.duration_ms and gym.verify.success_rate (6.3, 6.4): one call per
+  // /verify the verifier ran for; `completed` when it returned a result (a 0.0
+  // reward included).
+  void record_verify(double ms, bool completed) noexcept;
+
+  // gym.servers.active (6.5), orchestrator only.
+  void set_servers_active(std::int64_t servers) const noexcept {
+    servers_active_.record(servers);
+  }
+
+  // http.server.request.duration (6.6): `route` is the matched template, empty
+  // when none matched; `method` as http_method_label gives it.
+  void record_http_request(std::string_view route, std::string_view method,
+                           int status, double seconds) const noexcept;
+  // http.server.active_requests (6.6): +1 when a request head arrived, -1 when
+  // its response is complete or its connection dropped, with the same `host`
+  // (the Host header; empty when absent) and `method`.
+  void add_active_request(std::string_view host, std::string_view method,
+                          std::int64_t delta) const noexcept;
+
+  // The pool metrics of `destination` (6.7), created when first asked for.
+  // Cache the pointer: this takes a lock.
+  PoolDestination *pool_destination(std::string_view destination);
+
+  // The memory gauges (6.8) report the latest sample `latest` returns at each
+  // collection (decision T5: only that sample's points). Call once, in the
+  // orchestrator.
+  void observe_memory(std::function<std::optional<MemorySample>()> latest);
+
+private:
+  const bool enabled_;
+  const ProcessRole role_;
+  MeterProvider &provider_;
+
+  BoundHistogram rollout_duration_;
+  BoundHistogram verify_duration_;
+  BoundGauge<double> verify_success_rate_;
+  std::atomic<std::uint64_t> verify_total_{0};
+  std::atomic<std::uint64_t> verify_succeeded_{0};
+  BoundGauge<std::int64_t> servers_active_;
+  Histogram http_request_duration_;
+  UpDownCounter<std::int64_t> http_active_requests_;
+  Histogram pool_queue_duration_;
+
+  std::mutex destinations_mutex_; // guards destinations_ (inserts and the
+                                  // observable callback)
+  std::unordered_map<std::string, std::unique_ptr<PoolDestination>>
+      destinations_;
+};
+
+// The `http.request.method` value of a request method (OTel semantic
+// conventions): the upper-case standard methods as they are, anything else
+// `_OTHER`.
+std::string_view http_method_label(std::string_view method) noexcept;
+
+} // namespace gym::telemetry

@@ -1,0 +1,77 @@
+#pragma once
+// The telemetry of one process (telemetry.md 2, 5, 7.6): its resolved settings,
+// run id and identity, the metrics pipeline that exports its provider, and the
+// gym_metrics facade of its role. Create it at process start, before the HTTP
+// client pool (decision D4); call shutdown() on orderly exit (bounded to 5 s,
+// D5).
+//
+// The pipeline comes from a factory because the exporters live above the HTTP
+// layer (architecture.md): the `gym` binary passes
+// exporters::make_metrics_pipeline down to the components that start processes.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "telemetry/config.h"
+#include "telemetry/export/periodic_reader.h"
+#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/meter_provider.h"
+#include "telemetry/resource.h"
+
+namespace gym::telemetry {
+
+// A process's provider and whatever exports it. Thread-safety: as
+// MeterProvider; force_flush and shutdown may be called from any thread.
+class MetricsPipelineBase {
+public:
+  MetricsPipelineBase() = default;
+  virtual ~MetricsPipelineBase() = default;
+  MetricsPipelineBase(const MetricsPipelineBase &) = delete;
+  MetricsPipelineBase &operator=(const MetricsPipelineBase &) = delete;
+
+  virtual MeterProvider &provider() noexcept = 0;
+  virtual bool force_flush(std::chrono::milliseconds wait) = 0;
+  // Final collect and export; idempotent.
+  virtual bool shutdown(std::chrono::milliseconds wait) = 0;
+};
+
+// Builds the pipeline of a process; throws core::ConfigError (invalid settings)
+// or std::runtime_error (a file or port that cannot be opened).
+using PipelineFactory = std::function<std::unique_ptr<MetricsPipelineBase>(
+    const TelemetrySettings &, const ProcessIdentity &,
+    const std::string &run_id, const GetEnv &)>;
+
+class ProcessTelemetry {
+public:
+  // With metrics inactive (or no factory) the provider is disabled and nothing
+  // is started.
+  ProcessTelemetry(const PipelineFactory &factory, TelemetrySettings settings,
+                   ProcessIdentity identity, std::string run_id,
+                   ProcessRole role, const GetEnv &getenv = process_env());
+  ~ProcessTelemetry(); // shutdown()
+  ProcessTelemetry(const ProcessTelemetry &) = delete;
+  ProcessTelemetry &operator=(const ProcessTelemetry &) = delete;
+
+  const TelemetrySettings &settings() const noexcept { return settings_; }
+  const std::string &run_id() const noexcept { return run_id_; }
+  const ProcessIdentity &identity() const noexcept { return identity_; }
+  GymMetrics &metrics() noexcept { return *metrics_; }
+  bool metrics_active() const noexcept { return pipeline_ != nullptr; }
+
+  bool force_flush(std::chrono::milliseconds wait = kShutdownBound);
+  bool shutdown(std::chrono::milliseconds wait = kShutdownBound);
+
+private:
+  TelemetrySettings settings_;
+  ProcessIdentity identity_;
+  std::string run_id_;
+  std::unique_ptr<MetricsPipelineBase>
+      pipeline_; // null when metrics are inactive
+  std::unique_ptr<MeterProvider>
+      disabled_;                        // the provider when pipeline_ is null
+  std::unique_ptr<GymMetrics> metrics_; // observable callbacks point into it
+  bool shut_down_ = false;
+};
+
+} // namespace gym::telemetry
