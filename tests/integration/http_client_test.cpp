@@ -1,9 +1,14 @@
 // The pooled HTTP client against real server processes on 127.0.0.1 (runtime.md 8).
 #include "http/client.h"
+#include "http/pool_metrics.h"
 #include "orchestrator/ports.h"
+#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/meter_provider.h"
 #include "process.h"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -391,6 +396,113 @@ TEST(HttpClient, ConnectionClosedByTheServerWhileIdleIsReplaced) {
     EXPECT_EQ((co_await client.request(req12)).status, 200);
   });
   EXPECT_EQ(client.stats().connections_opened, 2u);
+}
+
+namespace {
+
+// The pool metrics of a collect(): queue samples per (constraint, outcome) of `destination`,
+// and its connect_total.
+struct PoolFigures {
+  std::map<std::string, std::uint64_t> waits;  // "per_host/ok" -> samples
+  std::int64_t connects = -1;
+};
+
+PoolFigures pool_figures(const gym::telemetry::MeterProvider& provider,
+                         const std::string& destination) {
+  PoolFigures out;
+  for (const auto& m : provider.collect().metrics) {
+    if (m.descriptor.name == "gym.http.connection_pool.queue_duration_ms") {
+      for (const auto& p : m.histogram_points()) {
+        auto text = [&](const char* key) {
+          const auto* v = p.attributes.find(key);
+          return v ? std::get<std::string>(*v) : std::string("?");
+        };
+        if (text("nemo.gym.http.destination.server.name") != destination) continue;
+        out.waits[text("nemo.gym.http.connection_pool.queue_constraint") + "/" +
+                  text("nemo.gym.http.connection_pool.queue_outcome")] += p.count;
+      }
+    }
+    if (m.descriptor.name == "gym.http.connection_pool.connect_total") {
+      for (const auto& p : m.number_points()) {
+        const auto* v = p.attributes.find("nemo.gym.http.destination.server.name");
+        if (v && std::get<std::string>(*v) == destination)
+          out.connects = std::get<std::int64_t>(p.value);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// telemetry.md 6.7: a wait the caller cancels ends `abandoned`, with one sample, and the
+// acquisition still counts in connect_total.
+TEST(HttpClient, CancelledWaitIsRecordedAsAbandoned) {
+  auto server = start_server();
+  int port = server->wait_port();
+  ASSERT_GT(port, 0);
+  gym::telemetry::MeterProvider provider;
+  gym::telemetry::GymMetrics metrics(provider, gym::telemetry::ProcessRole::collector);
+  gym::http::PoolMetrics observer(metrics);
+  asio::io_context io;
+  HttpClient client(io.get_executor(), limits(0, 1), &observer);
+  asio::cancellation_signal cancel;
+  bool holder_ok = false;
+  std::exception_ptr waiter_failure;
+  run(io, [&]() -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    asio::steady_timer done(ex, std::chrono::steady_clock::time_point::max());
+    int remaining = 2;
+    auto finished = [&] {
+      if (--remaining == 0) done.cancel();
+    };
+    const std::string url = base_url(port) + "/sleep";
+    asio::co_spawn(ex, client.request(post(url, json::object{{"ms", 400}})),
+                   [&](std::exception_ptr, ClientResponse r) {
+                     holder_ok = r.status == 200;
+                     finished();
+                   });
+    asio::co_spawn(ex, client.request(post(url, json::object{{"ms", 1}})),
+                   asio::bind_cancellation_slot(cancel.slot(),
+                                                [&](std::exception_ptr e, ClientResponse) {
+                                                  waiter_failure = e;
+                                                  finished();
+                                                }));
+    // The second request queues behind the first (per-host limit 1); cancel it while it waits.
+    while (client.stats().queued == 0) {
+      asio::steady_timer t(ex, std::chrono::milliseconds(5));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    cancel.emit(asio::cancellation_type::terminal);
+    co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
+  });
+  EXPECT_TRUE(holder_ok);
+  EXPECT_TRUE(waiter_failure) << "a cancelled request does not complete";
+  auto figures = pool_figures(provider, "test_server");
+  EXPECT_EQ(figures.waits, (std::map<std::string, std::uint64_t>{{"per_host/abandoned", 1}}));
+  EXPECT_EQ(figures.connects, 2);
+}
+
+// A wait cut off because its loop is torn down (a server shutting down) is still a sample.
+TEST(HttpClient, WaitCutOffByLoopTeardownIsRecordedAsAbandoned) {
+  auto server = start_server();
+  int port = server->wait_port();
+  ASSERT_GT(port, 0);
+  gym::telemetry::MeterProvider provider;
+  gym::telemetry::GymMetrics metrics(provider, gym::telemetry::ProcessRole::collector);
+  gym::http::PoolMetrics observer(metrics);
+  {
+    asio::io_context io;
+    auto client = std::make_unique<HttpClient>(io.get_executor(), limits(0, 1), &observer);
+    for (int i = 0; i < 2; ++i)
+      asio::co_spawn(io, client->request(post(base_url(port) + "/sleep", json::object{{"ms", 3000}})),
+                     [](std::exception_ptr, ClientResponse) {});
+    while (client->stats().queued == 0) io.run_one_for(std::chrono::milliseconds(50));
+    client.reset();
+  }  // the waiting coroutine is destroyed with the loop
+  auto figures = pool_figures(provider, "test_server");
+  EXPECT_EQ(figures.waits, (std::map<std::string, std::uint64_t>{{"per_host/abandoned", 1}}));
+  EXPECT_EQ(figures.connects, 2);
 }
 
 TEST(PoolParams, DividesAggregateLimitsByWorkers) {
