@@ -2,40 +2,29 @@
 
 namespace gym::http {
 
-telemetry::PoolDestination *
-PoolMetrics::destination(const std::string &name) noexcept {
-  if (auto it = destinations_.find(name); it != destinations_.end())
-    return it->second;
+telemetry::PoolDestination *PoolMetrics::destination(const std::string &name) noexcept {
+  if (auto it = destinations_.find(name); it != destinations_.end()) return it->second;
   try {
-    return destinations_.emplace(name, metrics_.pool_destination(name))
-        .first->second;
-  } catch (...) { // out of memory: lose the sample, never the request
+    return destinations_.emplace(name, metrics_.pool_destination(name)).first->second;
+  } catch (...) {  // out of memory: lose the sample, never the request
     return nullptr;
   }
 }
 
 void PoolMetrics::acquisition_started(const std::string &name) noexcept {
-  if (auto *d = destination(name))
-    d->acquisition_started();
+  if (auto *d = destination(name)) d->acquisition_started();
 }
 
-void PoolMetrics::wait_finished(const std::string &name,
-                                QueueConstraint constraint,
-                                QueueOutcome outcome,
-                                std::chrono::nanoseconds waited) noexcept {
+void PoolMetrics::wait_finished(const std::string &name, QueueConstraint constraint,
+                                QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept {
   auto *d = destination(name);
-  if (!d)
-    return;
-  const auto c = constraint == QueueConstraint::total
-                     ? telemetry::QueueConstraint::total
-                 : constraint == QueueConstraint::per_host
-                     ? telemetry::QueueConstraint::per_host
-                     : telemetry::QueueConstraint::unknown;
-  const auto o = outcome == QueueOutcome::ok
-                     ? telemetry::QueueOutcome::ok
-                     : telemetry::QueueOutcome::abandoned;
-  d->wait_finished(c, o,
-                   std::chrono::duration<double, std::milli>(waited).count());
+  if (!d) return;
+  const auto c = constraint == QueueConstraint::total      ? telemetry::QueueConstraint::total
+                 : constraint == QueueConstraint::per_host ? telemetry::QueueConstraint::per_host
+                                                           : telemetry::QueueConstraint::unknown;
+  const auto o = outcome == QueueOutcome::ok ? telemetry::QueueOutcome::ok
+                                             : telemetry::QueueOutcome::abandoned;
+  d->wait_finished(c, o, std::chrono::duration<double, std::milli>(waited).count());
 }
 
-} // namespace gym::http
+}  // namespace gym::http

@@ -12,15 +12,14 @@
 namespace gym::http {
 
 class PoolMetrics final : public PoolObserver {
-public:
+ public:
   explicit PoolMetrics(telemetry::GymMetrics &metrics) : metrics_(metrics) {}
 
   void acquisition_started(const std::string &destination) noexcept override;
   void wait_finished(const std::string &destination, QueueConstraint constraint,
-                     QueueOutcome outcome,
-                     std::chrono::nanoseconds waited) noexcept override;
+                     QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept override;
 
-private:
+ private:
   telemetry::PoolDestination *destination(const std::string &name) noexcept;
 
   telemetry::GymMetrics &metrics_;
@@ -28,4 +27,4 @@ private:
   std::unordered_map<std::string, telemetry::PoolDestination *> destinations_;
 };
 
-} // namespace gym::http
+}  // namespace gym::http

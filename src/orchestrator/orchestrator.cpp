@@ -10,6 +10,7 @@
 #include "servers/head_server.h"
 #include "servers/registry.h"
 #include "telemetry/config.h"
+#include "telemetry/memory_sampler.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
@@ -298,6 +299,7 @@ class Deployment::Impl {
 
     int code = wait_ready();
     if (code == 0) code = probe_model_endpoints();
+    if (code == 0) start_memory_sampler();
     if (code == 0) {
       std::printf("All %zu / %zu servers ready!\n", children_.size(), children_.size());
       print_table();
@@ -512,10 +514,30 @@ class Deployment::Impl {
                   c.process.pid);
   }
 
+  // telemetry.md 6.8: once every server passed readiness, when metrics and memory profiling
+  // are on.
+  void start_memory_sampler() {
+    const auto& settings = telemetry_->settings();
+    if (!telemetry_->metrics_active() || !settings.memory_profiling_enabled) return;
+    if (!telemetry::MemorySampler::available()) {
+      spdlog::info("memory profiling is unavailable here: no /proc/self");
+      return;
+    }
+    std::vector<telemetry::MemoryTarget> targets;
+    for (const auto& c : children_)
+      targets.push_back({c.instance.name, c.instance.server_type, static_cast<long>(c.process.pid)});
+    sampler_ = std::make_unique<telemetry::MemorySampler>(
+        std::move(targets),
+        std::chrono::duration<double>(settings.memory_profiling_interval_seconds));
+    telemetry_->metrics().observe_memory([sampler = sampler_.get()] { return sampler->latest(); });
+    sampler_->start();
+  }
+
   // runtime.md 3.7: SIGTERM every root, wait the grace period, SIGKILL the rest's groups.
   void shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
+    if (sampler_) sampler_->stop();  // its final sample is recorded (telemetry.md 7.6)
     if (telemetry_) {
       // telemetry.md 7.6: gym.servers.active reads 0 and is exported before any server is
       // signalled (D5).
@@ -550,6 +572,8 @@ class Deployment::Impl {
 
   core::ConfigSources sources_;
   telemetry::PipelineFactory pipelines_;
+  // Declared before telemetry_: the final export at its destruction reads the sampler.
+  std::unique_ptr<telemetry::MemorySampler> sampler_;  // with memory profiling only
   std::unique_ptr<telemetry::ProcessTelemetry> telemetry_;
   json::object cfg_;
   sigset_t signals_{};

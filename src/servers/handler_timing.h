@@ -8,21 +8,20 @@
 
 namespace gym::servers {
 
-template <class Done> class HandlerTimer {
-public:
+template <class Done>
+class HandlerTimer {
+ public:
   explicit HandlerTimer(Done done) : done_(std::move(done)) {}
   ~HandlerTimer() {
-    done_(std::chrono::duration<double, std::milli>(
-              std::chrono::steady_clock::now() - start_)
+    done_(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
               .count());
   }
   HandlerTimer(const HandlerTimer &) = delete;
   HandlerTimer &operator=(const HandlerTimer &) = delete;
 
-private:
+ private:
   Done done_;
-  std::chrono::steady_clock::time_point start_ =
-      std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-} // namespace gym::servers
+}  // namespace gym::servers

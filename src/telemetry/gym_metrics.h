@@ -25,16 +25,10 @@
 
 namespace gym::telemetry {
 
-struct MemorySample; // memory_sampler.h
+struct MemorySample;  // memory_sampler.h
 
 // Who records (telemetry.md 2). Servers take their role from their server type.
-enum class ProcessRole {
-  orchestrator,
-  collector,
-  resources_server,
-  agent_server,
-  model_server
-};
+enum class ProcessRole { orchestrator, collector, resources_server, agent_server, model_server };
 
 // The role of a server instance of `server_type` (resources_servers,
 // responses_api_agents, responses_api_models); nullopt for anything else.
@@ -48,30 +42,28 @@ enum class QueueOutcome { ok, abandoned };
 // `remote_agent_service` or `external`). Owned by GymMetrics; the pointer stays
 // valid as long as it.
 class PoolDestination {
-public:
+ public:
   // One acquisition started (gym.http.connection_pool.connect_total), immediate
   // or not.
   void acquisition_started() noexcept {
-    if (counting_)
-      connects_.fetch_add(1, std::memory_order_relaxed);
+    if (counting_) connects_.fetch_add(1, std::memory_order_relaxed);
   }
   // One acquisition that waited, from the start of its wait to its end.
-  void wait_finished(QueueConstraint constraint, QueueOutcome outcome,
-                     double ms) const noexcept {
+  void wait_finished(QueueConstraint constraint, QueueOutcome outcome, double ms) const noexcept {
     waits_[static_cast<int>(constraint)][static_cast<int>(outcome)].record(ms);
   }
 
-private:
+ private:
   friend class GymMetrics;
   PoolDestination() = default;
 
-  bool counting_ = false; // false when metrics are off
+  bool counting_ = false;  // false when metrics are off
   std::atomic<std::uint64_t> connects_{0};
-  BoundHistogram waits_[3][2]; // [constraint][outcome]
+  BoundHistogram waits_[3][2];  // [constraint][outcome]
 };
 
 class GymMetrics {
-public:
+ public:
   // Creates the instruments of `role` on `provider`; a disabled provider gives
   // empty handles.
   GymMetrics(MeterProvider &provider, ProcessRole role);
@@ -82,9 +74,7 @@ public:
   ProcessRole role() const noexcept { return role_; }
 
   // gym.rollout.duration_ms (6.2): one sample per /run the handler ran for.
-  void record_rollout(double ms) const noexcept {
-    rollout_duration_.record(ms);
-  }
+  void record_rollout(double ms) const noexcept { rollout_duration_.record(ms); }
 
   // gym.verify.duration_ms and gym.verify.success_rate (6.3, 6.4): one call per
   // /verify the verifier ran for; `completed` when it returned a result (a 0.0
@@ -92,14 +82,12 @@ public:
   void record_verify(double ms, bool completed) noexcept;
 
   // gym.servers.active (6.5), orchestrator only.
-  void set_servers_active(std::int64_t servers) const noexcept {
-    servers_active_.record(servers);
-  }
+  void set_servers_active(std::int64_t servers) const noexcept { servers_active_.record(servers); }
 
   // http.server.request.duration (6.6): `route` is the matched template, empty
   // when none matched; `method` as http_method_label gives it.
-  void record_http_request(std::string_view route, std::string_view method,
-                           int status, double seconds) const noexcept;
+  void record_http_request(std::string_view route, std::string_view method, int status,
+                           double seconds) const noexcept;
   // http.server.active_requests (6.6): +1 when a request head arrived, -1 when
   // its response is complete or its connection dropped, with the same `host`
   // (the Host header; empty when absent) and `method`.
@@ -115,7 +103,7 @@ public:
   // orchestrator.
   void observe_memory(std::function<std::optional<MemorySample>()> latest);
 
-private:
+ private:
   const bool enabled_;
   const ProcessRole role_;
   MeterProvider &provider_;
@@ -130,10 +118,9 @@ private:
   UpDownCounter<std::int64_t> http_active_requests_;
   Histogram pool_queue_duration_;
 
-  std::mutex destinations_mutex_; // guards destinations_ (inserts and the
-                                  // observable callback)
-  std::unordered_map<std::string, std::unique_ptr<PoolDestination>>
-      destinations_;
+  std::mutex destinations_mutex_;  // guards destinations_ (inserts and the
+                                   // observable callback)
+  std::unordered_map<std::string, std::unique_ptr<PoolDestination>> destinations_;
 };
 
 // The `http.request.method` value of a request method (OTel semantic
@@ -141,4 +128,4 @@ private:
 // `_OTHER`.
 std::string_view http_method_label(std::string_view method) noexcept;
 
-} // namespace gym::telemetry
+}  // namespace gym::telemetry

@@ -2,12 +2,10 @@
 
 namespace gym::telemetry {
 
-ProcessTelemetry::ProcessTelemetry(const PipelineFactory &factory,
-                                   TelemetrySettings settings,
-                                   ProcessIdentity identity, std::string run_id,
-                                   ProcessRole role, const GetEnv &getenv)
-    : settings_(std::move(settings)), identity_(std::move(identity)),
-      run_id_(std::move(run_id)) {
+ProcessTelemetry::ProcessTelemetry(const PipelineFactory &factory, TelemetrySettings settings,
+                                   ProcessIdentity identity, std::string run_id, ProcessRole role,
+                                   const GetEnv &getenv)
+    : settings_(std::move(settings)), identity_(std::move(identity)), run_id_(std::move(run_id)) {
   if (settings_.metrics_active() && factory) {
     pipeline_ = factory(settings_, identity_, run_id_, getenv);
   }
@@ -30,12 +28,11 @@ bool ProcessTelemetry::force_flush(std::chrono::milliseconds wait) {
 }
 
 bool ProcessTelemetry::shutdown(std::chrono::milliseconds wait) {
-  if (shut_down_)
-    return true;
+  if (shut_down_) return true;
   shut_down_ = true;
   // The final collection runs the facade's observable callbacks: export before
   // it goes.
   return pipeline_ ? pipeline_->shutdown(wait) : true;
 }
 
-} // namespace gym::telemetry
+}  // namespace gym::telemetry

@@ -24,7 +24,7 @@ namespace gym::telemetry {
 // A process's provider and whatever exports it. Thread-safety: as
 // MeterProvider; force_flush and shutdown may be called from any thread.
 class MetricsPipelineBase {
-public:
+ public:
   MetricsPipelineBase() = default;
   virtual ~MetricsPipelineBase() = default;
   MetricsPipelineBase(const MetricsPipelineBase &) = delete;
@@ -39,17 +39,16 @@ public:
 // Builds the pipeline of a process; throws core::ConfigError (invalid settings)
 // or std::runtime_error (a file or port that cannot be opened).
 using PipelineFactory = std::function<std::unique_ptr<MetricsPipelineBase>(
-    const TelemetrySettings &, const ProcessIdentity &,
-    const std::string &run_id, const GetEnv &)>;
+    const TelemetrySettings &, const ProcessIdentity &, const std::string &run_id, const GetEnv &)>;
 
 class ProcessTelemetry {
-public:
+ public:
   // With metrics inactive (or no factory) the provider is disabled and nothing
   // is started.
   ProcessTelemetry(const PipelineFactory &factory, TelemetrySettings settings,
-                   ProcessIdentity identity, std::string run_id,
-                   ProcessRole role, const GetEnv &getenv = process_env());
-  ~ProcessTelemetry(); // shutdown()
+                   ProcessIdentity identity, std::string run_id, ProcessRole role,
+                   const GetEnv &getenv = process_env());
+  ~ProcessTelemetry();  // shutdown()
   ProcessTelemetry(const ProcessTelemetry &) = delete;
   ProcessTelemetry &operator=(const ProcessTelemetry &) = delete;
 
@@ -62,16 +61,14 @@ public:
   bool force_flush(std::chrono::milliseconds wait = kShutdownBound);
   bool shutdown(std::chrono::milliseconds wait = kShutdownBound);
 
-private:
+ private:
   TelemetrySettings settings_;
   ProcessIdentity identity_;
   std::string run_id_;
-  std::unique_ptr<MetricsPipelineBase>
-      pipeline_; // null when metrics are inactive
-  std::unique_ptr<MeterProvider>
-      disabled_;                        // the provider when pipeline_ is null
-  std::unique_ptr<GymMetrics> metrics_; // observable callbacks point into it
+  std::unique_ptr<MetricsPipelineBase> pipeline_;  // null when metrics are inactive
+  std::unique_ptr<MeterProvider> disabled_;        // the provider when pipeline_ is null
+  std::unique_ptr<GymMetrics> metrics_;            // observable callbacks point into it
   bool shut_down_ = false;
 };
 
-} // namespace gym::telemetry
+}  // namespace gym::telemetry

@@ -71,28 +71,36 @@ TEST(GymMetrics, NamesUnitsKindsAndBucketsAreTheCatalogue) {
   };
   const std::map<std::string, Row> catalogue = {
       {"gym.rollout.duration_ms",
-       {InstrumentKind::histogram, ValueType::float64, "ms",
+       {InstrumentKind::histogram,
+        ValueType::float64,
+        "ms",
         {100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1200000,
          1800000, 3600000}}},
       {"gym.verify.duration_ms",
-       {InstrumentKind::histogram, ValueType::float64, "ms",
+       {InstrumentKind::histogram,
+        ValueType::float64,
+        "ms",
         {0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000}}},
       {"gym.verify.success_rate", {InstrumentKind::gauge, ValueType::float64, "", {}}},
       {"gym.servers.active", {InstrumentKind::gauge, ValueType::int64, "", {}}},
       {"gym.http.connection_pool.queue_duration_ms",
-       {InstrumentKind::histogram, ValueType::float64, "ms",
+       {InstrumentKind::histogram,
+        ValueType::float64,
+        "ms",
         {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000}}},
       {"gym.http.connection_pool.connect_total",
        {InstrumentKind::observable_counter, ValueType::int64, "{connection}", {}}},
       {"http.server.request.duration",
-       {InstrumentKind::histogram, ValueType::float64, "s",
+       {InstrumentKind::histogram,
+        ValueType::float64,
+        "s",
         {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}}},
       {"http.server.active_requests",
        {InstrumentKind::up_down_counter, ValueType::int64, "{request}", {}}},
   };
   std::set<std::string> seen;
-  for (auto role : {ProcessRole::orchestrator, ProcessRole::agent_server,
-                    ProcessRole::resources_server}) {
+  for (auto role :
+       {ProcessRole::orchestrator, ProcessRole::agent_server, ProcessRole::resources_server}) {
     MeterProvider provider;
     GymMetrics metrics(provider, role);
     record_everything(metrics);
@@ -139,8 +147,8 @@ TEST(GymMetrics, HttpRequestAttributesAndTheMissingRoute) {
                                                   {"http.request.method", "POST"},
                                                   {"http.response.status_code", 200}}),
             nullptr);
-  EXPECT_NE(find_histogram_point(
-                *m, AttributeSet{{"http.request.method", "GET"}, {"http.response.status_code", 404}}),
+  EXPECT_NE(find_histogram_point(*m, AttributeSet{{"http.request.method", "GET"},
+                                                  {"http.response.status_code", 404}}),
             nullptr)
       << "no http.route attribute when no route matched";
 }
@@ -212,8 +220,8 @@ TEST(GymMetrics, DisabledProviderRecordsNothing) {
 }
 
 TEST(GymMetrics, MethodLabels) {
-  for (const char* m : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE",
-                        "PATCH"})
+  for (const char* m :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
     EXPECT_EQ(http_method_label(m), m);
   EXPECT_EQ(http_method_label("get"), "_OTHER") << "methods are case-sensitive";
   EXPECT_EQ(http_method_label("PROPFIND"), "_OTHER");
