@@ -34,7 +34,7 @@ struct Request {
   std::vector<Header> headers;
   std::string body;
   std::string session_id;      // set by the session middleware when the server has one
-  std::string_view route;      // matched route template ("/verify", "/{path}"), empty if none
+  std::string_view route;      // matched route template ("/verify", "/{path}"); empty for 404/405
 
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
   std::string_view cookie(std::string_view name) const;

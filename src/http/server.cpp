@@ -216,7 +216,7 @@ asio::awaitable<Response> dispatch(Loop& loop, Request& req) {
   if (loop.cookie) req.session_id = loop.session_for(req.cookie(loop.cookie->name()));
   Response res;
   auto match = loop.router.match(req.method, req.path);
-  req.route = match.route;
+  req.route = match.handler ? match.route : std::string_view();  // none for 404 and 405
   if (match.handler) {
     try {
       res = co_await (*match.handler)(req);
