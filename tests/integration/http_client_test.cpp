@@ -2,10 +2,11 @@
 #include "http/client.h"
 #include "http/pool_metrics.h"
 #include "orchestrator/ports.h"
+#include "process.h"
 #include "telemetry/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
-#include "process.h"
 
+#include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -15,7 +16,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -109,15 +109,14 @@ PoolParams limits(std::size_t total, std::size_t per_host, double budget = 300) 
   return p;
 }
 
-
 struct CountingObserver : gym::http::PoolObserver {
   int acquisitions = 0, waits = 0, ok = 0, abandoned = 0, per_host = 0, total = 0;
   void acquisition_started(const std::string& d) noexcept override {
     EXPECT_EQ(d, "test_server");
     ++acquisitions;
   }
-  void wait_finished(const std::string&, gym::http::QueueConstraint c,
-                     gym::http::QueueOutcome o, std::chrono::nanoseconds waited) noexcept override {
+  void wait_finished(const std::string&, gym::http::QueueConstraint c, gym::http::QueueOutcome o,
+                     std::chrono::nanoseconds waited) noexcept override {
     ++waits;
     EXPECT_GE(waited.count(), 0);
     (o == gym::http::QueueOutcome::ok ? ok : abandoned)++;
@@ -184,7 +183,10 @@ TEST(HttpClient, WaitersForOneHostAreServedInArrivalOrder) {
   run(io, [&]() -> asio::awaitable<void> {
     co_await fan_out(
         client, 12,
-        [&](int) { return post(base_url(port) + "/sleep", json::object{{"ms", 2}}); }, &order);
+        [&](int) {
+          return post(base_url(port) + "/sleep", json::object{{"ms", 2}});
+        },
+        &order);
   });
   std::vector<int> expected(12);
   std::iota(expected.begin(), expected.end(), 0);
@@ -336,13 +338,15 @@ TEST(HttpClient, FollowsRedirectsAsAiohttpDoes) {
     EXPECT_EQ(r307.status, 200);
     EXPECT_EQ(r307.json(), json::value(body));
     // 303 continues as GET without a body.
-    auto see_other = post(base_url(port) + "/redirect", json::object{{"code", 303}, {"to", "/method"}});
+    auto see_other =
+        post(base_url(port) + "/redirect", json::object{{"code", 303}, {"to", "/method"}});
     auto r303 = co_await client.request(see_other);
     EXPECT_EQ(r303.status, 200);
     EXPECT_EQ(r303.json().at("method").as_string(), "GET");
     EXPECT_EQ(r303.json().at("body").as_string(), "");
     // A loop stops after 10 hops and returns the last redirect.
-    auto forever = post(base_url(port) + "/redirect", json::object{{"code", 307}, {"to", "/redirect"}});
+    auto forever =
+        post(base_url(port) + "/redirect", json::object{{"code", 307}, {"to", "/redirect"}});
     auto loop = co_await client.request(forever);
     EXPECT_EQ(loop.status, 307);
   });
@@ -359,10 +363,13 @@ TEST(HttpClient, WaitEndedByTheBudgetIsAbandonedAndFreesNothing) {
   int slow_status = 0;
   run(io, [&]() -> asio::awaitable<void> {
     auto ex = co_await asio::this_coro::executor;
-    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-      auto slow = post(base_url(port) + "/sleep", json::object{{"ms", 2500}});
-      slow_status = (co_await client.request(slow)).status;
-    }, asio::detached);
+    asio::co_spawn(
+        ex,
+        [&]() -> asio::awaitable<void> {
+          auto slow = post(base_url(port) + "/sleep", json::object{{"ms", 2500}});
+          slow_status = (co_await client.request(slow)).status;
+        },
+        asio::detached);
     try {
       auto req10 = post(base_url(port) + "/echo", json::object{});
       co_await client.request(req10);
@@ -433,6 +440,13 @@ PoolFigures pool_figures(const gym::telemetry::MeterProvider& provider,
   return out;
 }
 
+// A real facade and pool observer, read back through the provider's collect().
+struct Recorded {
+  gym::telemetry::MeterProvider provider;
+  gym::telemetry::GymMetrics metrics{provider, gym::telemetry::ProcessRole::collector};
+  gym::http::PoolMetrics observer{metrics};
+};
+
 }  // namespace
 
 // telemetry.md 6.7: a wait the caller cancels ends `abandoned`, with one sample, and the
@@ -441,11 +455,9 @@ TEST(HttpClient, CancelledWaitIsRecordedAsAbandoned) {
   auto server = start_server();
   int port = server->wait_port();
   ASSERT_GT(port, 0);
-  gym::telemetry::MeterProvider provider;
-  gym::telemetry::GymMetrics metrics(provider, gym::telemetry::ProcessRole::collector);
-  gym::http::PoolMetrics observer(metrics);
+  Recorded recorded;
   asio::io_context io;
-  HttpClient client(io.get_executor(), limits(0, 1), &observer);
+  HttpClient client(io.get_executor(), limits(0, 1), &recorded.observer);
   asio::cancellation_signal cancel;
   bool holder_ok = false;
   std::exception_ptr waiter_failure;
@@ -462,12 +474,12 @@ TEST(HttpClient, CancelledWaitIsRecordedAsAbandoned) {
                      holder_ok = r.status == 200;
                      finished();
                    });
-    asio::co_spawn(ex, client.request(post(url, json::object{{"ms", 1}})),
-                   asio::bind_cancellation_slot(cancel.slot(),
-                                                [&](std::exception_ptr e, ClientResponse) {
-                                                  waiter_failure = e;
-                                                  finished();
-                                                }));
+    asio::co_spawn(
+        ex, client.request(post(url, json::object{{"ms", 1}})),
+        asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, ClientResponse) {
+          waiter_failure = e;
+          finished();
+        }));
     // The second request queues behind the first (per-host limit 1); cancel it while it waits.
     while (client.stats().queued == 0) {
       asio::steady_timer t(ex, std::chrono::milliseconds(5));
@@ -478,7 +490,7 @@ TEST(HttpClient, CancelledWaitIsRecordedAsAbandoned) {
   });
   EXPECT_TRUE(holder_ok);
   EXPECT_TRUE(waiter_failure) << "a cancelled request does not complete";
-  auto figures = pool_figures(provider, "test_server");
+  auto figures = pool_figures(recorded.provider, "test_server");
   EXPECT_EQ(figures.waits, (std::map<std::string, std::uint64_t>{{"per_host/abandoned", 1}}));
   EXPECT_EQ(figures.connects, 2);
 }
@@ -488,19 +500,18 @@ TEST(HttpClient, WaitCutOffByLoopTeardownIsRecordedAsAbandoned) {
   auto server = start_server();
   int port = server->wait_port();
   ASSERT_GT(port, 0);
-  gym::telemetry::MeterProvider provider;
-  gym::telemetry::GymMetrics metrics(provider, gym::telemetry::ProcessRole::collector);
-  gym::http::PoolMetrics observer(metrics);
+  Recorded recorded;
   {
     asio::io_context io;
-    auto client = std::make_unique<HttpClient>(io.get_executor(), limits(0, 1), &observer);
+    auto client = std::make_unique<HttpClient>(io.get_executor(), limits(0, 1), &recorded.observer);
     for (int i = 0; i < 2; ++i)
-      asio::co_spawn(io, client->request(post(base_url(port) + "/sleep", json::object{{"ms", 3000}})),
+      asio::co_spawn(io,
+                     client->request(post(base_url(port) + "/sleep", json::object{{"ms", 3000}})),
                      [](std::exception_ptr, ClientResponse) {});
     while (client->stats().queued == 0) io.run_one_for(std::chrono::milliseconds(50));
     client.reset();
   }  // the waiting coroutine is destroyed with the loop
-  auto figures = pool_figures(provider, "test_server");
+  auto figures = pool_figures(recorded.provider, "test_server");
   EXPECT_EQ(figures.waits, (std::map<std::string, std::uint64_t>{{"per_host/abandoned", 1}}));
   EXPECT_EQ(figures.connects, 2);
 }
@@ -523,8 +534,9 @@ TEST(PoolParams, DividesAggregateLimitsByWorkers) {
     EXPECT_NE(std::string(e.what()).find("global_aiohttp_connector_limit_per_host"),
               std::string::npos);
   }
-  EXPECT_THROW(PoolParams::from_config(json::object{{"global_aiohttp_tcp_keepalive_probes", 500}}, 1),
-               std::exception);
+  EXPECT_THROW(
+      PoolParams::from_config(json::object{{"global_aiohttp_tcp_keepalive_probes", 500}}, 1),
+      std::exception);
 }
 
 TEST(PoolParams, CapacityReportWarnsWhenIntendedConcurrencyCannotFit) {
