@@ -37,4 +37,9 @@ struct DemoOptions {
 // `make demo`: generates demo data, then `gym eval run` with replay_model over it.
 int run_demo(const DemoOptions& options);
 
+// `gym telemetry report FILE...` (runtime.md 9.4a): the summary of telemetry.md 7.7 of the
+// console-exporter files (`-` reads stdin) on stdout, as text or as JSON. Exit 1 when a file
+// cannot be read or no file holds a metrics export.
+int run_telemetry_report(const std::vector<std::string>& files, bool json);
+
 }  // namespace gym::cli

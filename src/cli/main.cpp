@@ -143,6 +143,15 @@ int main(int argc, char** argv) {
   demo->add_option("--concurrency", demo_opts.concurrency, "Rollouts in flight")
       ->check(CLI::PositiveNumber)->capture_default_str();
 
+  std::vector<std::string> report_files;
+  auto* telemetry = app.add_subcommand("telemetry", "Read the telemetry a run wrote");
+  telemetry->require_subcommand(1);
+  auto* telemetry_report = telemetry->add_subcommand(
+      "report", "Summarise a run from console-exporter files (telemetry.console_path)");
+  telemetry_report->add_option("FILE", report_files, "Console-exporter output; - reads stdin")
+      ->required();
+  telemetry_report->add_flag("--json", json, "The same figures as one JSON object");
+
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants it reversed
   try {
     app.parse(reversed);
@@ -171,6 +180,7 @@ int main(int argc, char** argv) {
                                                                   gym::exporters::make_metrics_pipeline);
     if (*env_status) return gym::orchestrator::run_env_status(gym::cli::to_sources(flags), json);
     if (*show) return gym::cli::run_config_show(flags);
+    if (*telemetry_report) return gym::cli::run_telemetry_report(report_files, json);
     if (*eval_run) {
       auto eval_overrides = eval_flags.overrides();
       flags.overrides.insert(flags.overrides.begin(), eval_overrides.begin(), eval_overrides.end());
