@@ -28,6 +28,7 @@
 
 #include "exporters/otlp/otlp_http_exporter.h"
 #include "http/client.h"
+#include "otlp_receiver.h"
 #include "process.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry/resource.h"
@@ -39,31 +40,8 @@ namespace fs = std::filesystem;
 using namespace gym::telemetry;
 using gym::exporters::OtlpHttpExporter;
 using gym::test::ChildProcess;
-
-constexpr const char* kPackage = "@opentelemetry/otlp-transformer@0.214.0";
-
-// node_modules of the test folder under the build dir, installed on first use; empty when npm
-// is not available (the reason goes to *why).
-std::string node_modules(std::string* why) {
-  const fs::path dir = fs::path(gym::test::build_path("tests/integration/otlp_node"));
-  const fs::path root =
-      dir / "node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js";
-  const fs::path stamp = dir / "node_modules/@opentelemetry/otlp-transformer/package.json";
-  if (fs::exists(root) && fs::exists(stamp)) return (dir / "node_modules").string();
-  if (std::string(GYM_NPM).find("NOTFOUND") != std::string::npos) {
-    *why = "npm not found";
-    return {};
-  }
-  fs::create_directories(dir);
-  std::string command =
-      fmt::format("cd '{}' && '{}' install --no-audit --no-fund --silent '{}' >&2", dir.string(),
-                  GYM_NPM, kPackage);
-  if (std::system(command.c_str()) != 0 || !fs::exists(root)) {
-    *why = "`npm install " + std::string(kPackage) + "` failed (no registry access?)";
-    return {};
-  }
-  return (dir / "node_modules").string();
-}
+using gym::test::OtlpReceiver;
+using gym::test::OtlpRequest;
 
 std::string str(const json::value& v) { return std::string(v.as_string()); }
 
@@ -199,15 +177,10 @@ void check_request(const json::value& r, const MetricsSnapshot& snapshot) {
             "1099511627776");
 }
 
-// The node_modules dir of the receiver; fails the test (never skips) without Node.js or npm.
-std::string require_node() {
-  EXPECT_EQ(std::string(GYM_NODE).find("NOTFOUND"), std::string::npos)
-      << "node (Node.js 20) was not found at configure time; install it (scripts/setup.sh)";
-  if (std::string(GYM_NODE).find("NOTFOUND") != std::string::npos) return {};
-  std::string why;
-  std::string modules = node_modules(&why);
-  EXPECT_FALSE(modules.empty()) << why;
-  return modules;
+// Fails the test (never skips) when the receiver did not start: no Node.js, no npm package.
+::testing::AssertionResult listening(const OtlpReceiver& receiver) {
+  if (receiver.error().empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << receiver.error();
 }
 
 // The snapshot every decode test exports: one instrument of each kind.
@@ -261,7 +234,7 @@ std::unique_ptr<RecordedSnapshot> record_snapshot() {
 
 // Exports `snapshot` to `base` (http:// or https://) with each protocol and compression, and
 // checks what the receiver decoded, and the headers it saw.
-void export_every_encoding(ChildProcess& receiver, const std::string& base,
+void export_every_encoding(OtlpReceiver& receiver, const std::string& base,
                            const MetricsSnapshot& snapshot) {
   struct Case {
     OtlpProtocol protocol;
@@ -287,17 +260,16 @@ void export_every_encoding(ChildProcess& receiver, const std::string& base,
                                       std::chrono::steady_clock::now() + std::chrono::seconds(20)),
               ExportResult::success)
         << receiver.output();
-    const json::value headers = json::parse(receiver.wait_for_line("HEADERS "));
-    EXPECT_EQ(headers.at("user-agent"), json::value("gym-cpp/" GYM_VERSION));
-    EXPECT_EQ(headers.at("x-gym-test"), json::value("otlp headers"));
-    std::string line = receiver.wait_for_line("DECODED ");
-    ASSERT_FALSE(line.empty()) << receiver.output();
-    // "<content-type> <encoding> <json>"
-    auto first = line.find(' ');
-    auto second = line.find(' ', first + 1);
-    EXPECT_EQ(line.substr(0, first), c.content_type);
-    EXPECT_EQ(line.substr(first + 1, second - first - 1), c.encoding);
-    check_request(json::parse(line.substr(second + 1)), snapshot);
+    // The exporter saw the receiver's answer, so the request is read back soon.
+    const std::size_t index = &c - cases.data();
+    ASSERT_TRUE(receiver.wait_for(index + 1, std::chrono::seconds(30))) << receiver.output();
+    const OtlpRequest r = receiver.requests().at(index);
+    EXPECT_EQ(r.headers.at("user-agent"), json::value("gym-cpp/" GYM_VERSION));
+    EXPECT_EQ(r.headers.at("x-gym-test"), json::value("otlp headers"));
+    ASSERT_TRUE(r.error.empty()) << r.error << "\n" << receiver.output();
+    EXPECT_EQ(r.content_type, c.content_type);
+    EXPECT_EQ(r.encoding, c.encoding);
+    check_request(r.decoded, snapshot);
   }
   EXPECT_EQ(receiver.output().find("ERROR"), std::string::npos) << receiver.output();
   EXPECT_EQ(receiver.output().find("HANDSHAKE_FAILED"), std::string::npos) << receiver.output();
@@ -305,16 +277,12 @@ void export_every_encoding(ChildProcess& receiver, const std::string& base,
 
 TEST(OtlpDecode, TheOpenTelemetryDecoderReadsEveryField) {
   // The judge is required: a missing Node.js or npm package is a failure, never a skip.
-  const std::string modules = require_node();
-  ASSERT_FALSE(modules.empty());
-  ChildProcess receiver({GYM_NODE, GYM_OTLP_RECEIVER, modules});
-  const int port = receiver.wait_port();
-  ASSERT_GT(port, 0) << receiver.output();
+  OtlpReceiver receiver;
+  ASSERT_TRUE(listening(receiver));
   const auto recorded = record_snapshot();
   ASSERT_EQ(recorded->snapshot.metrics.size(), 8u);
-  export_every_encoding(receiver, fmt::format("http://127.0.0.1:{}", port), recorded->snapshot);
-  receiver.signal(SIGTERM);
-  receiver.wait_exit();
+  export_every_encoding(receiver, receiver.endpoint(), recorded->snapshot);
+  receiver.stop();
 }
 
 // ---- https ----
@@ -389,10 +357,8 @@ const TestPki& pki() {
 }
 
 // An https receiver with the given key and certificate.
-std::unique_ptr<ChildProcess> https_receiver(const std::string& modules, const std::string& key,
-                                             const std::string& cert) {
-  return std::make_unique<ChildProcess>(
-      std::vector<std::string>{GYM_NODE, GYM_OTLP_RECEIVER, modules, "--tls", key, cert});
+std::unique_ptr<OtlpReceiver> https_receiver(const std::string& key, const std::string& cert) {
+  return std::make_unique<OtlpReceiver>(OtlpReceiver::Tls{key, cert});
 }
 
 // Sets SSL_CERT_FILE for this process (OpenSSL reads it when a client creates its TLS context)
@@ -462,12 +428,10 @@ std::pair<std::vector<Sent>, ghttp::ClientStats> send_all(const std::vector<std:
 }
 
 TEST(OtlpHttps, HttpClientVerifiesTheServerAndKeepsTheConnection) {
-  const std::string modules = require_node();
-  ASSERT_FALSE(modules.empty());
   ASSERT_TRUE(pki().error.empty()) << pki().error;
-  auto receiver = https_receiver(modules, pki().key, pki().cert);
-  const int port = receiver->wait_port();
-  ASSERT_GT(port, 0) << receiver->output();
+  auto receiver = https_receiver(pki().key, pki().cert);
+  ASSERT_TRUE(listening(*receiver));
+  const int port = receiver->port();
   TrustStore trust(pki().ca);
 
   // Two requests by host name: one TLS connection, kept alive and reused.
@@ -478,8 +442,9 @@ TEST(OtlpHttps, HttpClientVerifiesTheServerAndKeepsTheConnection) {
   EXPECT_EQ(stats.connections_opened, 1u);
   EXPECT_EQ(stats.connections_reused, 1u);
   EXPECT_EQ(stats.retries, 0u);
-  EXPECT_EQ(json::parse(receiver->wait_for_line("HEADERS ")).at("connection"), json::value(1));
-  EXPECT_EQ(json::parse(receiver->wait_for_line("HEADERS ")).at("connection"), json::value(1));
+  ASSERT_TRUE(receiver->wait_for(2, std::chrono::seconds(30))) << receiver->output();
+  EXPECT_EQ(receiver->requests().at(0).headers.at("connection"), json::value(1));
+  EXPECT_EQ(receiver->requests().at(1).headers.at("connection"), json::value(1));
 
   // By IP address: the certificate's IP SAN is checked.
   auto [by_ip, ip_stats] = send_all({fmt::format("https://127.0.0.1:{}/v1/metrics", port)});
@@ -488,20 +453,17 @@ TEST(OtlpHttps, HttpClientVerifiesTheServerAndKeepsTheConnection) {
 
   EXPECT_EQ(receiver->output().find("ERROR"), std::string::npos) << receiver->output();
   EXPECT_EQ(receiver->output().find("HANDSHAKE_FAILED"), std::string::npos) << receiver->output();
-  receiver->signal(SIGTERM);
-  receiver->wait_exit();
+  receiver->stop();
 }
 
 TEST(OtlpHttps, HttpClientRefusesAnUntrustedCertificateOrAnotherHostsCertificateAtOnce) {
-  const std::string modules = require_node();
-  ASSERT_FALSE(modules.empty());
   ASSERT_TRUE(pki().error.empty()) << pki().error;
-  auto receiver = https_receiver(modules, pki().key, pki().cert);
-  const int port = receiver->wait_port();
-  ASSERT_GT(port, 0) << receiver->output();
-  auto wrong = https_receiver(modules, pki().wrong_key, pki().wrong_cert);
-  const int wrong_port = wrong->wait_port();
-  ASSERT_GT(wrong_port, 0) << wrong->output();
+  auto receiver = https_receiver(pki().key, pki().cert);
+  ASSERT_TRUE(listening(*receiver));
+  const int port = receiver->port();
+  auto wrong = https_receiver(pki().wrong_key, pki().wrong_cert);
+  ASSERT_TRUE(listening(*wrong));
+  const int wrong_port = wrong->port();
 
   {
     // A trust store without our CA: a TlsError naming the host and OpenSSL's reason, with no
@@ -545,25 +507,20 @@ TEST(OtlpHttps, HttpClientRefusesAnUntrustedCertificateOrAnotherHostsCertificate
   }
   EXPECT_EQ(receiver->output().find("DECODED"), std::string::npos) << receiver->output();
   EXPECT_EQ(wrong->output().find("DECODED"), std::string::npos) << wrong->output();
-  receiver->signal(SIGTERM);
-  receiver->wait_exit();
-  wrong->signal(SIGTERM);
-  wrong->wait_exit();
+  receiver->stop();
+  wrong->stop();
 }
 
 TEST(OtlpHttps, TheOpenTelemetryDecoderReadsEveryFieldOverHttps) {
-  const std::string modules = require_node();
-  ASSERT_FALSE(modules.empty());
   ASSERT_TRUE(pki().error.empty()) << pki().error;
-  auto receiver = https_receiver(modules, pki().key, pki().cert);
-  const int port = receiver->wait_port();
-  ASSERT_GT(port, 0) << receiver->output();
+  auto receiver = https_receiver(pki().key, pki().cert);
+  ASSERT_TRUE(listening(*receiver));
+  const int port = receiver->port();
   TrustStore trust(pki().ca);
   const auto recorded = record_snapshot();
   ASSERT_EQ(recorded->snapshot.metrics.size(), 8u);
   export_every_encoding(*receiver, fmt::format("https://localhost:{}", port), recorded->snapshot);
-  receiver->signal(SIGTERM);
-  receiver->wait_exit();
+  receiver->stop();
 }
 
 // What a gym_telemetry_recorder child reported, logged, and the receiver decoded.
@@ -603,12 +560,10 @@ RecorderRun run_recorder(int port, const std::string& ca_file) {
 std::uint64_t u64(const json::value& v) { return v.to_number<std::uint64_t>(); }
 
 TEST(OtlpHttps, ARecordingProcessExportsToAnHttpsCollectorTrustedThroughSslCertFile) {
-  const std::string modules = require_node();
-  ASSERT_FALSE(modules.empty());
   ASSERT_TRUE(pki().error.empty()) << pki().error;
-  auto receiver = https_receiver(modules, pki().key, pki().cert);
-  const int port = receiver->wait_port();
-  ASSERT_GT(port, 0) << receiver->output();
+  auto receiver = https_receiver(pki().key, pki().cert);
+  ASSERT_TRUE(listening(*receiver));
+  const int port = receiver->port();
 
   const RecorderRun run = run_recorder(port, pki().ca);
   ASSERT_FALSE(run.result.empty()) << run.output;
@@ -619,17 +574,21 @@ TEST(OtlpHttps, ARecordingProcessExportsToAnHttpsCollectorTrustedThroughSslCertF
   EXPECT_EQ(u64(otlp.at("batches_dropped")), 0u) << run.output;
   EXPECT_EQ(run.output.find("telemetry: metrics export fail"), std::string::npos) << run.output;
 
-  // Every batch decoded; the last one (the shutdown flush) holds the final cumulative count.
+  // Every batch decoded, and no more arrive; the last one (the shutdown flush) holds the final
+  // cumulative count.
+  const std::size_t sent = u64(otlp.at("batches_sent"));
+  EXPECT_TRUE(receiver->wait_for(sent, std::chrono::seconds(30))) << receiver->output();
+  EXPECT_FALSE(receiver->wait_for(sent + 1, std::chrono::seconds(2))) << receiver->output();
   std::vector<json::value> decoded;
   std::set<std::int64_t> connections;
-  for (std::string line; !(line = receiver->wait_for_line("HEADERS ", std::chrono::seconds(2)))
-                              .empty();) {
-    connections.insert(json::parse(line).at("connection").as_int64());
-    const std::string body = receiver->wait_for_line("DECODED application/x-protobuf identity ");
-    ASSERT_FALSE(body.empty()) << receiver->output();
-    decoded.push_back(json::parse(body));
+  for (const OtlpRequest& r : receiver->requests()) {
+    connections.insert(r.headers.at("connection").as_int64());
+    ASSERT_TRUE(r.error.empty()) << r.error << "\n" << receiver->output();
+    EXPECT_EQ(r.content_type, "application/x-protobuf");
+    EXPECT_EQ(r.encoding, "identity");
+    decoded.push_back(r.decoded);
   }
-  ASSERT_EQ(decoded.size(), u64(otlp.at("batches_sent"))) << receiver->output();
+  ASSERT_EQ(decoded.size(), sent) << receiver->output();
   EXPECT_EQ(connections.size(), 1u) << "the exporter keeps its TLS connection alive";
   const json::value& last = decoded.back();
   const auto res = attributes(last.at("resourceMetrics").at(0).at("resource").at("attributes"));
@@ -647,17 +606,14 @@ TEST(OtlpHttps, ARecordingProcessExportsToAnHttpsCollectorTrustedThroughSslCertF
   }
   EXPECT_EQ(count, u64(run.result.at("expected_records")));
   EXPECT_EQ(receiver->output().find("ERROR"), std::string::npos) << receiver->output();
-  receiver->signal(SIGTERM);
-  receiver->wait_exit();
+  receiver->stop();
 }
 
 TEST(OtlpHttps, AnUntrustedCollectorCertificateDropsBatchesWithoutRetryAndTheProcessExits) {
-  const std::string modules = require_node();
-  ASSERT_FALSE(modules.empty());
   ASSERT_TRUE(pki().error.empty()) << pki().error;
-  auto receiver = https_receiver(modules, pki().key, pki().cert);
-  const int port = receiver->wait_port();
-  ASSERT_GT(port, 0) << receiver->output();
+  auto receiver = https_receiver(pki().key, pki().cert);
+  ASSERT_TRUE(listening(*receiver));
+  const int port = receiver->port();
 
   const auto start = std::chrono::steady_clock::now();
   const RecorderRun run = run_recorder(port, pki().other_ca);
@@ -681,8 +637,7 @@ TEST(OtlpHttps, AnUntrustedCollectorCertificateDropsBatchesWithoutRetryAndThePro
   EXPECT_NE(run.output.find("unable to get local issuer certificate"), std::string::npos)
       << run.output;
   EXPECT_EQ(receiver->output().find("DECODED"), std::string::npos) << receiver->output();
-  receiver->signal(SIGTERM);
-  receiver->wait_exit();
+  receiver->stop();
 }
 
 }  // namespace

@@ -7,6 +7,10 @@
 // is held open until the server stops). GET /stats reports under "otlp" how many requests came,
 // when (ms on the monotonic clock, relative to the first), and per metric of the last decoded
 // request the total (sums of sum points, counts of histogram points).
+//
+// `--responses-delay-ms <ms>` makes POST /v1/responses a slow model instead of a failing one: it
+// waits that long, then answers a minimal valid Response (one assistant message, which ends a
+// simple_agent turn).
 #include "http/server.h"
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
   gym::http::ServerOptions opt;
   std::optional<std::string> config_yaml;  // --config-yaml: answer like a head server
   static OtlpCollector collector;
+  static std::optional<int> responses_delay_ms;  // --responses-delay-ms; none: answer 500
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--host") opt.host = v;
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
       collector.mode = v;
     }
     else if (k == "--retry-after") collector.retry_after = v;
+    else if (k == "--responses-delay-ms") responses_delay_ms = std::stoi(v);
     else if (k == "--config-yaml") {
       std::ifstream in(v);
       if (!in) {
@@ -195,11 +201,31 @@ int main(int argc, char** argv) {
     r.headers.push_back({"Location", std::string(body.at("to").as_string())});
     co_return r;
   }));
-  // A model server whose every answer is a 500 (runtime.md 7.6); POST /hits {"key":
-  // "/v1/responses"} counts the calls.
+  // A model server whose every answer is a 500 (runtime.md 7.6), or with --responses-delay-ms a
+  // slow one; POST /hits {"key": "/v1/responses"} counts the calls.
   router.post("/v1/responses", [](Request&) -> asio::awaitable<Response> {
     ++hits["/v1/responses"];
-    co_return Response::json(json::string("test server: the model failed on purpose"), 500);
+    if (!responses_delay_ms)
+      co_return Response::json(json::string("test server: the model failed on purpose"), 500);
+    asio::steady_timer t(co_await asio::this_coro::executor,
+                         std::chrono::milliseconds(*responses_delay_ms));
+    co_await t.async_wait(asio::use_awaitable);
+    co_return Response::json(json::object{
+        {"id", "resp_test"},
+        {"created_at", 0},
+        {"model", "test-model"},
+        {"object", "response"},
+        {"output", json::array{json::object{
+                       {"type", "message"},
+                       {"id", "msg_test"},
+                       {"role", "assistant"},
+                       {"status", "completed"},
+                       {"content", json::array{json::object{{"type", "output_text"},
+                                                            {"text", "a slow answer"},
+                                                            {"annotations", json::array{}}}}}}}},
+        {"parallel_tool_calls", true},
+        {"tool_choice", "auto"},
+        {"tools", json::array{}}});
   });
   // The fake OTLP collector (see the top of this file).
   router.post("/v1/metrics", [](Request& req) -> asio::awaitable<Response> {
