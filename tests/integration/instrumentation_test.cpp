@@ -1301,3 +1301,113 @@ TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsProm
               1u)
         << name;
 }
+
+// telemetry.md 6.8: with memory profiling the orchestrator exports the seven memory gauges; a
+// server with num_workers: 3 counts its supervisor and all three workers, and their PSS sum is
+// below their RSS sum (the workers share the supervisor's pages). Without profiling no memory
+// metric exists: InstrumentationEvalRun checks the orchestrator's complete metric set.
+TEST(InstrumentationMemory, ThreeWorkersCountFourProcessesAndPssIsBelowRss) {
+  OtlpReceiver receiver;
+  ASSERT_TRUE(listening(receiver));
+  TempDir tmp;
+  const Demo demo = demo_data(tmp, {"mcqa"}, 2);
+  auto env = telemetry_env(receiver, 200);
+  env.push_back("NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED=1");
+  env.push_back("NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS=0.2");
+  const int head = gym::orchestrator::free_port();
+  GymProcess deployment(
+      "env start --resources-server mcqa --model-type replay_model"
+      " ++input_jsonl_fpath=" +
+          demo.input +
+          " ++mcqa.resources_servers.mcqa.num_workers=3"
+          " ++head_server.port=" +
+          std::to_string(head),
+      tmp.file("env.log"), env);
+  ASSERT_TRUE(deployment.wait_for("servers ready!")) << deployment.output();
+  const auto listing = json::parse(gym::test::body_of(get(head, "/server_instances"))).as_array();
+  std::map<std::string, std::pair<std::int64_t, std::string>> roots;  // name -> (pid, type)
+  for (const auto& v : listing) {
+    const auto& o = v.as_object();
+    roots[std::string(o.at("process_name").as_string())] = {
+        o.at("pid").as_int64(), std::string(o.at("server_type").as_string())};
+  }
+  ASSERT_EQ(roots.size(), 3u);
+  const auto mcqa_filter = [&](const char* type) {
+    Attributes a{{"nemo.gym.server.name", json::value("mcqa")},
+                 {"nemo.gym.server.type", json::value("resources_servers")},
+                 {"process.pid", json::value(roots["mcqa"].first)}};
+    if (type) a["memory.type"] = json::value(type);
+    return a;
+  };
+  // Wait for an orchestrator export that saw all four processes of mcqa's tree (the workers fork
+  // right after the supervisor starts, so an early sample may see fewer).
+  const auto sample = receiver.wait_for_export(
+      [&](const ProcessExport& p) {
+        return p.string_attribute("nemo.gym.server.name") == "orchestrator" &&
+               total(p.metric("gym.server.processes"), mcqa_filter(nullptr)) == 4;
+      },
+      kGuard);
+  ASSERT_TRUE(sample) << summary(receiver);
+  const ProcessExport& o = *sample;
+  EXPECT_EQ(o.metric_names(),
+            (std::set<std::string>{"gym.servers.active", "gym.server.memory.usage",
+                                   "gym.server.memory.sampled_peak", "gym.server.processes",
+                                   "gym.host.memory.usage", "gym.host.memory.available",
+                                   "gym.host.memory.total", "gym.host.memory.sampled_peak"}));
+  for (const auto& m : o.metrics) {
+    const std::string name(m.at("name").as_string());
+    if (name == "gym.servers.active") continue;
+    EXPECT_EQ(metric_kind(m), "gauge") << name;
+    EXPECT_EQ(text_field(m, "unit"), name == "gym.server.processes" ? "{process}" : "By") << name;
+    for (const auto* p : points(m)) {
+      EXPECT_TRUE(p->contains("asInt")) << name << " is an int64 gauge";
+      std::set<std::string> keys;
+      if (const auto* a = p->if_contains("attributes"))
+        for (const auto& [k, v] : gym::test::attribute_map(*a)) keys.insert(k);
+      std::set<std::string> expected;
+      if (name.starts_with("gym.server.")) {
+        expected = {"nemo.gym.server.name", "nemo.gym.server.type", "process.pid"};
+        if (name != "gym.server.processes") expected.insert("memory.type");
+      }
+      EXPECT_EQ(keys, expected) << name << ": host points carry none";
+    }
+  }
+  // Every server tree is sampled under its root pid and type; the others have one process.
+  for (const auto& [name, root] : roots) {
+    Attributes filter{{"nemo.gym.server.name", json::value(name)},
+                      {"nemo.gym.server.type", json::value(root.second)},
+                      {"process.pid", json::value(root.first)}};
+    EXPECT_EQ(total(o.metric("gym.server.processes"), filter), name == "mcqa" ? 4 : 1) << name;
+  }
+  const double rss = total(o.metric("gym.server.memory.usage"), mcqa_filter("rss"));
+  const double pss = total(o.metric("gym.server.memory.usage"), mcqa_filter("pss"));
+  EXPECT_GT(rss, 0);
+  EXPECT_GT(pss, 0);
+  EXPECT_LT(pss, rss) << "four processes share pages: their PSS sum is below their RSS sum";
+  EXPECT_GE(total(o.metric("gym.server.memory.sampled_peak"), mcqa_filter("rss")), rss);
+  EXPECT_GE(total(o.metric("gym.server.memory.sampled_peak"), mcqa_filter("pss")), pss);
+  const double host_total = total(o.metric("gym.host.memory.total"));
+  const double available = total(o.metric("gym.host.memory.available"));
+  const double usage = total(o.metric("gym.host.memory.usage"));
+  EXPECT_GT(host_total, 0);
+  EXPECT_EQ(usage, host_total - available);
+  EXPECT_GE(total(o.metric("gym.host.memory.sampled_peak")), usage);
+
+  // At shutdown the sampler's final sample comes before gym.servers.active goes to 0; the
+  // orchestrator's last export still carries the memory gauges.
+  deployment.signal(SIGTERM);
+  EXPECT_EQ(deployment.wait_exit(std::chrono::seconds(60)), 143) << deployment.output();
+  ASSERT_TRUE(receiver.sync()) << summary(receiver);
+  const auto exports = last_exports(gym::test::exports_by_instance(receiver.requests()));
+  bool found = false;
+  for (const auto& [id, p] : exports) {
+    if (p.string_attribute("nemo.gym.server.name") != "orchestrator") {
+      EXPECT_EQ(p.metric("gym.server.memory.usage"), nullptr) << id << ": orchestrator only";
+      continue;
+    }
+    found = true;
+    EXPECT_EQ(total(p.metric("gym.servers.active")), 0);
+    EXPECT_NE(p.metric("gym.server.memory.usage"), nullptr);
+  }
+  EXPECT_TRUE(found);
+}
