@@ -8,24 +8,7 @@ namespace gym::telemetry {
 
 namespace {
 
-// ---- Every exported name, unit, bucket list and attribute key
-// (telemetry.md 6.1) ----
-
-constexpr std::string_view kRolloutDuration = "gym.rollout.duration_ms";
-constexpr std::string_view kVerifyDuration = "gym.verify.duration_ms";
-constexpr std::string_view kVerifySuccessRate = "gym.verify.success_rate";
-constexpr std::string_view kServersActive = "gym.servers.active";
-constexpr std::string_view kPoolQueueDuration = "gym.http.connection_pool.queue_duration_ms";
-constexpr std::string_view kPoolConnectTotal = "gym.http.connection_pool.connect_total";
-constexpr std::string_view kServerMemoryUsage = "gym.server.memory.usage";
-constexpr std::string_view kServerMemoryPeak = "gym.server.memory.sampled_peak";
-constexpr std::string_view kServerProcesses = "gym.server.processes";
-constexpr std::string_view kHostMemoryUsage = "gym.host.memory.usage";
-constexpr std::string_view kHostMemoryAvailable = "gym.host.memory.available";
-constexpr std::string_view kHostMemoryTotal = "gym.host.memory.total";
-constexpr std::string_view kHostMemoryPeak = "gym.host.memory.sampled_peak";
-constexpr std::string_view kHttpRequestDuration = "http.server.request.duration";
-constexpr std::string_view kHttpActiveRequests = "http.server.active_requests";
+using namespace metric_names;
 
 // D7: upstream's duration list; a millisecond list for verify; upstream's pool
 // list; the OTel semantic-convention default buckets (seconds) for the HTTP
@@ -39,19 +22,6 @@ const std::vector<double> kPoolQueueBuckets{0.01, 0.05, 0.1, 0.25, 0.5, 1,    2.
                                             25,   50,   100, 250,  500, 1000, 5000, 30000};
 const std::vector<double> kHttpDurationBuckets{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
                                                0.5,   0.75, 1,     2.5,  5,     7.5, 10};
-
-constexpr std::string_view kQueueConstraintKey = "nemo.gym.http.connection_pool.queue_constraint";
-constexpr std::string_view kQueueOutcomeKey = "nemo.gym.http.connection_pool.queue_outcome";
-constexpr std::string_view kDestinationKey = "nemo.gym.http.destination.server.name";
-constexpr std::string_view kRouteKey = "http.route";
-constexpr std::string_view kRequestMethodKey = "http.request.method";
-constexpr std::string_view kStatusCodeKey = "http.response.status_code";
-constexpr std::string_view kServerNameKey = "http.server_name";
-constexpr std::string_view kMethodKey = "http.method";
-constexpr std::string_view kMemoryServerNameKey = "nemo.gym.server.name";
-constexpr std::string_view kMemoryServerTypeKey = "nemo.gym.server.type";
-constexpr std::string_view kMemoryPidKey = "process.pid";
-constexpr std::string_view kMemoryTypeKey = "memory.type";
 
 constexpr std::array<std::string_view, 3> kConstraintValues{"total", "per_host", "unknown"};
 constexpr std::array<std::string_view, 2> kOutcomeValues{"ok", "abandoned"};
@@ -120,7 +90,7 @@ GymMetrics::GymMetrics(MeterProvider& provider, ProcessRole role)
         std::lock_guard lock(destinations_mutex_);
         for (const auto& [name, d] : destinations_)
           out.observe(static_cast<std::int64_t>(d->connects_.load(std::memory_order_relaxed)),
-                      {{kDestinationKey, name}});
+                      {{attribute_keys::kDestination, name}});
       });
 }
 
@@ -140,10 +110,12 @@ void GymMetrics::record_http_request(std::string_view route, std::string_view me
                                      double seconds) const noexcept {
   if (!http_request_duration_) return;
   if (route.empty()) {
-    http_request_duration_.record(seconds, {{kRequestMethodKey, method}, {kStatusCodeKey, status}});
-  } else {
     http_request_duration_.record(
-        seconds, {{kRouteKey, route}, {kRequestMethodKey, method}, {kStatusCodeKey, status}});
+        seconds, {{attribute_keys::kRequestMethod, method}, {attribute_keys::kStatusCode, status}});
+  } else {
+    http_request_duration_.record(seconds, {{attribute_keys::kRoute, route},
+                                            {attribute_keys::kRequestMethod, method},
+                                            {attribute_keys::kStatusCode, status}});
   }
 }
 
@@ -151,9 +123,10 @@ void GymMetrics::add_active_request(std::string_view host, std::string_view meth
                                     std::int64_t delta) const noexcept {
   if (!http_active_requests_) return;
   if (host.empty()) {
-    http_active_requests_.add(delta, {{kMethodKey, method}});
+    http_active_requests_.add(delta, {{attribute_keys::kMethod, method}});
   } else {
-    http_active_requests_.add(delta, {{kServerNameKey, host}, {kMethodKey, method}});
+    http_active_requests_.add(
+        delta, {{attribute_keys::kServerName, host}, {attribute_keys::kMethod, method}});
   }
 }
 
@@ -165,9 +138,10 @@ PoolDestination* GymMetrics::pool_destination(std::string_view destination) {
   d->counting_ = enabled_;
   for (std::size_t c = 0; c < kConstraintValues.size(); ++c)
     for (std::size_t o = 0; o < kOutcomeValues.size(); ++o)
-      d->waits_[c][o] = pool_queue_duration_.bind({{kQueueConstraintKey, kConstraintValues[c]},
-                                                   {kQueueOutcomeKey, kOutcomeValues[o]},
-                                                   {kDestinationKey, destination}});
+      d->waits_[c][o] =
+          pool_queue_duration_.bind({{attribute_keys::kQueueConstraint, kConstraintValues[c]},
+                                     {attribute_keys::kQueueOutcome, kOutcomeValues[o]},
+                                     {attribute_keys::kDestination, destination}});
   return destinations_.emplace(std::string(destination), std::move(d)).first->second.get();
 }
 
@@ -184,10 +158,10 @@ void GymMetrics::observe_memory(std::function<std::optional<MemorySample>()> lat
     };
   };
   auto target_attributes = [](const MemorySample::Target& t, std::string_view type) {
-    AttributeSet set{{kMemoryServerNameKey, t.target.server_name},
-                     {kMemoryServerTypeKey, t.target.server_type},
-                     {kMemoryPidKey, static_cast<std::int64_t>(t.target.root_pid)},
-                     {kMemoryTypeKey, type}};
+    AttributeSet set{{attribute_keys::kMemoryServerName, t.target.server_name},
+                     {attribute_keys::kMemoryServerType, t.target.server_type},
+                     {attribute_keys::kMemoryPid, static_cast<std::int64_t>(t.target.root_pid)},
+                     {attribute_keys::kMemoryType, type}};
     return set;
   };
   p.create_observable_gauge<std::int64_t>(
@@ -208,9 +182,9 @@ void GymMetrics::observe_memory(std::function<std::optional<MemorySample>()> lat
       std::string(kServerProcesses), "{process}", "Processes in each server's process tree",
       per_target([](ObservableResult<std::int64_t>& out, const MemorySample::Target& t) {
         out.observe(t.memory.processes,
-                    {{kMemoryServerNameKey, t.target.server_name},
-                     {kMemoryServerTypeKey, t.target.server_type},
-                     {kMemoryPidKey, static_cast<std::int64_t>(t.target.root_pid)}});
+                    {{attribute_keys::kMemoryServerName, t.target.server_name},
+                     {attribute_keys::kMemoryServerType, t.target.server_type},
+                     {attribute_keys::kMemoryPid, static_cast<std::int64_t>(t.target.root_pid)}});
       }));
   auto host = [shared](std::int64_t (*pick)(const MemorySample&)) {
     return [shared, pick](ObservableResult<std::int64_t>& out) {

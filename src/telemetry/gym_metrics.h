@@ -27,6 +27,44 @@ namespace gym::telemetry {
 
 struct MemorySample;  // memory_sampler.h
 
+// ---- Every exported name and point attribute key (telemetry.md 6.1) ----
+// Recorders never need them (the facade spells them); code that reads exports does (the
+// report). Units and buckets live beside the instruments in gym_metrics.cpp.
+namespace metric_names {
+inline constexpr std::string_view kRolloutDuration = "gym.rollout.duration_ms";
+inline constexpr std::string_view kVerifyDuration = "gym.verify.duration_ms";
+inline constexpr std::string_view kVerifySuccessRate = "gym.verify.success_rate";
+inline constexpr std::string_view kServersActive = "gym.servers.active";
+inline constexpr std::string_view kPoolQueueDuration = "gym.http.connection_pool.queue_duration_ms";
+inline constexpr std::string_view kPoolConnectTotal = "gym.http.connection_pool.connect_total";
+inline constexpr std::string_view kServerMemoryUsage = "gym.server.memory.usage";
+inline constexpr std::string_view kServerMemoryPeak = "gym.server.memory.sampled_peak";
+inline constexpr std::string_view kServerProcesses = "gym.server.processes";
+inline constexpr std::string_view kHostMemoryUsage = "gym.host.memory.usage";
+inline constexpr std::string_view kHostMemoryAvailable = "gym.host.memory.available";
+inline constexpr std::string_view kHostMemoryTotal = "gym.host.memory.total";
+inline constexpr std::string_view kHostMemoryPeak = "gym.host.memory.sampled_peak";
+inline constexpr std::string_view kHttpRequestDuration = "http.server.request.duration";
+inline constexpr std::string_view kHttpActiveRequests = "http.server.active_requests";
+}  // namespace metric_names
+
+namespace attribute_keys {
+inline constexpr std::string_view kQueueConstraint =
+    "nemo.gym.http.connection_pool.queue_constraint";
+inline constexpr std::string_view kQueueOutcome = "nemo.gym.http.connection_pool.queue_outcome";
+inline constexpr std::string_view kDestination = "nemo.gym.http.destination.server.name";
+inline constexpr std::string_view kRoute = "http.route";
+inline constexpr std::string_view kRequestMethod = "http.request.method";
+inline constexpr std::string_view kStatusCode = "http.response.status_code";
+inline constexpr std::string_view kServerName = "http.server_name";
+inline constexpr std::string_view kMethod = "http.method";
+// Memory points (6.8) name the sampled server like the resource attributes do.
+inline constexpr std::string_view kMemoryServerName = "nemo.gym.server.name";
+inline constexpr std::string_view kMemoryServerType = "nemo.gym.server.type";
+inline constexpr std::string_view kMemoryPid = "process.pid";
+inline constexpr std::string_view kMemoryType = "memory.type";
+}  // namespace attribute_keys
+
 // Who records (telemetry.md 2). Servers take their role from their server type.
 enum class ProcessRole { orchestrator, collector, resources_server, agent_server, model_server };
 

@@ -1,5 +1,7 @@
 #include "telemetry/report.h"
 
+#include "telemetry/gym_metrics.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -20,25 +22,9 @@ namespace json = boost::json;
 
 namespace {
 
-// The names the report reads (telemetry.md 4 and 6.1). The recording side spells them inside
-// the gym_metrics facade; a reader of exported text matches the exported strings. The report's
-// tests write their input through that facade, so the two lists cannot drift apart unnoticed.
-namespace metric {
-constexpr std::string_view kServersActive = "gym.servers.active";
-constexpr std::string_view kRolloutDuration = "gym.rollout.duration_ms";
-constexpr std::string_view kVerifyDuration = "gym.verify.duration_ms";
-constexpr std::string_view kVerifySuccessRate = "gym.verify.success_rate";
-constexpr std::string_view kHttpDuration = "http.server.request.duration";
-constexpr std::string_view kPoolQueueDuration = "gym.http.connection_pool.queue_duration_ms";
-constexpr std::string_view kPoolConnects = "gym.http.connection_pool.connect_total";
-constexpr std::string_view kServerMemory = "gym.server.memory.usage";
-constexpr std::string_view kServerMemoryPeak = "gym.server.memory.sampled_peak";
-constexpr std::string_view kServerProcesses = "gym.server.processes";
-constexpr std::string_view kHostUsage = "gym.host.memory.usage";
-constexpr std::string_view kHostAvailable = "gym.host.memory.available";
-constexpr std::string_view kHostTotal = "gym.host.memory.total";
-constexpr std::string_view kHostPeak = "gym.host.memory.sampled_peak";
-}  // namespace metric
+// The exported names the report reads come from the facade (gym_metrics.h); the resource
+// attribute keys are those of telemetry.md 4.
+namespace metric = metric_names;
 
 namespace key {
 constexpr std::string_view kInstanceId = "service.instance.id";
@@ -47,11 +33,11 @@ constexpr std::string_view kServerName = "nemo.gym.server.name";
 constexpr std::string_view kServerType = "nemo.gym.server.type";
 constexpr std::string_view kPid = "process.pid";
 constexpr std::string_view kHostName = "host.name";
-constexpr std::string_view kRoute = "http.route";
-constexpr std::string_view kStatusCode = "http.response.status_code";
-constexpr std::string_view kDestination = "nemo.gym.http.destination.server.name";
-constexpr std::string_view kQueueOutcome = "nemo.gym.http.connection_pool.queue_outcome";
-constexpr std::string_view kMemoryType = "memory.type";
+using attribute_keys::kDestination;
+using attribute_keys::kMemoryType;
+using attribute_keys::kQueueOutcome;
+using attribute_keys::kRoute;
+using attribute_keys::kStatusCode;
 }  // namespace key
 
 constexpr std::string_view kAbandoned = "abandoned";
@@ -411,7 +397,7 @@ std::vector<HttpRow> http_rows(const std::vector<ProcessView>& views,
                                std::vector<std::string>& notes) {
   std::map<std::pair<std::string, std::string>, std::pair<HistogramSum, std::uint64_t>> by_route;
   for (const ProcessView& v : views) {
-    const ExportedMetric* m = find_metric(*v.data, metric::kHttpDuration);
+    const ExportedMetric* m = find_metric(*v.data, metric::kHttpRequestDuration);
     if (!m) continue;
     for (const auto& point : m->histograms) {
       const std::string* route = string_attribute(point.attributes, key::kRoute);
@@ -441,7 +427,7 @@ std::vector<PoolRow> pool_rows(const std::vector<ProcessView>& views,
     return d ? *d : std::string("(none)");
   };
   for (const ProcessView& v : views) {
-    if (const ExportedMetric* c = find_metric(*v.data, metric::kPoolConnects)) {
+    if (const ExportedMetric* c = find_metric(*v.data, metric::kPoolConnectTotal)) {
       for (const auto& point : c->numbers) {
         Acc& acc = by_destination[{v.server, destination_of(point.attributes)}];
         acc.connections = acc.connections.value_or(0) + int_of(point);
@@ -495,7 +481,7 @@ std::vector<ServerMemoryRow> server_memory_rows(const std::vector<ProcessView>& 
     }
   };
   for (const ProcessView& v : views) {
-    by_memory_type(find_metric(*v.data, metric::kServerMemory), &ServerMemoryRow::rss_bytes,
+    by_memory_type(find_metric(*v.data, metric::kServerMemoryUsage), &ServerMemoryRow::rss_bytes,
                    &ServerMemoryRow::pss_bytes);
     by_memory_type(find_metric(*v.data, metric::kServerMemoryPeak),
                    &ServerMemoryRow::rss_peak_bytes, &ServerMemoryRow::pss_peak_bytes);
@@ -512,10 +498,10 @@ std::vector<HostMemoryRow> host_memory_rows(const std::vector<ProcessView>& view
   std::vector<HostMemoryRow> rows;
   for (const ProcessView& v : views) {
     HostMemoryRow host;
-    host.usage_bytes = plain_gauge(*v.data, metric::kHostUsage);
-    host.available_bytes = plain_gauge(*v.data, metric::kHostAvailable);
-    host.total_bytes = plain_gauge(*v.data, metric::kHostTotal);
-    host.peak_bytes = plain_gauge(*v.data, metric::kHostPeak);
+    host.usage_bytes = plain_gauge(*v.data, metric::kHostMemoryUsage);
+    host.available_bytes = plain_gauge(*v.data, metric::kHostMemoryAvailable);
+    host.total_bytes = plain_gauge(*v.data, metric::kHostMemoryTotal);
+    host.peak_bytes = plain_gauge(*v.data, metric::kHostMemoryPeak);
     if (!host.usage_bytes && !host.available_bytes && !host.total_bytes && !host.peak_bytes) {
       continue;
     }
