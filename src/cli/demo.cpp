@@ -7,6 +7,7 @@
 #include "rollouts/eval_run.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 namespace gym::cli {
@@ -27,12 +28,25 @@ int run_demo(const DemoOptions& opt) {
   for (const auto& env : data.environments) flags.resources_servers.push_back(env.resources_server);
   flags.model_types.push_back("replay_model");
   const fs::path output = dir / "rollouts" / "demo.jsonl";
+  // Telemetry on, as a user would turn it on: every process appends its console-exporter lines
+  // to one file, the orchestrator samples memory, and the report below reads the file. A fresh
+  // file per run: the report keeps the last export of every process it finds.
+  const fs::path metrics = dir / "telemetry" / "metrics.jsonl";
+  fs::create_directories(metrics.parent_path());
+  fs::remove(metrics);
   std::vector<std::string> overrides{
       "++input_jsonl_fpath=" + data.input.string(),
       "++output_jsonl_fpath=" + output.string(),
       "++num_repeats=" + std::to_string(opt.num_repeats),
       "++num_samples_in_parallel=" + std::to_string(opt.concurrency),
+      "++telemetry.enabled=true",
+      "++telemetry.exporter=console",
+      "++telemetry.console_path=" + metrics.string(),
+      "++telemetry.memory_profiling.enabled=true",
   };
+  // The demo lasts seconds: export every second (unless the user chose an interval) so the
+  // report sees the servers running, not only the final exports at shutdown.
+  ::setenv("OTEL_METRIC_EXPORT_INTERVAL", "1000", /*overwrite=*/0);
   flags.overrides.insert(flags.overrides.begin(), overrides.begin(), overrides.end());
   int code = rollouts::run_eval(to_sources(flags), /*no_serve=*/false,
                                 exporters::make_metrics_pipeline);
@@ -42,6 +56,12 @@ int run_demo(const DemoOptions& opt) {
   for (const char* suffix : {".jsonl", "_materialized_inputs.jsonl", "_failures.jsonl",
                              "_aggregate_metrics.json"})
     if (fs::exists(stem + suffix)) std::printf("  %s%s\n", stem.c_str(), suffix);
+  if (fs::exists(metrics)) {
+    std::printf("  %s\n\nTelemetry (gym telemetry report %s):\n\n", metrics.c_str(),
+                metrics.c_str());
+    std::fflush(stdout);
+    run_telemetry_report({metrics.string()}, /*json=*/false);
+  }
   std::printf("gym demo: exit code %d\n", code);
   return code;
 }
