@@ -163,10 +163,12 @@ std::string_view route_of(const Loop& loop, const bhttp::request_header<>& head)
 // Writes a small error response and closes, draining what the client still sends for a
 // moment so the response is not lost to a TCP reset (a "lingering close").
 // Every response carries the session cookie, rejections too; `cookie_header` is the request's
-// Cookie header when its head was parsed.
-// Returns whether the response was written.
-asio::awaitable<bool> reject_and_close(Loop& loop, beast::tcp_stream& stream, int status,
-                                       Response res, std::string_view cookie_header = {}) {
+// Cookie header when its head was parsed; `metrics` times the request when its head was (the
+// sample ends when the response is written, before the drain).
+asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, int status,
+                                       Response res, std::string_view cookie_header = {},
+                                       const RequestMetrics* metrics = nullptr,
+                                       std::string_view route = {}) {
   if (loop.cookie) {
     std::string value;
     for (const auto& [name, v] : parse_cookie_header(cookie_header))
@@ -182,7 +184,8 @@ asio::awaitable<bool> reject_and_close(Loop& loop, beast::tcp_stream& stream, in
   stream.expires_after(std::chrono::seconds(5));
   auto [ec, n] = co_await bhttp::async_write(stream, out, kTuple);
   (void)n;
-  if (ec) co_return false;
+  if (ec) co_return;
+  if (metrics) metrics->responded(route, status);
   boost::system::error_code sec;
   stream.socket().shutdown(tcp::socket::shutdown_send, sec);
   std::array<char, 16384> sink;
@@ -192,7 +195,6 @@ asio::awaitable<bool> reject_and_close(Loop& loop, beast::tcp_stream& stream, in
     if (rec) break;
     drained += got;
   }
-  co_return true;
 }
 
 Response body_too_large(std::size_t limit) {
@@ -269,9 +271,9 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     }
     if (hec == bhttp::error::body_limit) {  // the head arrived; its Content-Length is too big
       RequestMetrics metrics(loop.metrics, parser.get());
-      if (co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
-                                    parser.get()[bhttp::field::cookie]))
-        metrics.responded(route_of(loop, parser.get()), 413);
+      co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
+                                parser.get()[bhttp::field::cookie], &metrics,
+                                route_of(loop, parser.get()));
       break;
     }
     if (hec == beast::error::timeout || hec == bhttp::error::end_of_stream ||
@@ -298,10 +300,11 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
       stream.expires_after(opt.read_timeout);
       auto [bec, bn] = co_await bhttp::async_read_some(stream, buffer, parser, kTuple);
       (void)bn;
-      if (bec == bhttp::error::body_limit &&
-          co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
-                                    parser.get()[bhttp::field::cookie]))
-        metrics.responded(route_of(loop, parser.get()), 413);
+      if (bec == bhttp::error::body_limit) {
+        co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
+                                  parser.get()[bhttp::field::cookie], &metrics,
+                                  route_of(loop, parser.get()));
+      }
       if (bec) {
         body_failed = true;
         break;

@@ -727,6 +727,8 @@ class ServeDeployment {
             "mcqa:\n  resources_servers:\n    mcqa:\n      entrypoint: app.py\n"
             "      host: 127.0.0.1\n      port: " +
             std::to_string(ports_["mcqa"]) + "\n" +
+            // Small enough for a 413 in InstrumentationVerify, big enough for every real body.
+            "      http_max_request_body_bytes: 8192\n" +
             "test_agent:\n  responses_api_agents:\n    simple_agent:\n      "
             "entrypoint: app.py\n"
             "      host: 127.0.0.1\n      port: " +
@@ -882,6 +884,11 @@ TEST(InstrumentationVerify, AThrowingVerifierLowersTheSuccessRateAndAWrongAnswer
                              R"({"responses_create_params":{},"response":{"output":"x"}})")),
             422);
   EXPECT_EQ(http_status(post(mcqa, "/verify", "{\"responses_create_params\":")), 400);
+  // A body over the limit: a 413 of the server layer, labelled with the route it was sent to.
+  EXPECT_EQ(http_status(post(
+                mcqa, "/verify",
+                R"({"responses_create_params":{"input":")" + std::string(10000, 'x') + R"("}})")),
+            413);
   // Passes the schema, but mcqa's verifier raises on a message whose content is a non-empty string
   // (upstream iterates it and asks each character for `.type`): a 500, a failure.
   const std::string throwing =
@@ -896,16 +903,17 @@ TEST(InstrumentationVerify, AThrowingVerifierLowersTheSuccessRateAndAWrongAnswer
   EXPECT_EQ(http_status(post(mcqa, "/get_weather", R"({"city":"Paris"})")), 404);
   EXPECT_EQ(http_status(get(mcqa, "/verify")), 405);
 
-  // Seven requests after the readiness probe, each answered before the next was sent.
+  // Eight requests after the readiness probe, each answered before the next was sent.
   p = wait_for(receiver, id, [](const ProcessExport& e) {
-    return sum_of(e, kHttpDuration) - sum_of(e, kHttpDuration, {{kRoute, "/"}}) == 7.0;
+    return sum_of(e, kHttpDuration) - sum_of(e, kHttpDuration, {{kRoute, "/"}}) == 8.0;
   });
   ASSERT_TRUE(p) << summary(receiver);
-  EXPECT_EQ(sum_of(*p, kVerify), 2.0) << "the 422s and the 400 were not verified";
+  EXPECT_EQ(sum_of(*p, kVerify), 2.0) << "the 422s, the 400 and the 413 were not verified";
   EXPECT_EQ(sum_of(*p, kSuccessRate), 0.5);
   EXPECT_EQ(sum_of(*p, kHttpDuration, {{kRoute, "/verify"}, {kStatus, 422}}), 2.0);
   EXPECT_EQ(sum_of(*p, kHttpDuration, {{kRoute, "/verify"}, {kStatus, 400}}), 1.0);
   EXPECT_EQ(sum_of(*p, kHttpDuration, {{kRoute, "/verify"}, {kStatus, 500}}), 1.0);
+  EXPECT_EQ(sum_of(*p, kHttpDuration, {{kRoute, "/verify"}, {kStatus, 413}}), 1.0);
   EXPECT_EQ(sum_of(*p, kHttpDuration, {{kStatus, 404}}), 1.0);
   EXPECT_EQ(sum_of(*p, kHttpDuration, {{kStatus, 405}}), 1.0);
   for (const auto* point : points(*p->metric(kHttpDuration))) {
