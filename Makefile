@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
 # Where NeMo Gym's conformance data lives (tests that need it say so when it is missing).
 export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
 
-.PHONY: setup configure build test demo bench bench-e2e clean
+.PHONY: setup configure build test demo bench bench-e2e bench-telemetry clean
 
 setup:
 	bash scripts/setup.sh
@@ -30,6 +30,11 @@ bench: build
 bench-e2e: configure
 	cmake --build $(BUILD) -j$(JOBS) --target gym
 	GYM_BUILD_DIR=$(BUILD) bash bench/e2e_load.sh
+
+# Telemetry on vs off on the same end-to-end workload (bench/telemetry_overhead.sh).
+bench-telemetry: configure
+	cmake --build $(BUILD) -j$(JOBS) --target gym gym_test_server
+	GYM_BUILD_DIR=$(BUILD) bash bench/telemetry_overhead.sh
 
 clean:
 	rm -rf $(BUILD)

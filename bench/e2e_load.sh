@@ -92,18 +92,6 @@ BUILD_DIR=${GYM_BUILD_DIR:-build}
 GYM=$BUILD_DIR/src/cli/gym
 TIME=/usr/bin/time
 
-# rollouts_for SPEC LEVEL: the N of "LEVEL:N" in SPEC.
-rollouts_for() {
-  local kv
-  for kv in $1; do [[ ${kv%%:*} == "$2" ]] && { echo "${kv#*:}"; return; }; done
-  die "no rollout count for concurrency $2 in '$1'"
-}
-# split_count N: "limit repeats" with N = limit * repeats, limit <= TASKS, the fewest repeats.
-split_count() {
-  local n=$1 r=$(((${1} + TASKS - 1) / TASKS))
-  while ((n % r != 0)); do r=$((r + 1)); done
-  echo "$((n / r)) $r"
-}
 for c in $LEVELS; do
   [[ $c =~ ^[1-9][0-9]*$ ]] || die "LEVELS must hold positive integers, got '$c'"
   split_count "$(rollouts_for "$OURS_ROLLOUTS" "$c")" >/dev/null
@@ -193,19 +181,11 @@ if [[ $PEER == 1 ]]; then
 fi
 
 wait_log "$TMP/ours_env.log" 'All 3 / 3 servers ready!' "$PID_ORCH" "$READY_TIMEOUT" "gym env start"
-curl -sf "http://127.0.0.1:$PORT_HEAD/server_instances" >"$TMP/server_instances.json" ||
-  die "GET http://127.0.0.1:$PORT_HEAD/server_instances failed"
 declare -A OURS_PID OURS_URL
 while IFS=$'\t' read -r kind pid url; do
   OURS_PID[$kind]=$pid
   OURS_URL[$kind]=$url
-done < <($PYTHON - "$TMP/server_instances.json" <<'EOF'
-import json, sys
-kind = {"resources_servers": "resources", "responses_api_agents": "agent", "responses_api_models": "model"}
-for i in json.load(open(sys.argv[1])):
-    print(kind[i["server_type"]], i["pid"], i["url"], sep="\t")
-EOF
-)
+done < <(server_instances "$PORT_HEAD" "$TMP/server_instances.json")
 [[ ${#OURS_PID[@]} == 3 ]] || die "/server_instances lists ${#OURS_PID[@]} servers, expected 3"
 if [[ $PEER == 1 ]]; then
   for name in resources model agent; do
@@ -217,129 +197,42 @@ fi
 
 # One rollout through each deployment, by hand, before any load: 200 and reward 1.0.
 sed -n 1p "$INPUT" >"$TMP/row.json"
-check_run() { # NAME URL
-  local code
-  code=$(curl -s -o "$TMP/$1.run.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-    --data-binary "@$TMP/row.json" "$2/run" || true)
-  [[ $code == 200 ]] || die "$1: POST $2/run answered ${code:-nothing}: $(head -c 500 "$TMP/$1.run.json" 2>/dev/null)"
-  $PYTHON -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(r.get("reward") != 1.0 or [o["type"] for o in r["response"]["output"]] != ["function_call", "function_call_output", "message"])' \
-    "$TMP/$1.run.json" || die "$1: /run did not replay the recorded rollout with reward 1.0: $(head -c 500 "$TMP/$1.run.json")"
-}
-check_run ours "${OURS_URL[agent]}"
-[[ $PEER == 1 ]] && check_run peer "http://127.0.0.1:$PORT_AGENT"
+check_run ours "${OURS_URL[agent]}" "$TMP/row.json"
+[[ $PEER == 1 ]] && check_run peer "http://127.0.0.1:$PORT_AGENT" "$TMP/row.json"
 
 # --- measurement ---------------------------------------------------------------------------
-CLK_TCK=$(getconf CLK_TCK)
 RESULTS=$TMP/results.tsv
 : >"$RESULTS"
-now_ns() { date +%s%N; }
-# busy_ticks: CPU time spent busy by the whole machine (all cores), in clock ticks.
-busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # run_level SIDE CONCURRENCY ROLLOUTS ROUND [extra gym overrides...]: one collector run, one line
 # in RESULTS.
 run_level() {
   local side=$1 c=$2 n=$3 round=$4
   shift 4
-  local limit repeats dir out t0 t1 rc=0 name
+  local limit repeats dir out name specs=
   read -r limit repeats < <(split_count "$n")
   dir=$TMP/${side}_c${c}_r$round
   mkdir -p "$dir"
   out=$dir/rollouts.jsonl
-  local -a procs=() labels=() cmd=()
+  local -a cmd=()
   if [[ $side == peer ]]; then
-    for name in resources model agent; do procs+=("${PEER_PID[$name]}"); labels+=("$name"); done
+    for name in resources model agent; do specs+=" $name:${PEER_PID[$name]}:tree"; done
     cmd=("$PYTHON" "$BENCH_DIR/e2e_peer.py" collect --agent-url "http://127.0.0.1:$PORT_AGENT" --input "$INPUT"
       --output "$out" --limit "$limit" --num-repeats "$repeats" --concurrency "$c")
   else
-    for name in resources model agent; do procs+=("${OURS_PID[$name]}"); labels+=("$name"); done
-    procs+=("$PID_ORCH")
-    labels+=(orchestrator)
+    for name in resources model agent; do specs+=" $name:${OURS_PID[$name]}:tree"; done
+    # The orchestrator's tree holds the servers: count only its own process.
+    specs+=" orchestrator:$PID_ORCH:self"
     cmd=("$GYM" eval run --no-serve "++head_server.port=$PORT_HEAD" --input "$INPUT" --output "$out"
       --agent "$AGENT" --limit "$limit" --num-repeats "$repeats" --concurrency "$c" "$@")
   fi
-  local -a cpu0=() hwm=() cpu1=()
-  local i
-  for i in "${!procs[@]}"; do
-    kill -0 "${procs[$i]}" 2>/dev/null || die "$side ${labels[$i]} server (pid ${procs[$i]}) is not running"
-    # The orchestrator's tree holds the servers: count only its own process.
-    local tree=${procs[$i]}
-    [[ ${labels[$i]} == orchestrator ]] || tree=$(proc_tree "${procs[$i]}")
-    # shellcheck disable=SC2086 # one pid per word
-    reset_hwm $tree || warn "cannot reset the peak RSS of $side ${labels[$i]}; its figure is the peak since start"
-    if [[ ${labels[$i]} == orchestrator ]]; then cpu0+=("$(cpu_ticks "${procs[$i]}")")
-    else cpu0+=("$(tree_cpu_ticks "${procs[$i]}")"); fi
-  done
   echo "running ($side, concurrency $c, round $round, $n rollouts): ${cmd[*]}" >&2
-  local busy0 busy1
-  busy0=$(busy_ticks)
-  t0=$(now_ns)
-  "$TIME" -f '%M %U %S' -o "$dir/time.txt" "${cmd[@]}" >"$dir/collector.log" 2>&1 || rc=$?
-  t1=$(now_ns)
-  busy1=$(busy_ticks)
-  for i in "${!procs[@]}"; do
-    if [[ ${labels[$i]} == orchestrator ]]; then
-      hwm+=("$(hwm_kb "${procs[$i]}")")
-      cpu1+=("$(cpu_ticks "${procs[$i]}")")
-    else
-      hwm+=("$(tree_hwm_kb "${procs[$i]}")")
-      cpu1+=("$(tree_cpu_ticks "${procs[$i]}")")
-    fi
-  done
-  local col_rss col_user col_sys
-  read -r col_rss col_user col_sys < <(tail -n 1 "$dir/time.txt")
+  measure_run "$dir" "$side" "$specs" "${cmd[@]}"
   # side round conc rollouts limit repeats rc wall_s collector_rss collector_cpu_s machine_busy_s, then
   # label:hwm_kb:cpu_s per server
-  local line
-  line="$side	$round	$c	$n	$limit	$repeats	$rc	$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')	$col_rss	$(awk -v u="$col_user" -v s="$col_sys" 'BEGIN { printf "%.2f", u + s }')	$(awk -v a="$busy0" -v b="$busy1" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
-  for i in "${!procs[@]}"; do
-    line+="	${labels[$i]}:${hwm[$i]:-0}:$(awk -v a="${cpu0[$i]}" -v b="${cpu1[$i]}" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
-  done
-  echo "$line" >>"$RESULTS"
+  echo "$side	$round	$c	$n	$limit	$repeats	$MEASURED" >>"$RESULTS"
   # The output must be complete and correct (checked after the measurement, not timed).
-  $PYTHON - "$out" "$n" "$DATA/weather_rollouts.jsonl" "$rc" >"$dir/check.txt" 2>&1 <<'EOF' ||
-import json, os, sys
-out, n, recorded_path, rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-stem = out[: -len(".jsonl")]
-problems = []
-if rc != 0:
-    problems.append(f"collector exit code {rc}")
-failures = f"{stem}_failures.jsonl"
-nf = sum(1 for line in open(failures) if line.strip()) if os.path.exists(failures) else 0
-if nf:
-    problems.append(f"{nf} failure rows in {failures}")
-recorded = {}
-for line in open(recorded_path, encoding="utf-8"):
-    r = json.loads(line)
-    recorded[r["responses_create_params"]["input"][1]["content"]] = r["response"]
-seen = set()
-rows = 0
-for line in open(out, encoding="utf-8") if os.path.exists(out) else []:
-    rows += 1
-    r = json.loads(line)
-    key = (r.get("_ng_task_index"), r.get("_ng_rollout_index"))
-    if key in seen:
-        problems.append(f"(task, rollout) {key} twice")
-    seen.add(key)
-    if r.get("reward") != 1.0:
-        problems.append(f"{key}: reward {r.get('reward')}")
-    rec = recorded.get(r["responses_create_params"]["input"][1]["content"])
-    got = r["response"]["output"]
-    if rec is None:
-        problems.append(f"{key}: not a task of the data")
-    elif ([o["type"] for o in got] != [o["type"] for o in rec["output"]]
-          or got[0]["arguments"] != rec["output"][0]["arguments"]
-          or json.loads(got[1]["output"]) != json.loads(rec["output"][1]["output"])
-          or got[2]["content"][0]["text"] != rec["output"][2]["content"][0]["text"]
-          or r["response"].get("usage") != rec["usage"]):
-        problems.append(f"{key}: the trajectory or usage differs from the recorded one")
-    if len(problems) > 20:
-        break
-if rows != n:
-    problems.append(f"{rows} rows, expected {n}")
-print("; ".join(problems[:20]) if problems else f"ok: {rows} rows, all reward 1.0, recorded trajectories and usage, no failures")
-sys.exit(1 if problems else 0)
-EOF
+  check_rollouts "$out" "$n" "$DATA/weather_rollouts.jsonl" "${MEASURED%%	*}" >"$dir/check.txt" 2>&1 ||
     { echo "--- $dir/collector.log (tail)" >&2; tail -n 20 "$dir/collector.log" >&2
       die "$side at concurrency $c: $(cat "$dir/check.txt")"; }
   echo "  -> $(cat "$dir/check.txt")" >&2

@@ -169,3 +169,152 @@ build_info() {
   fi
   echo "$out"
 }
+
+# --- end-to-end rollout runs (bench/e2e_load.sh, bench/telemetry_overhead.sh) -------------------
+
+# now_ns: the wall clock in nanoseconds.
+now_ns() { date +%s%N; }
+
+# busy_ticks: CPU time spent busy by the whole machine (all cores), in clock ticks.
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+
+# rollouts_for SPEC LEVEL: the N of "LEVEL:N" in SPEC ("C:N C:N ...").
+rollouts_for() {
+  local kv
+  for kv in $1; do [[ ${kv%%:*} == "$2" ]] && { echo "${kv#*:}"; return; }; done
+  die "no rollout count for concurrency $2 in '$1'"
+}
+
+# split_count N: "limit repeats" with N = limit * repeats, limit <= TASKS (the caller's number of
+# distinct tasks), the fewest repeats.
+split_count() {
+  local n=$1 r=$(((${1} + TASKS - 1) / TASKS))
+  while ((n % r != 0)); do r=$((r + 1)); done
+  echo "$((n / r)) $r"
+}
+
+# server_instances HEAD_PORT FILE: GET /server_instances of a `gym env start` head server into
+# FILE, then print one "kind<TAB>pid<TAB>url" line per server (kind: resources, agent, model).
+server_instances() {
+  curl -sf "http://127.0.0.1:$1/server_instances" >"$2" ||
+    die "GET http://127.0.0.1:$1/server_instances failed"
+  "$PYTHON" - "$2" <<'EOF'
+import json, sys
+kind = {"resources_servers": "resources", "responses_api_agents": "agent", "responses_api_models": "model"}
+for i in json.load(open(sys.argv[1])):
+    print(kind[i["server_type"]], i["pid"], i["url"], sep="\t")
+EOF
+}
+
+# check_run NAME URL ROW: POST the input row in file ROW to URL/run once (answer in
+# TMP/NAME.run.json); die unless it is a 200 replaying the recorded trajectory with reward 1.0.
+check_run() {
+  local code
+  code=$(curl -s -o "$TMP/$1.run.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data-binary "@$3" "$2/run" || true)
+  [[ $code == 200 ]] || die "$1: POST $2/run answered ${code:-nothing}: $(head -c 500 "$TMP/$1.run.json" 2>/dev/null)"
+  "$PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(r.get("reward") != 1.0 or [o["type"] for o in r["response"]["output"]] != ["function_call", "function_call_output", "message"])' \
+    "$TMP/$1.run.json" || die "$1: /run did not replay the recorded rollout with reward 1.0: $(head -c 500 "$TMP/$1.run.json")"
+}
+
+# measure_run DIR NAME SPECS CMD...: run the collector command CMD under /usr/bin/time (its
+# output in DIR/collector.log, its peak RSS and CPU in DIR/time.txt) and measure the processes of
+# SPECS over the run. SPECS: "label:pid:tree" (a server: the pid and its descendants, summed) or
+# "label:pid:self" (that process alone) words. Before the run each process's peak RSS (VmHWM) is
+# reset; after it, read with the CPU time used meanwhile. Sets MEASURED to the tab-separated
+# "rc wall_s collector_rss_kb collector_cpu_s machine_busy_s" followed by "label:hwm_kb:cpu_s" per
+# word of SPECS. Dies when a process of SPECS is not running (NAME names them in the message).
+measure_run() {
+  local dir=$1 name=$2 specs=$3
+  shift 3
+  local -a labels=() pids=() modes=() cpu0=() cpu1=() hwm=()
+  local spec label pid mode i tk rc=0 t0 t1 busy0 busy1
+  tk=$(getconf CLK_TCK)
+  for spec in $specs; do
+    IFS=: read -r label pid mode <<<"$spec"
+    labels+=("$label")
+    pids+=("$pid")
+    modes+=("$mode")
+  done
+  for i in "${!pids[@]}"; do
+    kill -0 "${pids[$i]}" 2>/dev/null || die "$name ${labels[$i]} (pid ${pids[$i]}) is not running"
+    if [[ ${modes[$i]} == self ]]; then
+      reset_hwm "${pids[$i]}" || warn "cannot reset the peak RSS of $name ${labels[$i]}; its figure is the peak since start"
+      cpu0+=("$(cpu_ticks "${pids[$i]}")")
+    else
+      # shellcheck disable=SC2046 # one pid per word
+      reset_hwm $(proc_tree "${pids[$i]}") || warn "cannot reset the peak RSS of $name ${labels[$i]}; its figure is the peak since start"
+      cpu0+=("$(tree_cpu_ticks "${pids[$i]}")")
+    fi
+  done
+  busy0=$(busy_ticks)
+  t0=$(now_ns)
+  /usr/bin/time -f '%M %U %S' -o "$dir/time.txt" "$@" >"$dir/collector.log" 2>&1 || rc=$?
+  t1=$(now_ns)
+  busy1=$(busy_ticks)
+  for i in "${!pids[@]}"; do
+    if [[ ${modes[$i]} == self ]]; then
+      hwm+=("$(hwm_kb "${pids[$i]}")")
+      cpu1+=("$(cpu_ticks "${pids[$i]}")")
+    else
+      hwm+=("$(tree_hwm_kb "${pids[$i]}")")
+      cpu1+=("$(tree_cpu_ticks "${pids[$i]}")")
+    fi
+  done
+  local col_rss col_user col_sys
+  read -r col_rss col_user col_sys < <(tail -n 1 "$dir/time.txt")
+  MEASURED="$rc	$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')	${col_rss:-0}	$(awk -v u="${col_user:-0}" -v s="${col_sys:-0}" 'BEGIN { printf "%.2f", u + s }')	$(awk -v a="$busy0" -v b="$busy1" -v t="$tk" 'BEGIN { printf "%.2f", (b - a) / t }')"
+  for i in "${!pids[@]}"; do
+    MEASURED+="	${labels[$i]}:${hwm[$i]:-0}:$(awk -v a="${cpu0[$i]}" -v b="${cpu1[$i]}" -v t="$tk" 'BEGIN { printf "%.2f", (b - a) / t }')"
+  done
+}
+
+# check_rollouts OUT N RECORDED RC: check the output OUT of a collector run that exited with RC
+# against bench/e2e_data.py's recorded rollouts RECORDED: exit code 0, N rows, each (task, rollout)
+# once, reward 1.0, the recorded trajectory and usage, no rows in OUT's _failures.jsonl. Prints one
+# line saying so or listing the problems; returns 1 on any problem.
+check_rollouts() {
+  "$PYTHON" - "$@" <<'EOF'
+import json, os, sys
+out, n, recorded_path, rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+stem = out[: -len(".jsonl")]
+problems = []
+if rc != 0:
+    problems.append(f"collector exit code {rc}")
+failures = f"{stem}_failures.jsonl"
+nf = sum(1 for line in open(failures) if line.strip()) if os.path.exists(failures) else 0
+if nf:
+    problems.append(f"{nf} failure rows in {failures}")
+recorded = {}
+for line in open(recorded_path, encoding="utf-8"):
+    r = json.loads(line)
+    recorded[r["responses_create_params"]["input"][1]["content"]] = r["response"]
+seen = set()
+rows = 0
+for line in open(out, encoding="utf-8") if os.path.exists(out) else []:
+    rows += 1
+    r = json.loads(line)
+    key = (r.get("_ng_task_index"), r.get("_ng_rollout_index"))
+    if key in seen:
+        problems.append(f"(task, rollout) {key} twice")
+    seen.add(key)
+    if r.get("reward") != 1.0:
+        problems.append(f"{key}: reward {r.get('reward')}")
+    rec = recorded.get(r["responses_create_params"]["input"][1]["content"])
+    got = r["response"]["output"]
+    if rec is None:
+        problems.append(f"{key}: not a task of the data")
+    elif ([o["type"] for o in got] != [o["type"] for o in rec["output"]]
+          or got[0]["arguments"] != rec["output"][0]["arguments"]
+          or json.loads(got[1]["output"]) != json.loads(rec["output"][1]["output"])
+          or got[2]["content"][0]["text"] != rec["output"][2]["content"][0]["text"]
+          or r["response"].get("usage") != rec["usage"]):
+        problems.append(f"{key}: the trajectory or usage differs from the recorded one")
+    if len(problems) > 20:
+        break
+if rows != n:
+    problems.append(f"{rows} rows, expected {n}")
+print("; ".join(problems[:20]) if problems else f"ok: {rows} rows, all reward 1.0, recorded trajectories and usage, no failures")
+sys.exit(1 if problems else 0)
+EOF
+}

@@ -1,6 +1,8 @@
 // Telemetry SDK micro-benchmarks (style.md 8): record through bound and unbound handles, 1 and
 // 2 threads, the disabled path, collection of 1000 series, and the cost of encoding that
-// snapshot for export (OTLP and Prometheus text). With prometheus-cpp found at configure time
+// snapshot for export (OTLP and Prometheus text); then the hot-path recorders of the gym_metrics
+// facade (telemetry/gym_metrics.h) as the servers and the pool call them, each on an enabled and
+// a disabled provider in the same run. With prometheus-cpp found at configure time
 // (GYM_BENCH_PROMETHEUS_CPP) the same record cases and the text serialisation run on it too,
 // as the peer in the same binary. Figures and the command are in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
@@ -10,6 +12,7 @@
 
 #include "exporters/otlp/otlp_encoding.h"
 #include "exporters/prometheus/prometheus_text.h"
+#include "telemetry/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 
 #ifdef GYM_BENCH_PROMETHEUS_CPP
@@ -187,6 +190,94 @@ void BM_CollectAndRenderPrometheusText1000Series(benchmark::State& state) {
 }
 BENCHMARK(BM_CollectAndRenderPrometheusText1000Series)->Unit(benchmark::kMicrosecond);
 
+// ---- The gym_metrics facade: what one request, rollout or pool acquisition records ----
+// The facade of an agent server (it has every recorder below), on an enabled provider and on a
+// disabled one (telemetry off: empty handles, one branch per recorder). The arguments are those
+// of the servers: a route template and a static method label (RequestMetrics in
+// http/server.cpp), the Host header a Gym client sends, one pool destination pointer per name
+// (http/pool_metrics.cpp caches it).
+
+MeterProviderOptions provider_options(bool enabled) {
+  MeterProviderOptions o;
+  o.enabled = enabled;
+  return o;
+}
+
+struct Facade {
+  explicit Facade(bool enabled) : provider(provider_options(enabled)) {}
+  MeterProvider provider;
+  GymMetrics metrics{provider, ProcessRole::agent_server};
+  PoolDestination* pool = metrics.pool_destination("example_single_tool_call");
+};
+
+Facade& facade(bool enabled) {
+  static Facade on(true), off(false);
+  return enabled ? on : off;
+}
+
+// http.server.request.duration: 3 attributes, unbound (sort, hash, lock-free lookup).
+void BM_FacadeRecordHttpRequest(benchmark::State& state, bool enabled) {
+  const GymMetrics& m = facade(enabled).metrics;
+  const std::string_view route = "/run", method = http_method_label("POST");
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    m.record_http_request(route, method, 200, value_for(i++));
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_FacadeRecordHttpRequest, enabled, true);
+BENCHMARK_CAPTURE(BM_FacadeRecordHttpRequest, disabled, false);
+
+// http.server.active_requests: the +1 at the request head and the -1 at its end (2 attributes,
+// unbound, twice).
+void BM_FacadeActiveRequestPair(benchmark::State& state, bool enabled) {
+  const GymMetrics& m = facade(enabled).metrics;
+  const std::string host = "127.0.0.1:41235";
+  const std::string_view method = http_method_label("POST");
+  for (auto _ : state) {
+    m.add_active_request(host, method, 1);
+    m.add_active_request(host, method, -1);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_FacadeActiveRequestPair, enabled, true);
+BENCHMARK_CAPTURE(BM_FacadeActiveRequestPair, disabled, false);
+
+// gym.http.connection_pool.connect_total: one relaxed increment per acquisition.
+void BM_FacadePoolAcquisitionStarted(benchmark::State& state, bool enabled) {
+  PoolDestination* d = facade(enabled).pool;
+  for (auto _ : state) {
+    d->acquisition_started();
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_FacadePoolAcquisitionStarted, enabled, true);
+BENCHMARK_CAPTURE(BM_FacadePoolAcquisitionStarted, disabled, false);
+
+// gym.http.connection_pool.queue_duration_ms: one sample per acquisition that waited (bound).
+void BM_FacadePoolWaitFinished(benchmark::State& state, bool enabled) {
+  const PoolDestination* d = facade(enabled).pool;
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    d->wait_finished(QueueConstraint::per_host, QueueOutcome::ok, value_for(i++));
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_FacadePoolWaitFinished, enabled, true);
+BENCHMARK_CAPTURE(BM_FacadePoolWaitFinished, disabled, false);
+
+// gym.rollout.duration_ms: one sample per /run (bound, no attributes).
+void BM_FacadeRecordRollout(benchmark::State& state, bool enabled) {
+  const GymMetrics& m = facade(enabled).metrics;
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    m.record_rollout(100.0 * value_for(i++));
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_FacadeRecordRollout, enabled, true);
+BENCHMARK_CAPTURE(BM_FacadeRecordRollout, disabled, false);
+
 #ifdef GYM_BENCH_PROMETHEUS_CPP
 // ---- Peer: prometheus-cpp (Debian prometheus-cpp-dev), the same cases ----
 // Its "unbound" call is Family::Add(labels, buckets), which returns the existing series for a
@@ -260,8 +351,8 @@ struct PeerThousandSeries {
                   .Name("bench_collect_duration_seconds")
                   .Help("h")
                   .Register(registry);
-    auto& c = prometheus::BuildCounter().Name("bench_collect_count_total").Help("c").Register(
-        registry);
+    auto& c =
+        prometheus::BuildCounter().Name("bench_collect_count_total").Help("c").Register(registry);
     for (int i = 0; i < 500; ++i) {
       std::string route = "/route" + std::to_string(i / 10);
       auto& series = h.Add({{"http_route", route},

@@ -6,7 +6,10 @@
 // status (500, 429; `--retry-after <s>` adds a Retry-After header), or never (hang: the request
 // is held open until the server stops). GET /stats reports under "otlp" how many requests came,
 // when (ms on the monotonic clock, relative to the first), and per metric of the last decoded
-// request the total (sums of sum points, counts of histogram points).
+// request the total (sums of sum points, counts of histogram points); under "instances", per
+// service.instance.id of the decoded requests, how many requests carried it, its
+// nemo.gym.server.name, nemo.run.id and process.pid, and the same per-metric totals of its
+// last request (bench/telemetry_overhead.sh checks that every process exported).
 //
 // `--responses-delay-ms <ms>` makes POST /v1/responses a slow model instead of a failing one: it
 // waits that long, then answers a minimal valid Response (one assistant message, which ends a
@@ -51,6 +54,7 @@ struct OtlpCollector {
   json::array times_ms;  // of every request, relative to the first
   json::object last;     // metric name -> total, of the last decoded request
   std::uint64_t undecodable = 0;
+  json::object instances;  // service.instance.id -> requests, resource attributes, last totals
 
   void received(const Request& req) {
     const auto now = std::chrono::steady_clock::now();
@@ -69,6 +73,7 @@ struct OtlpCollector {
     }
     last.clear();
     for (const auto& rm : message.resource_metrics()) {
+      json::object totals;
       for (const auto& sm : rm.scope_metrics()) {
         for (const auto& m : sm.metrics()) {
           double total = 0;
@@ -82,8 +87,31 @@ struct OtlpCollector {
             }
           }
           last[m.name()] = total;
+          totals[m.name()] = total;
         }
       }
+      json::object resource;
+      for (const auto& kv : rm.resource().attributes()) {
+        const auto& v = kv.value();
+        if (v.has_string_value()) {
+          resource[kv.key()] = v.string_value();
+        } else if (v.has_int_value()) {
+          resource[kv.key()] = v.int_value();
+        }
+      }
+      const auto id = resource.if_contains("service.instance.id");
+      if (!id || !id->is_string()) continue;
+      auto& entry = instances[id->as_string()];
+      if (!entry.is_object()) {
+        json::object e{{"requests", 0}};
+        for (const char* key : {"nemo.gym.server.name", "nemo.run.id", "process.pid"}) {
+          if (const auto* v = resource.if_contains(key)) e[key] = *v;
+        }
+        entry = std::move(e);
+      }
+      auto& e = entry.as_object();
+      e["requests"] = e["requests"].to_number<std::uint64_t>() + 1;
+      e["last"] = std::move(totals);
     }
   }
 
@@ -92,7 +120,8 @@ struct OtlpCollector {
                         {"requests", requests},
                         {"times_ms", times_ms},
                         {"last", last},
-                        {"undecodable", undecodable}};
+                        {"undecodable", undecodable},
+                        {"instances", instances}};
   }
 };
 
