@@ -243,6 +243,25 @@ void BM_FacadeActiveRequestPair(benchmark::State& state, bool enabled) {
 BENCHMARK_CAPTURE(BM_FacadeActiveRequestPair, enabled, true);
 BENCHMARK_CAPTURE(BM_FacadeActiveRequestPair, disabled, false);
 
+// What the HTTP server records per request since it binds its series once per event loop
+// (src/http/server.cpp, ServerSeries): the duration sample and the active-request pair through
+// bound handles, the peer of the two unbound cases above.
+void BM_FacadeHttpServerBoundPerRequest(benchmark::State& state, bool enabled) {
+  const GymMetrics& m = facade(enabled).metrics;
+  const std::string_view method = http_method_label("POST");
+  const auto duration = m.http_request_series("/run", method, 200);
+  const auto active = m.active_request_series("127.0.0.1:41235", method);
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    active.add(1);
+    duration.record(value_for(i++));
+    active.add(-1);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK_CAPTURE(BM_FacadeHttpServerBoundPerRequest, enabled, true);
+BENCHMARK_CAPTURE(BM_FacadeHttpServerBoundPerRequest, disabled, false);
+
 // gym.http.connection_pool.connect_total: one relaxed increment per acquisition.
 void BM_FacadePoolAcquisitionStarted(benchmark::State& state, bool enabled) {
   PoolDestination* d = facade(enabled).pool;

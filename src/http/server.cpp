@@ -3,11 +3,12 @@
 #include "http/session_cookie.h"
 #include "telemetry/gym_metrics.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -15,7 +16,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <netdb.h>
 #include <signal.h>
@@ -30,7 +30,9 @@
 #include <list>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace gym::http {
 namespace asio = boost::asio;
@@ -43,16 +45,79 @@ namespace {
 
 Method to_method(bhttp::verb v) {
   switch (v) {
-    case bhttp::verb::get: return Method::get;
-    case bhttp::verb::head: return Method::head;
-    case bhttp::verb::post: return Method::post;
-    case bhttp::verb::put: return Method::put;
-    case bhttp::verb::patch: return Method::patch;
-    case bhttp::verb::delete_: return Method::del;
-    case bhttp::verb::options: return Method::options;
-    default: return Method::other;
+    case bhttp::verb::get:
+      return Method::get;
+    case bhttp::verb::head:
+      return Method::head;
+    case bhttp::verb::post:
+      return Method::post;
+    case bhttp::verb::put:
+      return Method::put;
+    case bhttp::verb::patch:
+      return Method::patch;
+    case bhttp::verb::delete_:
+      return Method::del;
+    case bhttp::verb::options:
+      return Method::options;
+    default:
+      return Method::other;
   }
 }
+
+// The bound series of one loop's server metrics (telemetry.md 6.6). A server sees few attribute
+// sets: its routes x methods x statuses, and the one or two Host values its clients send. Each is
+// bound the first time and found again by pointer and short string compares instead of the SDK's
+// sort-and-hash lookup (style.md 3). Loop thread only.
+class ServerSeries {
+ public:
+  explicit ServerSeries(const telemetry::GymMetrics& metrics) : metrics_(metrics) {}
+
+  // `route` points into the router (or is empty); `method` is a static label.
+  telemetry::BoundHistogram duration(std::string_view route, std::string_view method, int status) {
+    const DurationKey key{route.data(), route.size(), method.data(), status};
+    if (auto it = durations_.find(key); it != durations_.end()) return it->second;
+    auto series = metrics_.http_request_series(route, method, status);
+    if (durations_.size() < kMaxCached) durations_.emplace(key, series);
+    return series;
+  }
+
+  telemetry::BoundUpDownCounter<std::int64_t> active(std::string_view host,
+                                                     std::string_view method) {
+    for (const auto& a : actives_)
+      if (a.method == method.data() && a.host == host) return a.series;
+    auto series = metrics_.active_request_series(host, method);
+    // Past a few hosts (a client inventing Host values) the SDK's own lookup takes over.
+    if (actives_.size() < kMaxCachedHosts)
+      actives_.push_back({std::string(host), method.data(), series});
+    return series;
+  }
+
+ private:
+  static constexpr std::size_t kMaxCached = 1024;
+  static constexpr std::size_t kMaxCachedHosts = 16;
+  struct DurationKey {
+    const char* route;
+    std::size_t route_size;
+    const char* method;
+    int status;
+    bool operator==(const DurationKey&) const = default;
+  };
+  struct DurationKeyHash {
+    std::size_t operator()(const DurationKey& k) const noexcept {
+      auto h = std::hash<const void*>()(k.route) ^ (std::hash<const void*>()(k.method) << 1);
+      return h ^ (static_cast<std::size_t>(k.status) << 3) ^ k.route_size;
+    }
+  };
+  struct Active {
+    std::string host;
+    const char* method;
+    telemetry::BoundUpDownCounter<std::int64_t> series;
+  };
+
+  const telemetry::GymMetrics& metrics_;
+  std::unordered_map<DurationKey, telemetry::BoundHistogram, DurationKeyHash> durations_;
+  std::vector<Active> actives_;
+};
 
 }  // namespace
 
@@ -71,7 +136,7 @@ struct HttpServer::Loop {
   std::list<Conn> conns;
   std::size_t active_requests = 0;
   bool stopping = false;
-  const telemetry::GymMetrics* metrics = nullptr;  // null: not instrumented (head server)
+  std::unique_ptr<ServerSeries> metrics;  // null: not instrumented (the head server)
 
   Loop(asio::io_context& io, const Router& r, const ServerOptions& o, ServerStats& s, int fd)
       : io(io), router(r), opt(o), stats(s), acceptor(io) {
@@ -122,36 +187,41 @@ namespace {
 using Loop = HttpServer::Loop;
 using Clock = std::chrono::steady_clock;
 
-// The server metrics of one request (telemetry.md 6.6): in flight from its head to the end of
-// its response or of its connection, and one duration sample when a response was written.
+// The server metrics of one request: in flight from its head to the end of its response or of
+// its connection, and one duration sample when a response was written.
 class RequestMetrics {
  public:
-  RequestMetrics(const telemetry::GymMetrics* metrics, const bhttp::request_header<>& head)
-      : metrics_(metrics && metrics->enabled() ? metrics : nullptr) {
-    if (!metrics_) return;
+  RequestMetrics(ServerSeries* series, const bhttp::request_header<>& head) : series_(series) {
+    if (!series_) return;
     start_ = Clock::now();
     method_ = telemetry::http_method_label(head.method_string());
-    host_ = head[bhttp::field::host];
-    metrics_->add_active_request(host_, method_, 1);
+    try {
+      active_ = series_->active(std::string_view(head[bhttp::field::host]), method_);
+    } catch (...) {  // out of memory: this request goes unmeasured, never unserved
+      series_ = nullptr;
+      return;
+    }
+    active_.add(1);
   }
-  ~RequestMetrics() {
-    if (metrics_) metrics_->add_active_request(host_, method_, -1);
-  }
+  ~RequestMetrics() { active_.add(-1); }
   RequestMetrics(const RequestMetrics&) = delete;
   RequestMetrics& operator=(const RequestMetrics&) = delete;
 
   // The last byte of a response with `status` went to the socket.
   void responded(std::string_view route, int status) const {
-    if (!metrics_) return;
-    metrics_->record_http_request(
-        route, method_, status, std::chrono::duration<double>(Clock::now() - start_).count());
+    if (!series_) return;
+    try {
+      series_->duration(route, method_, status)
+          .record(std::chrono::duration<double>(Clock::now() - start_).count());
+    } catch (...) {
+    }
   }
 
  private:
-  const telemetry::GymMetrics* metrics_;
+  ServerSeries* series_;
   Clock::time_point start_;
-  std::string_view method_;  // a static label
-  std::string host_;
+  std::string_view method_;                             // a static label
+  telemetry::BoundUpDownCounter<std::int64_t> active_;  // empty when not measured
 };
 
 // The route template a request head would be dispatched to; empty when none matches.
@@ -198,8 +268,8 @@ asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, in
 }
 
 Response body_too_large(std::size_t limit) {
-  return Response::detail(
-      413, boost::json::string("Request body too large (limit " + std::to_string(limit) + " bytes)"));
+  return Response::detail(413, boost::json::string("Request body too large (limit " +
+                                                   std::to_string(limit) + " bytes)"));
 }
 
 Request to_request(bhttp::request<bhttp::string_body>&& in) {
@@ -270,7 +340,7 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
       break;
     }
     if (hec == bhttp::error::body_limit) {  // the head arrived; its Content-Length is too big
-      RequestMetrics metrics(loop.metrics, parser.get());
+      RequestMetrics metrics(loop.metrics.get(), parser.get());
       co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
                                 parser.get()[bhttp::field::cookie], &metrics,
                                 route_of(loop, parser.get()));
@@ -286,9 +356,8 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
           Response::detail(400, boost::json::string("Invalid HTTP request: " + hec.message())));
       break;
     }
-    RequestMetrics metrics(loop.metrics, parser.get());
-    if (auto expect = parser.get()[bhttp::field::expect];
-        beast::iequals(expect, "100-continue")) {
+    RequestMetrics metrics(loop.metrics.get(), parser.get());
+    if (auto expect = parser.get()[bhttp::field::expect]; beast::iequals(expect, "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       auto [cec, cn] = co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);
       (void)cn;
@@ -331,8 +400,7 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     (void)wn;
     if (!wec) metrics.responded(req.route, res.status);
     loop.request_finished();
-    if (opt.access_log)
-      spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
+    if (opt.access_log) spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
     if (wec || !keep_alive) break;
   }
   boost::system::error_code ec;
@@ -462,7 +530,10 @@ int HttpServer::serve(const ServeHooks& hooks, int worker) {
       spdlog::info("received signal {}, shutting down", sig);
       loop.begin_shutdown();
     });
-    if (hooks.on_start) loop.metrics = hooks.on_start(io, worker);
+    if (hooks.on_start) {
+      const telemetry::GymMetrics* metrics = hooks.on_start(io, worker);
+      if (metrics && metrics->enabled()) loop.metrics = std::make_unique<ServerSeries>(*metrics);
+    }
     asio::co_spawn(io, accept_loop(loop), asio::detached);
     io.run();
     if (hooks.on_stop) hooks.on_stop();

@@ -109,25 +109,38 @@ void GymMetrics::record_verify(double ms, bool completed) noexcept {
 void GymMetrics::record_http_request(std::string_view route, std::string_view method, int status,
                                      double seconds) const noexcept {
   if (!http_request_duration_) return;
-  if (route.empty()) {
-    http_request_duration_.record(
-        seconds, {{attribute_keys::kRequestMethod, method}, {attribute_keys::kStatusCode, status}});
-  } else {
-    http_request_duration_.record(seconds, {{attribute_keys::kRoute, route},
-                                            {attribute_keys::kRequestMethod, method},
-                                            {attribute_keys::kStatusCode, status}});
+  try {
+    http_request_series(route, method, status).record(seconds);
+  } catch (...) {  // out of memory for a new series: lose the sample, never the request
   }
 }
 
 void GymMetrics::add_active_request(std::string_view host, std::string_view method,
                                     std::int64_t delta) const noexcept {
   if (!http_active_requests_) return;
-  if (host.empty()) {
-    http_active_requests_.add(delta, {{attribute_keys::kMethod, method}});
-  } else {
-    http_active_requests_.add(
-        delta, {{attribute_keys::kServerName, host}, {attribute_keys::kMethod, method}});
+  try {
+    active_request_series(host, method).add(delta);
+  } catch (...) {
   }
+}
+
+BoundHistogram GymMetrics::http_request_series(std::string_view route, std::string_view method,
+                                               int status) const {
+  if (!http_request_duration_) return {};
+  if (route.empty())
+    return http_request_duration_.bind(
+        {{attribute_keys::kRequestMethod, method}, {attribute_keys::kStatusCode, status}});
+  return http_request_duration_.bind({{attribute_keys::kRoute, route},
+                                      {attribute_keys::kRequestMethod, method},
+                                      {attribute_keys::kStatusCode, status}});
+}
+
+BoundUpDownCounter<std::int64_t> GymMetrics::active_request_series(std::string_view host,
+                                                                   std::string_view method) const {
+  if (!http_active_requests_) return {};
+  if (host.empty()) return http_active_requests_.bind({{attribute_keys::kMethod, method}});
+  return http_active_requests_.bind(
+      {{attribute_keys::kServerName, host}, {attribute_keys::kMethod, method}});
 }
 
 PoolDestination* GymMetrics::pool_destination(std::string_view destination) {

@@ -104,9 +104,9 @@ class GymMetrics {
  public:
   // Creates the instruments of `role` on `provider`; a disabled provider gives
   // empty handles.
-  GymMetrics(MeterProvider &provider, ProcessRole role);
-  GymMetrics(const GymMetrics &) = delete;
-  GymMetrics &operator=(const GymMetrics &) = delete;
+  GymMetrics(MeterProvider& provider, ProcessRole role);
+  GymMetrics(const GymMetrics&) = delete;
+  GymMetrics& operator=(const GymMetrics&) = delete;
 
   bool enabled() const noexcept { return enabled_; }
   ProcessRole role() const noexcept { return role_; }
@@ -122,19 +122,26 @@ class GymMetrics {
   // gym.servers.active (6.5), orchestrator only.
   void set_servers_active(std::int64_t servers) const noexcept { servers_active_.record(servers); }
 
-  // http.server.request.duration (6.6): `route` is the matched template, empty
-  // when none matched; `method` as http_method_label gives it.
+  // http.server.request.duration (6.6): `route` is the matched template, empty when none
+  // matched; `method` as http_method_label gives it.
   void record_http_request(std::string_view route, std::string_view method, int status,
                            double seconds) const noexcept;
-  // http.server.active_requests (6.6): +1 when a request head arrived, -1 when
-  // its response is complete or its connection dropped, with the same `host`
-  // (the Host header; empty when absent) and `method`.
+  // http.server.active_requests (6.6): +1 when a request head arrived, -1 when its response is
+  // complete or its connection dropped, with the same `host` (the Host header; empty when
+  // absent) and `method`.
   void add_active_request(std::string_view host, std::string_view method,
                           std::int64_t delta) const noexcept;
+  // The same two series bound once, for a caller that keeps them (the HTTP server caches them
+  // per event loop: their attribute sets are few and known early, style.md 3). Empty handles
+  // when metrics are off.
+  BoundHistogram http_request_series(std::string_view route, std::string_view method,
+                                     int status) const;
+  BoundUpDownCounter<std::int64_t> active_request_series(std::string_view host,
+                                                         std::string_view method) const;
 
   // The pool metrics of `destination` (6.7), created when first asked for.
   // Cache the pointer: this takes a lock.
-  PoolDestination *pool_destination(std::string_view destination);
+  PoolDestination* pool_destination(std::string_view destination);
 
   // The memory gauges (6.8) report the latest sample `latest` returns at each
   // collection (decision T5: only that sample's points). Call once, in the
@@ -144,7 +151,7 @@ class GymMetrics {
  private:
   const bool enabled_;
   const ProcessRole role_;
-  MeterProvider &provider_;
+  MeterProvider& provider_;
 
   BoundHistogram rollout_duration_;
   BoundHistogram verify_duration_;
