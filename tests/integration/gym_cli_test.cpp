@@ -3,6 +3,7 @@
 #include "orchestrator/ports.h"
 #include "process.h"
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -159,6 +160,40 @@ TEST(GymCli, DemoCollectsItsGeneratedDataAndNamesEveryFile) {
   std::size_t lines = 0;
   for (std::string line; std::getline(rollouts, line);) ++lines;
   EXPECT_EQ(lines, 120u);
+
+  // Telemetry is on in the demo: every process wrote console-exporter lines to one file, and the
+  // demo ends with the report of that file.
+  const std::string metrics = dir.path() + "/telemetry/metrics.jsonl";
+  ASSERT_TRUE(std::filesystem::exists(metrics));
+  EXPECT_NE(r.output.find(metrics), std::string::npos) << "not named: " << metrics;
+  EXPECT_NE(r.output.find("rollouts (gym.rollout.duration_ms)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory (gym.server.memory."), std::string::npos) << r.output;
+  // The same report as JSON: the figures the demo's 120 rollouts must give.
+  auto report = run_gym("telemetry report --json " + metrics + " 2>/dev/null");
+  ASSERT_EQ(report.code, 0) << report.output;
+  const auto j = boost::json::parse(report.output).as_object();
+  EXPECT_EQ(j.at("input").at("processes").to_number<int>(), 8) << "orchestrator + 7 servers";
+  ASSERT_EQ(j.at("servers").as_array().size(), 1u);
+  EXPECT_EQ(j.at("servers").at(0).at("last").to_number<int>(), 0) << "0 after shutdown";
+  ASSERT_EQ(j.at("rollouts").as_array().size(), 3u);
+  for (const auto& a : j.at("rollouts").as_array())
+    EXPECT_EQ(a.at("count").to_number<int>(), 40) << boost::json::serialize(a);
+  ASSERT_EQ(j.at("verification").as_array().size(), 3u) << report.output;
+  for (const auto& v : j.at("verification").as_array()) {
+    EXPECT_EQ(v.at("duration").at("count").to_number<int>(), 40) << boost::json::serialize(v);
+    EXPECT_EQ(v.at("success_rates").at(0).at("value").to_number<double>(), 1.0);
+  }
+}
+
+TEST(GymCli, TelemetryReportOfAMissingOrEmptyFileIsAnError) {
+  auto missing = run_gym("telemetry report /nonexistent/metrics.jsonl");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.output.find("cannot read '/nonexistent/metrics.jsonl'"), std::string::npos)
+      << missing.output;
+  TempDir dir;
+  auto empty = run_gym("telemetry report " + dir.write("log.txt", "no metrics here\n"));
+  EXPECT_EQ(empty.code, 1);
+  EXPECT_NE(empty.output.find("no metrics export"), std::string::npos) << empty.output;
 }
 
 TEST(GymCli, DemoReportsAServerThatCannotStart) {
