@@ -716,6 +716,7 @@ class ServeDeployment {
     std::optional<int> model_delay_ms;  // none: a failing model
     int interval_ms = 200;
     int agent_workers = 1;
+    std::string extra_yaml{};  // top-level keys appended to the deployment's config
   };
 
   ServeDeployment(const TempDir& tmp, const OtlpReceiver& receiver, Options options) {
@@ -741,7 +742,7 @@ class ServeDeployment {
             "policy_model:\n  responses_api_models:\n    replay_model:\n      "
             "host: 127.0.0.1\n"
             "      port: " +
-            p + "\n" + "head_server:\n  host: 127.0.0.1\n  port: " + p + "\n";
+            p + "\n" + "head_server:\n  host: 127.0.0.1\n  port: " + p + "\n" + options.extra_yaml;
     const std::string config = tmp.write("deployment.yaml", yaml_);
     std::vector<std::string> model{test_server(), "--port", p, "--config-yaml", config};
     if (options.model_delay_ms) {
@@ -1062,6 +1063,49 @@ TEST(InstrumentationPool, PerHostTotalAndAbandonedWaitsAndAcquisitionCounts) {
   EXPECT_EQ(sent_to_mcqa, 2 * kReached);
   EXPECT_EQ(sum_of(*agent, kConnects, {{kDestination, "mcqa"}}), sent_to_mcqa);
   check_never_exported(gym::test::process_exports(receiver.requests()));
+}
+
+// A server shutting down cuts off the requests still waiting in its pool and the rollouts still
+// running (telemetry.md 6.2, 6.7, 7.6): each wait is an `abandoned` sample and each /run a
+// rollout sample, exported by the server's final flush. The agent's per-host limit of 1 makes the
+// self-calls of the second and third /run (agent -> its own /v1/responses) wait behind the first,
+// which holds its slot through a 3 s model call.
+TEST(InstrumentationPool, WaitsAndRolloutsCutOffByAServerShutdownAreRecorded) {
+  OtlpReceiver receiver;
+  ASSERT_TRUE(listening(receiver));
+  TempDir tmp;
+  ServeDeployment d(
+      tmp, receiver,
+      {.model_delay_ms = 3000, .extra_yaml = "global_aiohttp_connector_limit_per_host: 1\n"});
+  ASSERT_TRUE(d.ready());
+  const int agent = d.port("test_agent");
+  const std::string id = d.instance("test_agent");
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i)
+    clients.emplace_back([agent, i] { (void)post(agent, "/run", run_body(i)); });
+  // All three self-calls have started their acquisition (connect_total counts them before any
+  // wait) and the first one reached the model: the other two are queued behind it.
+  const auto queued = wait_for(receiver, id, [&](const ProcessExport& e) {
+    return sum_of(e, kConnects, {{kDestination, "test_agent"}}) == 3.0 && d.model_calls() == 1;
+  });
+  ASSERT_TRUE(queued) << summary(receiver);
+  // (The three /seed_session calls to mcqa queued too, behind the same limit, and ended `ok`.)
+  EXPECT_EQ(sum_of(*queued, kQueue, {{kDestination, "test_agent"}}), 0.0)
+      << "no self-call wait has ended yet";
+  d.server("test_agent").signal(SIGTERM);
+  EXPECT_EQ(d.server("test_agent").wait_exit(std::chrono::seconds(30)), 0);
+  for (auto& c : clients) c.join();
+  ASSERT_TRUE(receiver.sync()) << summary(receiver);
+  const auto exports = last_exports(gym::test::exports_by_instance(receiver.requests()));
+  ASSERT_TRUE(exports.count(id)) << summary(receiver);
+  const ProcessExport& last = exports.at(id);
+  EXPECT_EQ(sum_of(last, kQueue, {{kDestination, "test_agent"}}), 2.0) << summary(receiver);
+  EXPECT_EQ(
+      sum_of(last, kQueue,
+             {{kConstraint, "per_host"}, {kOutcome, "abandoned"}, {kDestination, "test_agent"}}),
+      2.0);
+  EXPECT_EQ(sum_of(last, kRollout), 3.0) << "the three cut-off rollouts are timed";
+  EXPECT_EQ(sum_of(last, kHttpActive), 0.0) << "nothing is left in flight";
 }
 
 // ---- f: telemetry off exports nothing; the rollouts still run -----------------------------------
