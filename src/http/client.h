@@ -49,7 +49,7 @@ struct PoolParams {
   std::vector<std::string> log_capacity_report() const;
 };
 
-enum class QueueOutcome { ok, abandoned };
+using QueueOutcome = telemetry::QueueOutcome;  // how a wait ended
 
 // Sees every acquisition; the telemetry layer implements it. Called on the loop thread.
 class PoolObserver {

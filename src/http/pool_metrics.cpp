@@ -2,7 +2,7 @@
 
 namespace gym::http {
 
-telemetry::PoolDestination *PoolMetrics::destination(const std::string &name) noexcept {
+telemetry::PoolDestination* PoolMetrics::destination(const std::string& name) noexcept {
   if (auto it = destinations_.find(name); it != destinations_.end()) return it->second;
   try {
     return destinations_.emplace(name, metrics_.pool_destination(name)).first->second;
@@ -11,20 +11,15 @@ telemetry::PoolDestination *PoolMetrics::destination(const std::string &name) no
   }
 }
 
-void PoolMetrics::acquisition_started(const std::string &name) noexcept {
-  if (auto *d = destination(name)) d->acquisition_started();
+void PoolMetrics::acquisition_started(const std::string& name) noexcept {
+  if (auto* d = destination(name)) d->acquisition_started();
 }
 
-void PoolMetrics::wait_finished(const std::string &name, QueueConstraint constraint,
+void PoolMetrics::wait_finished(const std::string& name, QueueConstraint constraint,
                                 QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept {
-  auto *d = destination(name);
+  auto* d = destination(name);
   if (!d) return;
-  const auto c = constraint == QueueConstraint::total      ? telemetry::QueueConstraint::total
-                 : constraint == QueueConstraint::per_host ? telemetry::QueueConstraint::per_host
-                                                           : telemetry::QueueConstraint::unknown;
-  const auto o = outcome == QueueOutcome::ok ? telemetry::QueueOutcome::ok
-                                             : telemetry::QueueOutcome::abandoned;
-  d->wait_finished(c, o, std::chrono::duration<double, std::milli>(waited).count());
+  d->wait_finished(constraint, outcome, std::chrono::duration<double, std::milli>(waited).count());
 }
 
 }  // namespace gym::http

@@ -13,18 +13,18 @@ namespace gym::http {
 
 class PoolMetrics final : public PoolObserver {
  public:
-  explicit PoolMetrics(telemetry::GymMetrics &metrics) : metrics_(metrics) {}
+  explicit PoolMetrics(telemetry::GymMetrics& metrics) : metrics_(metrics) {}
 
-  void acquisition_started(const std::string &destination) noexcept override;
-  void wait_finished(const std::string &destination, QueueConstraint constraint,
+  void acquisition_started(const std::string& destination) noexcept override;
+  void wait_finished(const std::string& destination, QueueConstraint constraint,
                      QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept override;
 
  private:
-  telemetry::PoolDestination *destination(const std::string &name) noexcept;
+  telemetry::PoolDestination* destination(const std::string& name) noexcept;
 
-  telemetry::GymMetrics &metrics_;
+  telemetry::GymMetrics& metrics_;
   // Destinations seen by this client: the facade's lock is taken once per name.
-  std::unordered_map<std::string, telemetry::PoolDestination *> destinations_;
+  std::unordered_map<std::string, telemetry::PoolDestination*> destinations_;
 };
 
 }  // namespace gym::http

@@ -7,6 +7,8 @@
 // by a later waiter for the same destination, and a freed total slot goes to the oldest waiter
 // of any destination that is below its per-host limit. Every operation is O(log destinations),
 // independent of the number of waiters. Not thread-safe: one event loop owns it.
+#include "telemetry/pool_wait.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,7 +19,7 @@
 
 namespace gym::http {
 
-enum class QueueConstraint { total, per_host, unknown };
+using QueueConstraint = telemetry::QueueConstraint;  // why a wait began
 
 class SlotLedger {
  public:

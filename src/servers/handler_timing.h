@@ -16,8 +16,8 @@ class HandlerTimer {
     done_(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
               .count());
   }
-  HandlerTimer(const HandlerTimer &) = delete;
-  HandlerTimer &operator=(const HandlerTimer &) = delete;
+  HandlerTimer(const HandlerTimer&) = delete;
+  HandlerTimer& operator=(const HandlerTimer&) = delete;
 
  private:
   Done done_;

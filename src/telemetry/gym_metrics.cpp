@@ -106,24 +106,6 @@ void GymMetrics::record_verify(double ms, bool completed) noexcept {
   verify_success_rate_.record(static_cast<double>(succeeded) / static_cast<double>(total));
 }
 
-void GymMetrics::record_http_request(std::string_view route, std::string_view method, int status,
-                                     double seconds) const noexcept {
-  if (!http_request_duration_) return;
-  try {
-    http_request_series(route, method, status).record(seconds);
-  } catch (...) {  // out of memory for a new series: lose the sample, never the request
-  }
-}
-
-void GymMetrics::add_active_request(std::string_view host, std::string_view method,
-                                    std::int64_t delta) const noexcept {
-  if (!http_active_requests_) return;
-  try {
-    active_request_series(host, method).add(delta);
-  } catch (...) {
-  }
-}
-
 BoundHistogram GymMetrics::http_request_series(std::string_view route, std::string_view method,
                                                int status) const {
   if (!http_request_duration_) return {};

@@ -22,6 +22,7 @@
 
 #include "telemetry/metrics/instruments.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/pool_wait.h"
 
 namespace gym::telemetry {
 
@@ -72,10 +73,6 @@ enum class ProcessRole { orchestrator, collector, resources_server, agent_server
 // responses_api_agents, responses_api_models); nullopt for anything else.
 std::optional<ProcessRole> role_of_server_type(std::string_view server_type);
 
-// Why a pooled acquisition waited and how the wait ended (telemetry.md 6.7).
-enum class QueueConstraint { total, per_host, unknown };
-enum class QueueOutcome { ok, abandoned };
-
 // The pool metrics of one destination label (configured server name,
 // `remote_agent_service` or `external`). Owned by GymMetrics; the pointer stays
 // valid as long as it.
@@ -122,20 +119,15 @@ class GymMetrics {
   // gym.servers.active (6.5), orchestrator only.
   void set_servers_active(std::int64_t servers) const noexcept { servers_active_.record(servers); }
 
-  // http.server.request.duration (6.6): `route` is the matched template, empty when none
-  // matched; `method` as http_method_label gives it.
-  void record_http_request(std::string_view route, std::string_view method, int status,
-                           double seconds) const noexcept;
-  // http.server.active_requests (6.6): +1 when a request head arrived, -1 when its response is
-  // complete or its connection dropped, with the same `host` (the Host header; empty when
-  // absent) and `method`.
-  void add_active_request(std::string_view host, std::string_view method,
-                          std::int64_t delta) const noexcept;
-  // The same two series bound once, for a caller that keeps them (the HTTP server caches them
-  // per event loop: their attribute sets are few and known early, style.md 3). Empty handles
-  // when metrics are off.
+  // The series of the HTTP server metrics (6.6), bound for a caller that keeps them: the HTTP
+  // server caches them per event loop, since their attribute sets are few and known early
+  // (style.md 3). Empty handles when metrics are off.
+  // http.server.request.duration: `route` is the matched template, empty when none matched;
+  // `method` as http_method_label gives it.
   BoundHistogram http_request_series(std::string_view route, std::string_view method,
                                      int status) const;
+  // http.server.active_requests: +1 when a request head arrived, -1 when its response is
+  // complete or its connection dropped; `host` is the Host header (empty when absent).
   BoundUpDownCounter<std::int64_t> active_request_series(std::string_view host,
                                                          std::string_view method) const;
 

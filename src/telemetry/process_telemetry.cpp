@@ -2,14 +2,14 @@
 
 namespace gym::telemetry {
 
-ProcessTelemetry::ProcessTelemetry(const PipelineFactory &factory, TelemetrySettings settings,
+ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySettings settings,
                                    ProcessIdentity identity, std::string run_id, ProcessRole role,
-                                   const GetEnv &getenv)
+                                   const GetEnv& getenv)
     : settings_(std::move(settings)), identity_(std::move(identity)), run_id_(std::move(run_id)) {
   if (settings_.metrics_active() && factory) {
     pipeline_ = factory(settings_, identity_, run_id_, getenv);
   }
-  MeterProvider *provider = nullptr;
+  MeterProvider* provider = nullptr;
   if (pipeline_) {
     provider = &pipeline_->provider();
   } else {

@@ -27,10 +27,10 @@ class MetricsPipelineBase {
  public:
   MetricsPipelineBase() = default;
   virtual ~MetricsPipelineBase() = default;
-  MetricsPipelineBase(const MetricsPipelineBase &) = delete;
-  MetricsPipelineBase &operator=(const MetricsPipelineBase &) = delete;
+  MetricsPipelineBase(const MetricsPipelineBase&) = delete;
+  MetricsPipelineBase& operator=(const MetricsPipelineBase&) = delete;
 
-  virtual MeterProvider &provider() noexcept = 0;
+  virtual MeterProvider& provider() noexcept = 0;
   virtual bool force_flush(std::chrono::milliseconds wait) = 0;
   // Final collect and export; idempotent.
   virtual bool shutdown(std::chrono::milliseconds wait) = 0;
@@ -39,23 +39,23 @@ class MetricsPipelineBase {
 // Builds the pipeline of a process; throws core::ConfigError (invalid settings)
 // or std::runtime_error (a file or port that cannot be opened).
 using PipelineFactory = std::function<std::unique_ptr<MetricsPipelineBase>(
-    const TelemetrySettings &, const ProcessIdentity &, const std::string &run_id, const GetEnv &)>;
+    const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
 
 class ProcessTelemetry {
  public:
   // With metrics inactive (or no factory) the provider is disabled and nothing
   // is started.
-  ProcessTelemetry(const PipelineFactory &factory, TelemetrySettings settings,
+  ProcessTelemetry(const PipelineFactory& factory, TelemetrySettings settings,
                    ProcessIdentity identity, std::string run_id, ProcessRole role,
-                   const GetEnv &getenv = process_env());
+                   const GetEnv& getenv = process_env());
   ~ProcessTelemetry();  // shutdown()
-  ProcessTelemetry(const ProcessTelemetry &) = delete;
-  ProcessTelemetry &operator=(const ProcessTelemetry &) = delete;
+  ProcessTelemetry(const ProcessTelemetry&) = delete;
+  ProcessTelemetry& operator=(const ProcessTelemetry&) = delete;
 
-  const TelemetrySettings &settings() const noexcept { return settings_; }
-  const std::string &run_id() const noexcept { return run_id_; }
-  const ProcessIdentity &identity() const noexcept { return identity_; }
-  GymMetrics &metrics() noexcept { return *metrics_; }
+  const TelemetrySettings& settings() const noexcept { return settings_; }
+  const std::string& run_id() const noexcept { return run_id_; }
+  const ProcessIdentity& identity() const noexcept { return identity_; }
+  GymMetrics& metrics() noexcept { return *metrics_; }
   bool metrics_active() const noexcept { return pipeline_ != nullptr; }
 
   bool force_flush(std::chrono::milliseconds wait = kShutdownBound);

@@ -22,8 +22,8 @@ void record_everything(GymMetrics& m) {
   m.record_rollout(120);
   m.record_verify(3, true);
   m.set_servers_active(4);
-  m.record_http_request("/run", "POST", 200, 0.02);
-  m.add_active_request("127.0.0.1:9000", "POST", 1);
+  m.http_request_series("/run", "POST", 200).record(0.02);
+  m.active_request_series("127.0.0.1:9000", "POST").add(1);
   auto* d = m.pool_destination("policy_model");
   d->acquisition_started();
   d->wait_finished(QueueConstraint::per_host, QueueOutcome::ok, 0.3);
@@ -138,8 +138,8 @@ TEST(GymMetrics, VerifySuccessRateCountsCompletedCallsNotRewards) {
 TEST(GymMetrics, HttpRequestAttributesAndTheMissingRoute) {
   MeterProvider provider;
   GymMetrics metrics(provider, ProcessRole::model_server);
-  metrics.record_http_request("/v1/responses", "POST", 200, 0.004);
-  metrics.record_http_request("", "GET", 404, 0.001);
+  metrics.http_request_series("/v1/responses", "POST", 200).record(0.004);
+  metrics.http_request_series("", "GET", 404).record(0.001);
   auto s = provider.collect();
   const auto* m = find_metric(s, "http.server.request.duration");
   ASSERT_NE(m, nullptr);
@@ -156,17 +156,17 @@ TEST(GymMetrics, HttpRequestAttributesAndTheMissingRoute) {
 TEST(GymMetrics, ActiveRequestsReturnToZeroPerServerNameAndMethod) {
   MeterProvider provider;
   GymMetrics metrics(provider, ProcessRole::agent_server);
-  metrics.add_active_request("127.0.0.1:1", "POST", 1);
-  metrics.add_active_request("127.0.0.1:1", "POST", 1);
-  metrics.add_active_request("", "GET", 1);
+  metrics.active_request_series("127.0.0.1:1", "POST").add(1);
+  metrics.active_request_series("127.0.0.1:1", "POST").add(1);
+  metrics.active_request_series("", "GET").add(1);
   auto during = provider.collect();
   EXPECT_EQ(testing::int_value(during, "http.server.active_requests",
                                {{"http.server_name", "127.0.0.1:1"}, {"http.method", "POST"}}),
             2);
   EXPECT_EQ(testing::int_value(during, "http.server.active_requests", {{"http.method", "GET"}}), 1);
-  metrics.add_active_request("127.0.0.1:1", "POST", -1);
-  metrics.add_active_request("127.0.0.1:1", "POST", -1);
-  metrics.add_active_request("", "GET", -1);
+  metrics.active_request_series("127.0.0.1:1", "POST").add(-1);
+  metrics.active_request_series("127.0.0.1:1", "POST").add(-1);
+  metrics.active_request_series("", "GET").add(-1);
   auto after = provider.collect();
   EXPECT_EQ(testing::int_value(after, "http.server.active_requests",
                                {{"http.server_name", "127.0.0.1:1"}, {"http.method", "POST"}}),

@@ -225,7 +225,7 @@ class RunProcess {
   }
   // An empty route: no route matched (http.route omitted).
   void request(std::string_view route, int status, double seconds) {
-    metrics_->record_http_request(route, route.empty() ? "GET" : "POST", status, seconds);
+    metrics_->http_request_series(route, route.empty() ? "GET" : "POST", status).record(seconds);
   }
 
   void export_now() {
