@@ -155,12 +155,10 @@ json::object verify(const json::object& row) {
 }  // namespace
 
 void register_example_multi_step(servers::Registry& registry) {
-  registry.add({
-      "resources_servers",
+  servers::register_environment(registry, {
       "example_multi_step",
       "ExampleMultiStepResourcesServer",
-      [](servers::ServerContext& ctx, http::Router& router) {
-        servers::add_resources_base_routes(router);
+      [](servers::ServerContext&, http::Router& router) -> servers::VerifyRoute {
         auto synonym = std::make_shared<const Schema>(
             Schema::object_of({{"synonym", Schema::of(Schema::Kind::string), true}}));
         router.post("/get_synonym_value",
@@ -188,11 +186,10 @@ void register_example_multi_step(servers::Registry& registry) {
             {"minefield_label", Schema::of(Schema::Kind::string), true},
             {"minefield_label_value", Schema::of(Schema::Kind::integer), true},
         });
-        servers::add_verify_route(ctx, router,
-                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object()));
                         },
-                        verify_schema);
+                verify_schema};
       },
   });
 }

@@ -72,13 +72,11 @@ std::shared_ptr<const Schema> int_body(std::string field) {
 }  // namespace
 
 void register_example_session_state_mgmt(servers::Registry& registry) {
-  registry.add({
-      "resources_servers",
+  servers::register_environment(registry, {
       "example_session_state_mgmt",
       "StatefulCounterResourcesServer",
-      [](servers::ServerContext& ctx, http::Router& router) {
+      [](servers::ServerContext&, http::Router& router) -> servers::VerifyRoute {
         auto store = std::make_shared<CounterStore>();
-        servers::add_resources_base_routes(router);
         router.post("/seed_session",
                     http::json_route(
                         [store](Request& req, json::value& body) -> asio::awaitable<Response> {
@@ -100,8 +98,7 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
         });
         auto verify_schema = servers::verify_request_schema(
             {{"expected_count", Schema::of(Schema::Kind::integer), true}});
-        servers::add_verify_route(ctx, router,
-                        [store](Request& req, json::value& body) -> asio::awaitable<Response> {
+        return {[store](Request& req, json::value& body) -> asio::awaitable<Response> {
                           const auto& row = body.get_object();
                           auto counter = store->find(req.session_id);
                           bool equal = counter && servers::py_equal(row.at("expected_count"),
@@ -109,7 +106,7 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
                           co_return Response::json(
                               servers::verify_response(row, equal ? 1.0 : 0.0));
                         },
-                        verify_schema);
+                verify_schema};
       },
   });
 }

@@ -12,12 +12,10 @@ using http::Response;
 using http::Schema;
 
 void register_example_single_tool_call(servers::Registry& registry) {
-  registry.add({
-      "resources_servers",
+  servers::register_environment(registry, {
       "example_single_tool_call",
       "SimpleWeatherResourcesServer",
-      [](servers::ServerContext& ctx, http::Router& router) {
-        servers::add_resources_base_routes(router);
+      [](servers::ServerContext&, http::Router& router) -> servers::VerifyRoute {
         auto weather = std::make_shared<const Schema>(
             Schema::object_of({{"city", Schema::of(Schema::Kind::string), true}}));
         router.post("/get_weather",
@@ -29,12 +27,11 @@ void register_example_single_tool_call(servers::Registry& registry) {
                               {"weather_description", "The weather in " + city + " is cold."}});
                         },
                         weather));
-        servers::add_verify_route(ctx, router,
-                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(
                               servers::verify_response(body.get_object(), 1.0));
                         },
-                        servers::verify_request_schema());
+                servers::verify_request_schema()};
       },
   });
 }

@@ -1,5 +1,7 @@
 #include "mcqa.h"
 
+#include "mcqa/mcqa_metrics.h"
+
 #include "core/config.h"
 #include "servers/python_compat.h"
 #include "servers/resources_server.h"
@@ -323,13 +325,11 @@ std::optional<std::string> config_grading_mode(const json::object& config) {
 }  // namespace
 
 void register_mcqa(servers::Registry& registry) {
-  registry.add({
-      "resources_servers",
+  servers::register_environment(registry, {
       "mcqa",
       "MCQAResourcesServer",
-      [](servers::ServerContext& ctx, http::Router& router) {
+      [](servers::ServerContext& ctx, http::Router&) -> servers::VerifyRoute {
         auto mode = config_grading_mode(ctx.instance.config);
-        servers::add_resources_base_routes(router, "stateless", servers::mcqa_aggregate_hooks());
         Schema option_entry = Schema::of(Schema::Kind::dict);
         option_entry.items = std::make_shared<const Schema>(Schema::of(Schema::Kind::string, true));
         auto verify_schema = servers::verify_request_schema({
@@ -343,12 +343,13 @@ void register_mcqa(servers::Registry& registry) {
              false},
             {"template_metadata", Schema::of(Schema::Kind::dict, true), false},
         });
-        servers::add_verify_route(ctx, router,
-                        [mode](Request&, json::value& body) -> asio::awaitable<Response> {
+        return {[mode](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object(), mode));
                         },
-                        verify_schema);
+                verify_schema};
       },
+      "stateless",
+      mcqa_aggregate_hooks(),
   });
 }
 

@@ -284,12 +284,10 @@ json::object verify(const json::object& row) {
 }  // namespace
 
 void register_string_match(servers::Registry& registry) {
-  registry.add({
-      "resources_servers",
+  servers::register_environment(registry, {
       "string_match",
       "StringMatchResourcesServer",
-      [](servers::ServerContext& ctx, http::Router& router) {
-        servers::add_resources_base_routes(router);
+      [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
         auto verify_schema = servers::verify_request_schema({
             {"expected_answer", Schema::of(Schema::Kind::string), true},
             {"extraction_mode",
@@ -297,11 +295,10 @@ void register_string_match(servers::Registry& registry) {
             {"case_sensitive", Schema::of(Schema::Kind::boolean), false},
             {"metadata", Schema::of(Schema::Kind::dict, true), false},
         });
-        servers::add_verify_route(ctx, router,
-                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object()));
                         },
-                        verify_schema);
+                verify_schema};
       },
   });
 }

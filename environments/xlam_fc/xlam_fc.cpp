@@ -117,19 +117,16 @@ json::object verify(const json::object& row) {
 }  // namespace
 
 void register_xlam_fc(servers::Registry& registry) {
-  registry.add({
-      "resources_servers",
+  servers::register_environment(registry, {
       "xlam_fc",
       "XlamFcResourcesServer",
-      [](servers::ServerContext& ctx, http::Router& router) {
-        servers::add_resources_base_routes(router);
+      [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
         auto verify_schema = servers::verify_request_schema(
             {{"expected_answers", Schema::list_of(Schema::of(Schema::Kind::dict)), false}});
-        servers::add_verify_route(ctx, router,
-                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
                           co_return Response::json(verify(body.get_object()));
                         },
-                        verify_schema);
+                verify_schema};
       },
   });
 }

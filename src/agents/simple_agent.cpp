@@ -2,7 +2,6 @@
 
 #include "core/json_text.h"
 #include "servers/agent_server.h"
-#include "servers/handler_timing.h"
 #include "servers/python_compat.h"
 #include "servers/responses_api.h"
 
@@ -216,8 +215,6 @@ void register_simple_agent(servers::Registry& registry) {
         agent->skip_verification_reward = core::get_double(cfg, "skip_verification_reward", 0.0, -1e300, 1e300);
         servers::add_agent_base_routes(router);
 
-        auto run_schema = std::make_shared<const http::Schema>(http::Schema::object_of(
-            {{"responses_create_params", http::Schema::of(http::Schema::Kind::dict), true}}));
         auto guarded = [agent](auto method) {
           return [agent, method](Request& req, json::value& body) -> asio::awaitable<Response> {
             try {
@@ -227,17 +224,7 @@ void register_simple_agent(servers::Registry& registry) {
             }
           };
         };
-        // gym.rollout.duration_ms (telemetry.md 6.2): every /run that passed validation, from
-        // handler entry to exit, failed and cut-off ones included.
-        router.post("/run", http::json_route(
-                                [run = guarded(&Agent::run), &ctx](
-                                    Request& req, json::value& body) -> asio::awaitable<Response> {
-                                  servers::HandlerTimer timer([&ctx](double ms) {
-                                    if (ctx.metrics) ctx.metrics->record_rollout(ms);
-                                  });
-                                  co_return co_await run(req, body);
-                                },
-                                run_schema));
+        servers::add_run_route(ctx, router, guarded(&Agent::run));
         router.post("/v1/responses", http::json_route(guarded(&Agent::responses)));
         router.post("/aggregate_metrics",
                     http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {

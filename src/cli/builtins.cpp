@@ -1,4 +1,5 @@
-// The implementations compiled into the gym binary (R1).
+#include "cli/builtins.h"
+
 #include "agents/simple_agent.h"
 #include "example_multi_step/example_multi_step.h"
 #include "example_session_state_mgmt/example_session_state_mgmt.h"
@@ -7,13 +8,12 @@
 #include "models/replay_model.h"
 #include "string_match/string_match.h"
 #include "xlam_fc/xlam_fc.h"
-#include "servers/registry.h"
 
-namespace gym::servers {
+namespace gym::cli {
 
-const Registry& builtin_registry() {
-  static const Registry registry = [] {
-    Registry r;
+const servers::Registry& builtin_registry() {
+  static const servers::Registry registry = [] {
+    servers::Registry r;
     agents::register_simple_agent(r);
     environments::register_example_single_tool_call(r);
     models::register_replay_model(r);
@@ -27,4 +27,4 @@ const Registry& builtin_registry() {
   return registry;
 }
 
-}  // namespace gym::servers
+}  // namespace gym::cli

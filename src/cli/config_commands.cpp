@@ -1,9 +1,9 @@
 // `gym serve` (a spawned server) and `gym config show`.
 #include "cli/commands.h"
+#include "cli/builtins.h"
 #include "exporters/metrics_pipeline.h"
 #include "core/yaml_json.h"
 #include "orchestrator/presets.h"
-#include "servers/registry.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -75,13 +75,14 @@ int run_serve() {
   }
   auto tree = core::parse_yaml(yaml, origin);
   if (!tree.is_object()) throw core::ConfigError(origin + " is not a mapping");
-  return servers::serve_instance(tree.get_object(), instance, exporters::make_metrics_pipeline);
+  return servers::serve_instance(tree.get_object(), instance, exporters::make_metrics_pipeline,
+                                 builtin_registry());
 }
 
 int run_config_show(const ConfigFlags& flags) {
   core::ConfigOrigins origins;
   auto cfg = core::load_config(to_sources(flags), &origins);
-  core::validate_server_instances(cfg, servers::builtin_registry().catalog(), &origins);
+  core::validate_server_instances(cfg, builtin_registry().catalog(), &origins);
   std::fputs(core::to_yaml(cfg).c_str(), stdout);
   return 0;
 }

@@ -2,9 +2,9 @@
 // API key, no NeMo Gym data): demo tasks for several environments and recorded model answers,
 // replayed by replay_model, collected with repeats by `gym eval run`.
 #include "cli/commands.h"
+#include "cli/eval_run.h"
 #include "demo_data/demo_data.h"
 #include "exporters/metrics_pipeline.h"
-#include "rollouts/eval_run.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -48,7 +48,7 @@ int run_demo(const DemoOptions& opt) {
   // report sees the servers running, not only the final exports at shutdown.
   ::setenv("OTEL_METRIC_EXPORT_INTERVAL", "1000", /*overwrite=*/0);
   flags.overrides.insert(flags.overrides.begin(), overrides.begin(), overrides.end());
-  int code = rollouts::run_eval(to_sources(flags), /*no_serve=*/false,
+  int code = run_eval(to_sources(flags), /*no_serve=*/false,
                                 exporters::make_metrics_pipeline);
 
   std::printf("\nDemo files:\n  %s\n  %s\n", data.input.c_str(), data.rollouts.c_str());

@@ -1,9 +1,10 @@
 // gym: one binary for every verb; servers are this binary re-executed (R2).
+#include "cli/builtins.h"
 #include "cli/commands.h"
+#include "cli/eval_run.h"
 #include "core/logging.h"
 #include "exporters/metrics_pipeline.h"
 #include "orchestrator/orchestrator.h"
-#include "rollouts/eval_run.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -176,15 +177,17 @@ int main(int argc, char** argv) {
       for (auto* opt : sub->parse_order()) flags.parse_order.push_back(opt->get_name());
     }
     if (*serve) return gym::cli::run_serve();
-    if (*env_start) return gym::orchestrator::run_env_start(gym::cli::to_sources(flags),
-                                                                  gym::exporters::make_metrics_pipeline);
+    if (*env_start)
+      return gym::orchestrator::run_env_start(gym::cli::to_sources(flags),
+                                              gym::exporters::make_metrics_pipeline,
+                                              gym::cli::builtin_registry().catalog());
     if (*env_status) return gym::orchestrator::run_env_status(gym::cli::to_sources(flags), json);
     if (*show) return gym::cli::run_config_show(flags);
     if (*telemetry_report) return gym::cli::run_telemetry_report(report_files, json);
     if (*eval_run) {
       auto eval_overrides = eval_flags.overrides();
       flags.overrides.insert(flags.overrides.begin(), eval_overrides.begin(), eval_overrides.end());
-      return gym::rollouts::run_eval(gym::cli::to_sources(flags), eval_flags.no_serve,
+      return gym::cli::run_eval(gym::cli::to_sources(flags), eval_flags.no_serve,
                                      gym::exporters::make_metrics_pipeline);
     }
     if (*demo) {

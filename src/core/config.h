@@ -99,6 +99,10 @@ struct ServerInstance {
 std::vector<ServerInstance> find_server_instances(const boost::json::object& cfg,
                                                   const ConfigOrigins* origins = nullptr);
 
+// "http://host:port" of a configured instance of the merged config (its `host`, else
+// `default_host`, else 127.0.0.1). ConfigError when it is unknown or has no port.
+std::string instance_url(const boost::json::object& cfg, std::string_view instance_name);
+
 // Built-in implementation names per server type, supplied by the caller.
 using ImplCatalog = std::map<std::string, std::vector<std::string>, std::less<>>;
 

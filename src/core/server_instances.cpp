@@ -264,4 +264,15 @@ std::optional<std::string> did_you_mean(std::string_view word,
   return best;
 }
 
+std::string instance_url(const json::object& cfg, std::string_view instance_name) {
+  for (const auto& inst : find_server_instances(cfg)) {
+    if (inst.name != instance_name) continue;
+    if (!inst.config.contains("port"))
+      throw ConfigError("server instance '" + inst.name + "' has no port in the merged config");
+    return "http://" + get_string(inst.config, "host", get_string(cfg, "default_host", "127.0.0.1")) +
+           ":" + std::to_string(get_int(inst.config, "port", 0, 1, 65535));
+  }
+  throw ConfigError("no server instance named '" + std::string(instance_name) + "'");
+}
+
 }  // namespace gym::core

@@ -8,7 +8,6 @@
 #include "orchestrator/probe.h"
 #include "orchestrator/spawn.h"
 #include "servers/head_server.h"
-#include "servers/registry.h"
 #include "telemetry/config.h"
 #include "telemetry/memory_sampler.h"
 
@@ -214,8 +213,10 @@ class HeadServer {
 
 class Deployment::Impl {
  public:
-  Impl(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines)
-      : sources_(sources), pipelines_(std::move(pipelines)) {}
+  Impl(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines,
+       core::ImplCatalog implementations)
+      : sources_(sources), pipelines_(std::move(pipelines)),
+        implementations_(std::move(implementations)) {}
   ~Impl() { shutdown(); }
 
   int start() {
@@ -235,7 +236,7 @@ class Deployment::Impl {
 
     core::ConfigOrigins origins;
     cfg_ = core::load_config(sources_, &origins);
-    core::validate_server_instances(cfg_, servers::builtin_registry().catalog(), &origins);
+    core::validate_server_instances(cfg_, implementations_, &origins);
     auto instances = core::find_server_instances(cfg_, &origins);
     if (instances.empty())
       throw core::ConfigError(
@@ -572,6 +573,7 @@ class Deployment::Impl {
 
   core::ConfigSources sources_;
   telemetry::PipelineFactory pipelines_;
+  core::ImplCatalog implementations_;
   // Declared before telemetry_: the final export at its destruction reads the sampler.
   std::unique_ptr<telemetry::MemorySampler> sampler_;  // with memory profiling only
   std::unique_ptr<telemetry::ProcessTelemetry> telemetry_;
@@ -597,8 +599,9 @@ std::string uptime_text(double seconds) {
 
 }  // namespace
 
-Deployment::Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines)
-    : impl_(std::make_unique<Impl>(sources, std::move(pipelines))) {}
+Deployment::Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines,
+                       core::ImplCatalog implementations)
+    : impl_(std::make_unique<Impl>(sources, std::move(pipelines), std::move(implementations))) {}
 Deployment::~Deployment() = default;
 int Deployment::start() { return impl_->start(); }
 const json::object& Deployment::config() const { return impl_->config(); }
@@ -606,8 +609,9 @@ int Deployment::poll(std::chrono::milliseconds wait) { return impl_->poll(wait);
 void Deployment::shutdown() { impl_->shutdown(); }
 telemetry::ProcessTelemetry* Deployment::telemetry() { return impl_->telemetry(); }
 
-int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines) {
-  Deployment deployment(sources, pipelines);
+int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines,
+                  const core::ImplCatalog& implementations) {
+  Deployment deployment(sources, pipelines, implementations);
   int code = deployment.start();
   while (code == 0) code = deployment.poll(std::chrono::milliseconds(1000));
   deployment.shutdown();

@@ -16,8 +16,10 @@ namespace gym::orchestrator {
 // start() inherit the mask. Servers die with that thread (PR_SET_PDEATHSIG).
 class Deployment {
  public:
-  // `pipelines` builds the orchestrator's own metrics pipeline (its role: telemetry.md 2).
-  Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines);
+  // `pipelines` builds the orchestrator's own metrics pipeline (its role: telemetry.md 2);
+  // `implementations` are the built-in implementations a config may name.
+  Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines,
+             core::ImplCatalog implementations);
   ~Deployment();  // shuts down what is still running
 
   // Merges and validates the config (ConfigError), assigns ports, starts the head server and
@@ -43,7 +45,8 @@ class Deployment {
 
 // Starts the deployment and supervises it until a signal or a server exit. Returns the exit code
 // of runtime.md 9.5.
-int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines);
+int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines,
+                  const core::ImplCatalog& implementations);
 
 // Lists the servers of a running deployment from its head server and probes each one.
 int run_env_status(const core::ConfigSources& sources, bool json);

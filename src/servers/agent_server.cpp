@@ -1,5 +1,7 @@
 #include "servers/agent_server.h"
 
+#include "servers/handler_timing.h"
+
 #include <boost/json.hpp>
 
 namespace gym::servers {
@@ -10,6 +12,25 @@ void add_agent_base_routes(http::Router& router) {
   router.get("/", [](http::Request&) -> asio::awaitable<http::Response> {
     co_return http::Response::json(json::object{{"status", "ok"}});
   });
+}
+
+std::shared_ptr<const http::Schema> run_request_schema() {
+  static const auto schema = std::make_shared<const http::Schema>(http::Schema::object_of(
+      {{"responses_create_params", http::Schema::of(http::Schema::Kind::dict), true}}));
+  return schema;
+}
+
+void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler rollout,
+                   std::shared_ptr<const http::Schema> schema) {
+  router.post("/run", http::json_route(
+                          [&ctx, rollout = std::move(rollout)](
+                              http::Request& req, json::value& body) -> asio::awaitable<http::Response> {
+                            HandlerTimer timer([&ctx](double ms) {
+                              if (ctx.metrics) ctx.metrics->record_rollout(ms);
+                            });
+                            co_return co_await rollout(req, body);
+                          },
+                          std::move(schema)));
 }
 
 http::Response downstream_failure(const std::string& cookie_name, const DownstreamError& e) {

@@ -3,6 +3,7 @@
 // when a downstream Gym call fails.
 #include "http/client.h"
 #include "http/router.h"
+#include "servers/registry.h"
 
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,16 @@
 namespace gym::servers {
 
 void add_agent_base_routes(http::Router& router);
+
+// Schema of every /run body: a row with its `responses_create_params` (an object, required).
+std::shared_ptr<const http::Schema> run_request_schema();
+
+// POST /run with `rollout` behind `schema`, timed for gym.rollout.duration_ms (telemetry.md
+// 6.2): every call that passed validation is one sample, from handler entry to exit, failed
+// and cut-off ones included. Every agent serves /run through this, so none can forget the
+// metric.
+void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler rollout,
+                   std::shared_ptr<const http::Schema> schema = run_request_schema());
 
 // A downstream Gym call that answered non-2xx inside a handler (runtime.md 4.2).
 class DownstreamError : public std::runtime_error {

@@ -710,27 +710,4 @@ json::object highest_k_metrics(const json::object& agent_metrics, std::string_vi
   return out;
 }
 
-// ---- mcqa ----
-
-json::object mcqa_compute_metrics(const TaskRollouts& tasks) {
-  return compute_pass_majority_metrics(tasks, accuracy_from_reward, "extracted_answer").metrics;
-}
-
-json::object mcqa_key_metrics(const json::object& agent_metrics) {
-  json::object key;
-  auto update = [&key](const json::object& more) {
-    for (const auto& kv : more) key[kv.key()] = kv.value();
-  };
-  if (const json::value* v = agent_metrics.if_contains("mean/reward")) key["mean/reward"] = *v;
-  update(highest_k_metrics(agent_metrics, "pass@1[avg-of-{k}]",
-                           std::vector<std::string>{"accuracy", "no_answer"}));
-  update(highest_k_metrics(agent_metrics, "pass@{k}", std::vector<std::string>{"no_answer"}));
-  update(highest_k_metrics(agent_metrics, "majority@{k}", std::vector<std::string>{"accuracy"}));
-  if (const json::value* v = agent_metrics.if_contains("pass@1/accuracy"))
-    key["pass@1/accuracy"] = *v;
-  return key;
-}
-
-AggregateMetricsHooks mcqa_aggregate_hooks() { return {mcqa_compute_metrics, mcqa_key_metrics}; }
-
 }  // namespace gym::servers

@@ -88,20 +88,6 @@ boost::json::object highest_k_metrics(
     const std::optional<std::vector<std::string>>& score_names = std::nullopt,
     const std::optional<std::vector<std::string>>& exclude_names = std::nullopt);
 
-// ---- mcqa (environments.md 5) ----
-// The mcqa environment registers these through add_resources_base_routes:
-//   servers::add_resources_base_routes(router, "stateless", servers::mcqa_aggregate_hooks());
-
-// The pass@k family with score `accuracy` = reward and answer key `extracted_answer` (so
-// `no_answer` is scored too), including `per_sample_aggregate`.
-boost::json::object mcqa_compute_metrics(const TaskRollouts& tasks);
-// In this order: `mean/reward`; the highest-k `pass@1[avg-of-{k}]` entries of accuracy and
-// no_answer; the highest-k `pass@{k}/no_answer`; the highest-k `majority@{k}/accuracy`;
-// `pass@1/accuracy`. With one rollout per task: mean/reward, pass@1[avg-of-1]/accuracy,
-// pass@1[avg-of-1]/no_answer, pass@1/no_answer, majority@1/accuracy, pass@1/accuracy.
-boost::json::object mcqa_key_metrics(const boost::json::object& agent_metrics);
-AggregateMetricsHooks mcqa_aggregate_hooks();
-
 // ---- numeric building blocks, exposed for tests ----
 
 // numpy's pairwise summation of float64 (what pandas' mean and std sum with).

@@ -30,18 +30,7 @@ core::ImplCatalog Registry::catalog() const {
 const std::string& ServerContext::url_of(std::string_view instance_name) const {
   std::lock_guard lock(urls_mu_);
   if (auto it = urls_.find(instance_name); it != urls_.end()) return it->second;
-  return urls_.emplace(std::string(instance_name), instance_url(global, instance_name)).first->second;
-}
-
-std::string instance_url(const boost::json::object& global, std::string_view instance_name) {
-  for (const auto& inst : core::find_server_instances(global)) {
-    if (inst.name != instance_name) continue;
-    if (!inst.config.contains("port"))
-      throw core::ConfigError("server instance '" + inst.name + "' has no port in the merged config");
-    return "http://" + core::get_string(inst.config, "host", core::get_string(global, "default_host", "127.0.0.1")) +
-           ":" + std::to_string(core::get_int(inst.config, "port", 0, 1, 65535));
-  }
-  throw core::ConfigError("no server instance named '" + std::string(instance_name) + "'");
+  return urls_.emplace(std::string(instance_name), core::instance_url(global, instance_name)).first->second;
 }
 
 http::ServerOptions server_options(const boost::json::object& global,

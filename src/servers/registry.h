@@ -57,13 +57,6 @@ class Registry {
   std::vector<Implementation> impls_;
 };
 
-// Every implementation compiled into this binary.
-const Registry& builtin_registry();
-
-// "http://host:port" of a configured instance of the merged config; ConfigError when it is
-// unknown or has no port.
-std::string instance_url(const boost::json::object& global, std::string_view instance_name);
-
 // Listening options of one instance: host/port, num_workers, body limit (instance key over the
 // top-level key), read timeout, session cookie `<ClassName>___<instance>`.
 http::ServerOptions server_options(const boost::json::object& global,
@@ -74,8 +67,7 @@ http::ServerOptions server_options(const boost::json::object& global,
 // Every serving process (each worker) starts its telemetry with `pipelines` before its HTTP
 // client (telemetry.md 5, 9); its settings are resolved and checked before anything serves.
 int serve_instance(const boost::json::object& global, const std::string& instance_name,
-                   const telemetry::PipelineFactory& pipelines,
-                   const Registry& registry = builtin_registry());
+                   const telemetry::PipelineFactory& pipelines, const Registry& registry);
 
 // The Prometheus port of worker `worker` of an instance: its `prometheus_ports` entry (assigned
 // by the orchestrator, telemetry.md 7.5), else `base` + worker when a base port is set.

@@ -51,6 +51,16 @@ void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandle
           std::move(schema)));
 }
 
+void register_environment(Registry& registry, Environment environment) {
+  registry.add({"resources_servers", environment.name, environment.class_name,
+                [env = std::move(environment)](ServerContext& ctx, http::Router& router) {
+                  add_resources_base_routes(router, env.reverify_mode, env.aggregate_hooks);
+                  VerifyRoute verify = env.add_routes(ctx, router);
+                  add_verify_route(ctx, router, std::move(verify.verifier),
+                                   std::move(verify.schema));
+                }});
+}
+
 std::shared_ptr<const Schema> aggregate_metrics_request_schema() {
   static const auto schema = std::make_shared<const Schema>(Schema::object_of({
       {"verify_responses", Schema::list_of(Schema::of(Schema::Kind::dict)), true},

@@ -7,6 +7,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,29 @@ std::shared_ptr<const http::Schema> verify_request_schema(std::vector<http::Sche
 // threw (a 500) or answered an error status.
 void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandler verifier,
                       std::shared_ptr<const http::Schema> schema);
+
+// The part of a resources server that its environment writes: the /verify handler and the body
+// schema it takes (verify_request_schema(...)).
+struct VerifyRoute {
+  http::JsonHandler verifier;
+  std::shared_ptr<const http::Schema> schema;
+};
+
+// An environment: what register_environment needs to make it a resources server.
+struct Environment {
+  std::string name;        // implementation key in configs, e.g. "mcqa"
+  std::string class_name;  // upstream class name: the session cookie prefix
+  // Called once per serving instance, after the base routes: adds the environment's tool
+  // routes (it may replace /seed_session) and returns its /verify.
+  std::function<VerifyRoute(ServerContext&, http::Router&)> add_routes;
+  std::string reverify_mode = "unknown";  // GET /reverify_mode
+  AggregateMetricsHooks aggregate_hooks = {};
+};
+
+// Registers `environment` as a resources server: the base routes of add_resources_base_routes,
+// then the environment's own routes, then its /verify through add_verify_route (timed and
+// counted), so no environment can leave out a base route or the verify metrics.
+void register_environment(Registry& registry, Environment environment);
 
 // The start of every /verify answer (environments.md 1.2): `responses_create_params` and
 // `response` as received, then `reward`; the environment appends its extra fields.

@@ -4,7 +4,7 @@
 #include "core/config.h"
 #include "telemetry/process_telemetry.h"
 
-namespace gym::rollouts {
+namespace gym::cli {
 
 // Returns the exit code of runtime.md 9.5 (0, 1, 2, 3, 130, 143). Throws core::ConfigError for
 // config and usage errors (exit 1, nothing started). `pipelines` builds this process's metrics
@@ -12,4 +12,4 @@ namespace gym::rollouts {
 int run_eval(const core::ConfigSources& sources, bool no_serve,
              const telemetry::PipelineFactory& pipelines);
 
-}  // namespace gym::rollouts
+}  // namespace gym::cli

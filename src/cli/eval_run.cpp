@@ -1,0 +1,166 @@
+// `gym eval run`: the composition of a deployment (or the one behind a head server) and a
+// collection.
+#include "cli/eval_run.h"
+
+#include "cli/builtins.h"
+#include "core/json_text.h"
+#include "core/process_limits.h"
+#include "core/yaml_json.h"
+#include "orchestrator/orchestrator.h"
+#include "orchestrator/probe.h"
+#include "rollouts/collection.h"
+#include "rollouts/datasets.h"
+#include "rollouts/options.h"
+#include "rollouts/plan.h"
+
+#include <boost/json.hpp>
+
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+namespace gym::cli {
+namespace json = boost::json;
+using rollouts::CollectionOptions;
+using rollouts::OutputPaths;
+
+namespace {
+
+// The config of the deployment behind the head server (runtime.md 9.4, --no-serve).
+json::object served_config(const json::object& local) {
+  const std::string host = core::get_string(local, "head_server.host", "127.0.0.1");
+  const int port = static_cast<int>(core::get_int(local, "head_server.port", 11000, 1, 65535));
+  auto r = orchestrator::http_get(host, port, "/global_config_dict_yaml", std::chrono::seconds(5));
+  if (r.outcome != orchestrator::ProbeOutcome::success || r.status != 200)
+    throw std::runtime_error("no running deployment answered at http://" + host + ":" +
+                             std::to_string(port) + "/global_config_dict_yaml (" +
+                             (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error) +
+                             "); start one with `gym env start`, or set ++head_server.host/port");
+  // The head server answers the YAML as a JSON string, as upstream does.
+  boost::system::error_code ec;
+  auto text = core::parse_json(r.body, ec);
+  auto cfg = core::parse_yaml(!ec && text.is_string() ? std::string_view(text.get_string()) : r.body,
+                              "the head server's config");
+  if (!cfg.is_object()) throw std::runtime_error("the head server's config is not a mapping");
+  return std::move(cfg.as_object());
+}
+
+std::vector<std::string> agent_names(const json::object& cfg) {
+  std::vector<std::string> names;
+  for (const auto& inst : core::find_server_instances(cfg))
+    if (inst.server_type == "responses_api_agents") names.push_back(inst.name);
+  return names;
+}
+
+std::map<std::string, std::string> agent_urls(const json::object& cfg) {
+  std::map<std::string, std::string> urls;
+  for (const auto& name : agent_names(cfg)) urls[name] = core::instance_url(cfg, name);
+  return urls;
+}
+
+// SIGINT/SIGTERM are taken synchronously by the thread that supervises the collection.
+void block_termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int take_termination_signal(std::chrono::milliseconds wait) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec ts{static_cast<time_t>(wait.count() / 1000), static_cast<long>(wait.count() % 1000) * 1'000'000};
+  int sig = ::sigtimedwait(&set, nullptr, &ts);
+  return sig == SIGINT ? 130 : sig == SIGTERM ? 143 : 0;
+}
+
+// The telemetry of a --no-serve collector (T2, T3): its own `telemetry:` block, else the served
+// one without its Prometheus port (never adopted); run id as telemetry.md 3.4 orders it.
+std::unique_ptr<telemetry::ProcessTelemetry> collector_telemetry(
+    const json::object& local, const json::object& served,
+    const telemetry::PipelineFactory& pipelines) {
+  const auto getenv = telemetry::process_env();
+  std::optional<std::string> served_run_id;
+  json::object source = local;
+  const auto* served_block = served.if_contains("telemetry");
+  if (served_block && served_block->is_object()) {
+    if (const auto* id = served_block->get_object().if_contains("run_id"); id && id->is_string())
+      served_run_id = std::string(id->get_string());
+    if (!local.contains("telemetry")) {
+      json::object block = served_block->get_object();
+      block.erase("run_id");  // adopted below, after the collector's own sources
+      if (auto* prom = block.if_contains("prometheus"); prom && prom->is_object())
+        prom->get_object().erase("port");
+      source["telemetry"] = std::move(block);
+    }
+  }
+  auto settings = telemetry::resolve_settings(source, getenv);
+  auto run_id = telemetry::resolve_run_id(settings, getenv, served_run_id);
+  return std::make_unique<telemetry::ProcessTelemetry>(
+      pipelines, std::move(settings),
+      telemetry::ProcessIdentity{"rollout_collection", "rollout_collection"}, std::move(run_id),
+      telemetry::ProcessRole::collector, getenv);
+}
+
+}  // namespace
+
+int run_eval(const core::ConfigSources& sources, bool no_serve,
+             const telemetry::PipelineFactory& pipelines) {
+  core::raise_fd_limit();
+  json::object local = core::load_config(sources);
+  auto options = CollectionOptions::from_config(local, no_serve);
+  auto paths = OutputPaths::for_output(options.output);
+  std::error_code ec;
+  if (paths.rollouts.has_parent_path()) std::filesystem::create_directories(paths.rollouts.parent_path(), ec);
+  if (ec)
+    throw core::ConfigError("output_jsonl_fpath: cannot create the directory " +
+                            paths.rollouts.parent_path().string() + ": " + ec.message());
+
+  if (no_serve) {
+    json::object served;
+    try {
+      served = served_config(local);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
+    }
+    auto telemetry = collector_telemetry(local, served, pipelines);  // before the pool (D4)
+    auto plan = rollouts::plan_rows(options, paths, *options.input, agent_names(served));
+    // The deployment's client keys (retry budget, pool limits) unless set here.
+    json::object pool_cfg = served;
+    core::deep_merge(pool_cfg, local);
+    block_termination_signals();
+    return rollouts::run_collection(pool_cfg, agent_urls(served), std::move(plan), options, paths,
+                                    telemetry->metrics(), take_termination_signal);
+  }
+
+  core::validate_server_instances(local, builtin_registry().catalog());
+  auto deploy_sources = sources;
+  std::filesystem::path input;
+  if (options.input) {
+    input = *options.input;
+  } else {
+    input = rollouts::collate_datasets(local, *options.split, paths.stem);
+    // replay_model finds <dir>/<name>_rollouts.jsonl beside the collection's input.
+    deploy_sources.overrides.push_back("++input_jsonl_fpath=" + input.string());
+  }
+  auto plan = rollouts::plan_rows(options, paths, input, agent_names(local));
+  orchestrator::Deployment deployment(deploy_sources, pipelines, builtin_registry().catalog());
+  int code = deployment.start();
+  if (code == 0) {
+    // T2: collection runs inside the orchestrator process and reports as `orchestrator`.
+    code = rollouts::run_collection(
+        deployment.config(), agent_urls(deployment.config()), std::move(plan), options, paths,
+        deployment.telemetry()->metrics(),
+        [&](std::chrono::milliseconds wait) { return deployment.poll(wait); });
+  }
+  deployment.shutdown();
+  return code;
+}
+
+}  // namespace gym::cli

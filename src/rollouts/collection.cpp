@@ -1,0 +1,175 @@
+#include "rollouts/collection.h"
+
+#include "http/client.h"
+#include "http/pool_metrics.h"
+#include "rollouts/aggregate.h"
+#include "rollouts/collector.h"
+#include "rollouts/progress.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <thread>
+
+namespace gym::rollouts {
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+// What the collection produced; read by the supervising thread after `finished`.
+struct Outcome {
+  CollectionCounts counts;
+  std::size_t total = 0;
+  bool aggregate_failed = false;
+  std::optional<std::filesystem::path> aggregate_path;
+  std::string error;  // a failure of the collector itself (e.g. a write error)
+};
+
+// The collection on its own event loop and thread; the caller supervises signals and servers.
+class CollectionThread {
+ public:
+  CollectionThread(json::object pool_cfg, std::map<std::string, std::string> urls,
+                   std::vector<json::object> rows, std::vector<json::object> done,
+                   const CollectionOptions& options, const OutputPaths& paths,
+                   telemetry::GymMetrics& metrics)
+      : pool_cfg_(std::move(pool_cfg)), urls_(std::move(urls)), rows_(std::move(rows)),
+        done_(std::move(done)), options_(options), paths_(paths), metrics_(metrics) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~CollectionThread() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  bool finished() const { return finished_; }
+  // Stops the loop: in-flight rollouts are abandoned, written rows stay (--resume redoes the
+  // rest). The loop and what lives on it are left to the exiting process: destroying coroutines
+  // that hold pooled connections after the loop stopped is not worth the risk at exit.
+  void cancel() {
+    asio::post(*io_, [this] {
+      if (collector_) collector_->stop();
+      io_->stop();
+    });
+    thread_.join();
+    (void)collector_.release();
+    (void)client_.release();
+    (void)pool_metrics_.release();
+    (void)io_.release();
+  }
+  Outcome& outcome() { return outcome_; }
+
+ private:
+  void run() {
+    auto pool = http::PoolParams::from_config(pool_cfg_, 1);
+    if (metrics_.enabled()) pool_metrics_ = std::make_unique<http::PoolMetrics>(metrics_);
+    client_ = std::make_unique<http::HttpClient>(io_->get_executor(), pool, pool_metrics_.get());
+    pool.log_capacity_report();
+    asio::co_spawn(*io_, collect(), [this](std::exception_ptr e) {
+      if (e) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          outcome_.error = ex.what();
+        }
+      }
+      io_->stop();
+    });
+    io_->run();
+    finished_ = true;
+  }
+
+  asio::awaitable<void> collect() {
+    outcome_.total = rows_.size();
+    Progress progress(rows_);
+    collector_ = std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar);
+    co_await collector_->run(std::move(rows_), options_.concurrency, progress);
+    progress.finish();
+    outcome_.counts = collector_->counts();
+    std::puts("Sorting results to ensure consistent ordering");
+    auto& successes = collector_->successes();
+    for (auto& row : done_) successes.push_back(std::move(row));
+    if (options_.disable_aggregation) {
+      std::puts("Skipping aggregate-metrics computation because disable_aggregation=True.");
+    } else if (!successes.empty()) {
+      std::puts("Computing aggregate metrics");
+      std::fflush(stdout);
+      try {
+        auto entries = co_await fetch_aggregate_metrics(*client_, urls_, std::move(successes));
+        write_aggregate_metrics(paths_.aggregate_metrics, entries);
+        outcome_.aggregate_path = paths_.aggregate_metrics;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: aggregate metrics: %s\n", e.what());
+        outcome_.aggregate_failed = true;
+      }
+    }
+    collector_.reset();  // closes the files
+  }
+
+  json::object pool_cfg_;
+  std::map<std::string, std::string> urls_;
+  std::vector<json::object> rows_, done_;
+  CollectionOptions options_;
+  OutputPaths paths_;
+  telemetry::GymMetrics& metrics_;
+  std::unique_ptr<asio::io_context> io_ = std::make_unique<asio::io_context>(1);
+  std::unique_ptr<http::PoolMetrics> pool_metrics_;  // outlives client_ and its pool
+  std::unique_ptr<http::HttpClient> client_;
+  std::unique_ptr<Collector> collector_;
+  Outcome outcome_;
+  std::atomic<bool> finished_{false};
+  std::thread thread_;
+};
+
+void print_files(const OutputPaths& paths, const Outcome& outcome) {
+  if (outcome.counts.failed > 0)
+    std::printf("Failures: %zu rows in %s\n", outcome.counts.failed, paths.failures.c_str());
+  std::printf("Finished rollout collection! View results at:\n"
+              "Fully materialized inputs: %s\nRollouts: %s\nAggregate metrics: %s\n",
+              paths.materialized.c_str(), paths.rollouts.c_str(),
+              outcome.aggregate_path ? outcome.aggregate_path->c_str() : "None");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_collection(const json::object& client_config, std::map<std::string, std::string> agent_urls,
+                   Plan plan, const CollectionOptions& options, const OutputPaths& paths,
+                   telemetry::GymMetrics& metrics, const Supervisor& supervise) {
+  if (options.concurrency)
+    std::printf("Querying with %lld concurrent requests\n", static_cast<long long>(*options.concurrency));
+  std::fflush(stdout);
+  CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows),
+                              std::move(plan.done), options, paths, metrics);
+  int stop_code = 0;
+  while (!collection.finished())
+    if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;
+  if (stop_code != 0 && !collection.finished()) {
+    collection.cancel();
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "Collection stopped: rows already written stay; the unfinished rollouts run with "
+                 "the same command and --resume.\n");
+    return stop_code;
+  }
+  auto& o = collection.outcome();
+  if (!o.error.empty()) {
+    std::fprintf(stderr, "error: collection failed: %s\n", o.error.c_str());
+    return 2;
+  }
+  print_files(paths, o);
+  if (stop_code != 0) return stop_code;
+  // Failure rows come first: the aggregate call usually fails for the same reason (a dead
+  // deployment), and --resume is what the user needs to know about.
+  if (o.counts.failed > 0 || o.counts.dispatched < o.total) return 3;
+  if (o.aggregate_failed) return 2;
+  return 0;
+}
+
+}  // namespace gym::rollouts

@@ -1,0 +1,77 @@
+#include "rollouts/plan.h"
+
+#include "core/config.h"
+#include "core/json_text.h"
+#include "rollouts/resume.h"
+#include "rollouts/rows.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace gym::rollouts {
+namespace json = boost::json;
+
+namespace {
+
+// On resume the materialized file wins over the input (7.7), so its rows are checked like the
+// input rows (7.2): an agent this deployment does not serve is a config error before dispatch.
+void check_resumed_agents(const std::filesystem::path& materialized,
+                          const std::vector<json::object>& rows,
+                          const std::vector<std::string>& agents) {
+  std::set<std::string> unknown;
+  for (const auto& row : rows)
+    if (auto agent = agent_of(row); std::find(agents.begin(), agents.end(), agent) == agents.end())
+      unknown.insert(agent);
+  if (unknown.empty()) return;
+  std::string names, configured;
+  for (const auto& n : unknown) names += (names.empty() ? "'" : ", '") + n + "'";
+  for (const auto& n : agents) configured += (configured.empty() ? "" : ", ") + n;
+  throw core::ConfigError(materialized.string() + ": the rows to resume name agent(s) " + names +
+                          " that are not responses_api_agents instances of this config; nothing "
+                          "was dispatched. Configured agents: " +
+                          (configured.empty() ? "(none)" : configured) +
+                          ". Resume against the deployment that has them, or run without --resume");
+}
+
+}  // namespace
+
+Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
+               const std::filesystem::path& input, const std::vector<std::string>& agents) {
+  std::vector<JsonlLine> lines;
+  try {
+    lines = read_jsonl(input, options.limit);
+  } catch (const std::runtime_error& e) {
+    throw core::ConfigError(std::string("input: ") + e.what());
+  }
+  if (options.limit) std::printf("Limiting the number of rows to %lld\n", static_cast<long long>(*options.limit));
+  if (options.agent_name)
+    std::printf("Using `%s` for rows that do not already have an agent ref\n", options.agent_name->c_str());
+  if (!options.create_params_overrides.empty())
+    std::printf("Overriding responses_create_params fields with %s\n",
+                core::render_json(options.create_params_overrides).c_str());
+  auto expanded = expand_rows(input, lines, options, agents);
+
+  Plan plan;
+  if (options.resume) {
+    if (std::filesystem::exists(paths.materialized) && std::filesystem::exists(paths.rollouts)) {
+      auto resumed = plan_resume(paths, expanded, max_rollout_attempts());
+      check_resumed_agents(paths.materialized, resumed.to_run, agents);
+      plan.rows = std::move(resumed.to_run);
+      plan.done = std::move(resumed.done);
+      return plan;
+    }
+    for (const auto* p : {&paths.rollouts, &paths.materialized})
+      if (!std::filesystem::exists(*p))
+        std::printf("Skipping resume_from_cache because %s doesn't exist!\n", p->c_str());
+  } else {
+    std::puts("Clearing output fpath since `resume_from_cache=False`!");
+  }
+  write_jsonl(paths.materialized, expanded);
+  std::filesystem::remove(paths.rollouts);
+  std::filesystem::remove(paths.failures);  // R6: a fresh run starts an empty sidecar
+  plan.rows = std::move(expanded);
+  return plan;
+}
+
+}  // namespace gym::rollouts
