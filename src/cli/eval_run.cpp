@@ -30,8 +30,9 @@ namespace {
 
 // The config of the deployment behind the head server (runtime.md 9.4, --no-serve).
 json::object served_config(const json::object& local) {
-  const std::string host = core::get_string(local, "head_server.host", "127.0.0.1");
-  const int port = static_cast<int>(core::get_int(local, "head_server.port", 11000, 1, 65535));
+  const auto addresses = core::DeploymentAddresses::from_config(local);
+  const std::string& host = addresses.head_host;
+  const int port = addresses.head_port;
   auto r = orchestrator::http_get(host, port, "/global_config_dict_yaml", std::chrono::seconds(5));
   if (r.outcome != orchestrator::ProbeOutcome::success || r.status != 200)
     throw std::runtime_error("no running deployment answered at http://" + host + ":" +

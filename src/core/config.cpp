@@ -285,12 +285,14 @@ void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
                     "port: 11000}}, got {}",
                     error_prefix(&origins, "head_server"), describe(*head)));
   }
+  const DeploymentAddresses defaults;
   const json::value* default_host = cfg.if_contains("default_host");
   bool has_host = default_host && default_host->is_string() && !default_host->get_string().empty();
-  set_default(head->as_object(), "host", has_host ? *default_host : json::value("127.0.0.1"));
-  set_default(head->as_object(), "port", 11000);
-  set_default(cfg, "port_range_low", 10001);
-  set_default(cfg, "port_range_high", 20000);
+  set_default(head->as_object(), "host",
+              has_host ? *default_host : json::value(defaults.default_host));
+  set_default(head->as_object(), "port", defaults.head_port);
+  set_default(cfg, "port_range_low", defaults.port_range_low);
+  set_default(cfg, "port_range_high", defaults.port_range_high);
   set_default(cfg, "dry_run", false);
   set_default(cfg, "model_endpoint_readiness_timeout_seconds", 600);
 
@@ -304,6 +306,18 @@ void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
       if (global && !global->is_null() && !agent.contains(key)) agent[key] = *global;
     }
   }
+}
+
+DeploymentAddresses DeploymentAddresses::from_config(const json::object& cfg) {
+  DeploymentAddresses a;
+  a.default_host = get_string(cfg, "default_host", a.default_host);
+  if (a.default_host.empty()) a.default_host = DeploymentAddresses{}.default_host;
+  a.head_host = get_string(cfg, "head_server.host", a.default_host);
+  a.head_port = static_cast<int>(get_int(cfg, "head_server.port", a.head_port, 0, 65535));
+  a.port_range_low = static_cast<int>(get_int(cfg, "port_range_low", a.port_range_low, 1, 65535));
+  a.port_range_high =
+      static_cast<int>(get_int(cfg, "port_range_high", a.port_range_high, a.port_range_low, 65535));
+  return a;
 }
 
 json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_out) {

@@ -77,6 +77,21 @@ void deep_merge(boost::json::object& base, const boost::json::object& over);
 void apply_override(boost::json::object& cfg, std::string_view override_text,
                     ConfigOrigins* origins = nullptr);
 
+// ---- Where the deployment listens (runtime.md 3.3) ----
+
+// The address keys of a merged config, with their defaults written once: load_config fills
+// these in, and every reader goes through from_config rather than its own literal.
+struct DeploymentAddresses {
+  std::string default_host = "127.0.0.1";  // default_host: servers without `host` listen here
+  std::string head_host = "127.0.0.1";     // head_server.host (default: default_host)
+  int head_port = 11000;                   // head_server.port
+  int port_range_low = 10001;              // servers without a port get a free one in
+  int port_range_high = 20000;             //   [port_range_low, port_range_high]
+
+  // ConfigError naming the key for an invalid value.
+  static DeploymentAddresses from_config(const boost::json::object& cfg);
+};
+
 // ---- Server instances (runtime.md 6.1) ----
 
 inline constexpr std::array<std::string_view, 3> kServerTypes{

@@ -269,7 +269,8 @@ std::string instance_url(const json::object& cfg, std::string_view instance_name
     if (inst.name != instance_name) continue;
     if (!inst.config.contains("port"))
       throw ConfigError("server instance '" + inst.name + "' has no port in the merged config");
-    return "http://" + get_string(inst.config, "host", get_string(cfg, "default_host", "127.0.0.1")) +
+    return "http://" +
+           get_string(inst.config, "host", DeploymentAddresses::from_config(cfg).default_host) +
            ":" + std::to_string(get_int(inst.config, "port", 0, 1, 65535));
   }
   throw ConfigError("no server instance named '" + std::string(instance_name) + "'");

@@ -24,23 +24,27 @@ PoolParams PoolParams::from_config(const boost::json::object& cfg, int num_worke
                               "least the number of workers or set 0 for unlimited");
     return static_cast<std::size_t>(per_worker);
   };
+  const PoolParams d;  // the defaults are the struct's
   PoolParams p;
-  p.total_limit = share("global_aiohttp_connector_limit", 102400);
-  p.per_host_limit = share("global_aiohttp_connector_limit_per_host", 1024);
-  p.tcp_keepalive_idle_seconds =
-      static_cast<int>(core::get_int(cfg, "global_aiohttp_tcp_keepalive_idle_seconds", 60, 1, 32767));
+  p.total_limit = share("global_aiohttp_connector_limit", static_cast<std::int64_t>(d.aggregate_total));
+  p.per_host_limit =
+      share("global_aiohttp_connector_limit_per_host", static_cast<std::int64_t>(d.aggregate_per_host));
+  p.tcp_keepalive_idle_seconds = static_cast<int>(core::get_int(
+      cfg, "global_aiohttp_tcp_keepalive_idle_seconds", d.tcp_keepalive_idle_seconds, 1, 32767));
   p.tcp_keepalive_interval_seconds = static_cast<int>(
-      core::get_int(cfg, "global_aiohttp_tcp_keepalive_interval_seconds", 10, 1, 32767));
-  p.tcp_keepalive_probes =
-      static_cast<int>(core::get_int(cfg, "global_aiohttp_tcp_keepalive_probes", 3, 1, 127));
+      core::get_int(cfg, "global_aiohttp_tcp_keepalive_interval_seconds",
+                    d.tcp_keepalive_interval_seconds, 1, 32767));
+  p.tcp_keepalive_probes = static_cast<int>(
+      core::get_int(cfg, "global_aiohttp_tcp_keepalive_probes", d.tcp_keepalive_probes, 1, 127));
   p.retry_budget_seconds =
-      core::get_double(cfg, "global_http_retry_budget_seconds", 300.0, 0.0, 1e9);
-  p.request_debug = core::get_bool(cfg, "global_aiohttp_client_request_debug", false);
+      core::get_double(cfg, "global_http_retry_budget_seconds", d.retry_budget_seconds, 0.0, 1e9);
+  p.request_debug = core::get_bool(cfg, "global_aiohttp_client_request_debug", d.request_debug);
   p.workers = static_cast<int>(workers);
-  p.aggregate_total = static_cast<std::size_t>(
-      core::get_int(cfg, "global_aiohttp_connector_limit", 102400, 0, kMax));
+  p.aggregate_total = static_cast<std::size_t>(core::get_int(
+      cfg, "global_aiohttp_connector_limit", static_cast<std::int64_t>(d.aggregate_total), 0, kMax));
   p.aggregate_per_host = static_cast<std::size_t>(
-      core::get_int(cfg, "global_aiohttp_connector_limit_per_host", 1024, 0, kMax));
+      core::get_int(cfg, "global_aiohttp_connector_limit_per_host",
+                    static_cast<std::int64_t>(d.aggregate_per_host), 0, kMax));
   auto intended = [&](std::string_view key) -> std::optional<std::size_t> {
     if (auto* v = core::find_path(cfg, key); !v || v->is_null()) return std::nullopt;
     auto n = core::get_int(cfg, key, 1, 1, kMax);

@@ -43,69 +43,6 @@ namespace {
 constexpr std::size_t kTailLines = 50;
 
 
-json::object& instance_block(json::object& cfg, const core::ServerInstance& inst) {
-  return cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
-}
-
-// runtime.md 3.3: explicit ports are kept; the others get a random free port of the range.
-void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances) {
-  const std::string default_host = core::get_string(cfg, "default_host", "127.0.0.1");
-  const auto low = core::get_int(cfg, "port_range_low", 10001, 1, 65535);
-  const auto high = core::get_int(cfg, "port_range_high", 20000, low, 65535);
-  std::set<std::int64_t> taken{core::get_int(cfg, "head_server.port", 11000, 0, 65535)};
-  for (const auto& inst : instances)
-    if (auto* p = inst.config.if_contains("port"); p && !p->is_null())
-      taken.insert(core::get_int(inst.config, "port", 0, 0, 65535));
-  std::mt19937 rng(std::random_device{}());
-  std::uniform_int_distribution<std::int64_t> pick(low, high);
-  json::array disallowed;
-  for (const auto& t : taken) disallowed.push_back(t);
-  for (const auto& inst : instances) {
-    auto& block = instance_block(cfg, inst);
-    if (!block.contains("host") || block.at("host").is_null()) block["host"] = default_host;
-    if (auto* p = block.if_contains("port"); p && !p->is_null()) {
-      // Another process answering there would pass our readiness check for this server.
-      auto port = core::get_int(inst.config, "port", 0, 0, 65535);
-      if (port != 0 && !port_free(std::string(block.at("host").as_string()), static_cast<int>(port)))
-        throw std::runtime_error("port " + std::to_string(port) + " of server " + inst.name +
-                                 " is already in use; stop what listens there or set another with ++" +
-                                 inst.name + "." + inst.server_type + "." + inst.impl + ".port=<port>");
-      continue;
-    }
-    std::string host(block.at("host").as_string());
-    std::int64_t port = 0;
-    for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
-      auto candidate = pick(rng);
-      if (!taken.count(candidate) && port_free(host, static_cast<int>(candidate))) port = candidate;
-    }
-    if (port == 0)
-      throw std::runtime_error("no free port for " + inst.name + " in [" + std::to_string(low) +
-                               ", " + std::to_string(high) + "] after 50 attempts; widen "
-                               "port_range_low/port_range_high");
-    block["port"] = port;
-    taken.insert(port);
-    disallowed.push_back(port);
-  }
-  cfg["disallowed_ports"] = std::move(disallowed);
-}
-
-// telemetry.md 7.5: the orchestrator serves `base`; each instance in merged-config order gets the
-// next max(1, num_workers) ports, recorded in its block as `prometheus_ports`.
-void assign_prometheus_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
-                             int base) {
-  std::int64_t next = base + 1;
-  for (const auto& inst : instances) {
-    const auto workers = std::max<std::int64_t>(1, core::get_int(inst.config, "num_workers", 1, 0, 4096));
-    json::array ports;
-    for (std::int64_t i = 0; i < workers; ++i) ports.push_back(next++);
-    if (next - 1 > 65535)
-      throw core::ConfigError("telemetry.prometheus.port " + std::to_string(base) +
-                              ": the servers' Prometheus ports would run past 65535; choose a "
-                              "lower base port");
-    instance_block(cfg, inst)["prometheus_ports"] = std::move(ports);
-  }
-}
-
 // One spawned server root and what it printed.
 struct Child {
   core::ServerInstance instance;
@@ -269,16 +206,15 @@ class Deployment::Impl {
 
     const std::string yaml = core::to_yaml(cfg_);
 
-    std::string head_host = core::get_string(cfg_, "head_server.host", "127.0.0.1");
-    int head_port = static_cast<int>(core::get_int(cfg_, "head_server.port", 11000, 0, 65535));
+    const auto addresses = core::DeploymentAddresses::from_config(cfg_);
     try {
-      head_ = std::make_unique<HeadServer>(head_host, head_port, yaml,
+      head_ = std::make_unique<HeadServer>(addresses.head_host, addresses.head_port, yaml,
                                            [this] { return server_instances(); });
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: head server: %s\n", e.what());
       return 2;
     }
-    std::printf("Head server at http://%s:%d\n", head_host.c_str(), head_port);
+    std::printf("Head server at http://%s:%d\n", addresses.head_host.c_str(), addresses.head_port);
 
     const std::string log_dir = core::get_string(cfg_, "nemo_gym_log_dir", "");
     children_.reserve(instances.size());
@@ -620,8 +556,9 @@ int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineF
 
 int run_env_status(const core::ConfigSources& sources, bool as_json) {
   auto cfg = core::load_config(sources);
-  std::string host = core::get_string(cfg, "head_server.host", "127.0.0.1");
-  int port = static_cast<int>(core::get_int(cfg, "head_server.port", 11000, 1, 65535));
+  const auto addresses = core::DeploymentAddresses::from_config(cfg);
+  const std::string& host = addresses.head_host;
+  const int port = addresses.head_port;
   auto head = http_get(host, port, "/server_instances", std::chrono::seconds(5));
   boost::system::error_code ec;
   json::value list = head.outcome == ProbeOutcome::success ? core::parse_json(head.body, ec) : nullptr;

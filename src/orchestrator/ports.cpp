@@ -1,12 +1,26 @@
 #include "orchestrator/ports.h"
 
+#include "core/config.h"
+
+#include <boost/json.hpp>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <random>
+#include <set>
+
 namespace gym::orchestrator {
+namespace json = boost::json;
+
 namespace {
+
+json::object& instance_block(json::object& cfg, const core::ServerInstance& inst) {
+  return cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
+}
 
 // Binds a test socket to host:port; returns the bound port or 0 on failure.
 std::uint16_t try_bind(const std::string& host, int port) {
@@ -33,5 +47,61 @@ std::uint16_t try_bind(const std::string& host, int port) {
 std::uint16_t free_port(const std::string& host) { return try_bind(host, 0); }
 
 bool port_free(const std::string& host, int port) { return try_bind(host, port) != 0; }
+
+void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances) {
+  const auto addresses = core::DeploymentAddresses::from_config(cfg);
+  const std::string& default_host = addresses.default_host;
+  std::set<std::int64_t> taken{addresses.head_port};
+  for (const auto& inst : instances)
+    if (auto* p = inst.config.if_contains("port"); p && !p->is_null())
+      taken.insert(core::get_int(inst.config, "port", 0, 0, 65535));
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<std::int64_t> pick(addresses.port_range_low,
+                                                    addresses.port_range_high);
+  json::array disallowed;
+  for (const auto& t : taken) disallowed.push_back(t);
+  for (const auto& inst : instances) {
+    auto& block = instance_block(cfg, inst);
+    if (!block.contains("host") || block.at("host").is_null()) block["host"] = default_host;
+    if (auto* p = block.if_contains("port"); p && !p->is_null()) {
+      // Another process answering there would pass our readiness check for this server.
+      auto port = core::get_int(inst.config, "port", 0, 0, 65535);
+      if (port != 0 && !port_free(std::string(block.at("host").as_string()), static_cast<int>(port)))
+        throw std::runtime_error("port " + std::to_string(port) + " of server " + inst.name +
+                                 " is already in use; stop what listens there or set another with ++" +
+                                 inst.name + "." + inst.server_type + "." + inst.impl + ".port=<port>");
+      continue;
+    }
+    std::string host(block.at("host").as_string());
+    std::int64_t port = 0;
+    for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
+      auto candidate = pick(rng);
+      if (!taken.count(candidate) && port_free(host, static_cast<int>(candidate))) port = candidate;
+    }
+    if (port == 0)
+      throw std::runtime_error("no free port for " + inst.name + " in [" + std::to_string(addresses.port_range_low) +
+                               ", " + std::to_string(addresses.port_range_high) + "] after 50 attempts; widen "
+                               "port_range_low/port_range_high");
+    block["port"] = port;
+    taken.insert(port);
+    disallowed.push_back(port);
+  }
+  cfg["disallowed_ports"] = std::move(disallowed);
+}
+
+void assign_prometheus_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
+                             int base) {
+  std::int64_t next = base + 1;
+  for (const auto& inst : instances) {
+    const auto workers = std::max<std::int64_t>(1, core::get_int(inst.config, "num_workers", 1, 0, 4096));
+    json::array ports;
+    for (std::int64_t i = 0; i < workers; ++i) ports.push_back(next++);
+    if (next - 1 > 65535)
+      throw core::ConfigError("telemetry.prometheus.port " + std::to_string(base) +
+                              ": the servers' Prometheus ports would run past 65535; choose a "
+                              "lower base port");
+    instance_block(cfg, inst)["prometheus_ports"] = std::move(ports);
+  }
+}
 
 }  // namespace gym::orchestrator

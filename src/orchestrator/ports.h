@@ -1,7 +1,13 @@
 #pragma once
-// Port checks used before spawning servers (runtime.md 3.3).
+// Ports of a deployment (runtime.md 3.3, telemetry.md 7.5): checks before spawning servers and
+// the assignment written into the merged config.
+#include "core/config.h"
+
+#include <boost/json/object.hpp>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gym::orchestrator {
 
@@ -9,5 +15,17 @@ namespace gym::orchestrator {
 std::uint16_t free_port(const std::string& host = "127.0.0.1");
 // Whether `port` can be bound on `host` right now.
 bool port_free(const std::string& host, int port);
+
+// Gives every instance a host (`default_host` when it has none) and a port: an explicit port is
+// kept (std::runtime_error when it is taken on its host), the others get a random free port of
+// [port_range_low, port_range_high] other than the head server's and each other's. Writes the
+// used ports to `disallowed_ports`. `instances` are find_server_instances(cfg).
+void assign_ports(boost::json::object& cfg, const std::vector<core::ServerInstance>& instances);
+
+// The orchestrator serves Prometheus on `base`; each instance, in config order, gets the next
+// max(1, num_workers) ports, written into its block as `prometheus_ports`. ConfigError when they
+// would run past 65535.
+void assign_prometheus_ports(boost::json::object& cfg,
+                             const std::vector<core::ServerInstance>& instances, int base);
 
 }  // namespace gym::orchestrator

@@ -38,16 +38,18 @@ http::ServerOptions server_options(const boost::json::object& global,
                                    const Implementation& impl) {
   const auto& cfg = instance.config;
   const std::string key = instance.name + "." + instance.server_type + "." + instance.impl + ".";
-  http::ServerOptions o;
-  o.host = core::get_string(cfg, "host", core::get_string(global, "default_host", "127.0.0.1"));
-  o.port = static_cast<std::uint16_t>(core::get_int(cfg, "port", 0, 0, 65535));
-  o.num_workers = static_cast<int>(core::get_int(cfg, "num_workers", 1, 0, 4096));
-  auto body_limit = core::get_int(global, "http_max_request_body_bytes", 64ll << 20, 1, 1ll << 40);
+  http::ServerOptions o;  // the defaults are the struct's
+  o.host = core::get_string(cfg, "host", core::DeploymentAddresses::from_config(global).default_host);
+  o.port = static_cast<std::uint16_t>(core::get_int(cfg, "port", o.port, 0, 65535));
+  o.num_workers = static_cast<int>(core::get_int(cfg, "num_workers", o.num_workers, 0, 4096));
+  auto body_limit = core::get_int(global, "http_max_request_body_bytes",
+                                  static_cast<std::int64_t>(o.max_body_bytes), 1, 1ll << 40);
   o.max_body_bytes =
       static_cast<std::size_t>(core::get_int(cfg, "http_max_request_body_bytes", body_limit, 1, 1ll << 40));
   o.read_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(
-      1000 * core::get_double(global, "http_request_read_timeout_seconds", 30, 0.001, 86400)));
-  o.access_log = core::get_bool(global, "uvicorn_logging_show_200_ok", false);
+      1000 * core::get_double(global, "http_request_read_timeout_seconds",
+                              std::chrono::duration<double>(o.read_timeout).count(), 0.001, 86400)));
+  o.access_log = core::get_bool(global, "uvicorn_logging_show_200_ok", o.access_log);
   o.session_cookie_name = impl.class_name + "___" + instance.name;
   return o;
 }
