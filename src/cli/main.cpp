@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
                        "responses_create_params.max_output_tokens");
   eval_run->add_flag("--disable-aggregation", eval_flags.disable_aggregation,
                      "Skip the aggregate metrics");
-  eval_run->add_option("--prompt-config", eval_flags.prompt_config, "Not supported (R8)");
+  eval_run->add_option("--prompt-config", eval_flags.prompt_config,
+                       "Not supported in this release: setting prompt_config is a config error");
 
   gym::cli::DemoOptions demo_opts;
   auto* demo = app.add_subcommand(
