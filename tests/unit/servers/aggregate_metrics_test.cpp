@@ -1,7 +1,9 @@
 // /aggregate_metrics (runtime.md 7.9, environments.md 5 and 9): the default statistics, the
 // environment hook, the pass@k family, mcqa's hook and the route. Expected values are worked
 // out by hand (see the comments) and agree with upstream's nemo_gym/reward_profile.py.
+#include "conformance_dir.h"
 #include "core/json_text.h"
+#include "files.h"
 #include "http/router.h"
 #include "servers/aggregate_metrics.h"
 #include "servers/resources_server.h"
@@ -14,7 +16,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -23,6 +24,8 @@ using gym::servers::AggregateMetricsHooks;
 using gym::servers::compute_aggregate_metrics;
 using gym::servers::compute_pass_majority_metrics;
 using gym::servers::TaskRollouts;
+using gym::test::conformance_dir;
+using gym::test::read_jsonl;
 
 namespace {
 
@@ -371,20 +374,6 @@ TEST(AggregateMetricsMcqa, KeyMetricsAtHighestK) {
 }
 
 namespace {
-
-std::string conformance_dir() {
-  if (const char* dir = std::getenv("GYM_CONFORMANCE_DIR"); dir != nullptr && *dir != '\0')
-    return dir;
-  return std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
-}
-
-std::vector<json::object> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<json::object> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(json::parse(line).as_object());
-  return rows;
-}
 
 std::string first_input_text(const json::object& row) {
   return std::string(row.at("responses_create_params").at("input").at(0).at("content").as_string());
