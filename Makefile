@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
 # Where NeMo Gym's conformance data lives (tests that need it say so when it is missing).
 export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
 
-.PHONY: setup configure build test demo bench bench-e2e bench-telemetry clean
+.PHONY: setup configure build test demo bench bench-e2e bench-telemetry format clean
 
 setup:
 	bash scripts/setup.sh
@@ -35,6 +35,10 @@ bench-e2e: configure
 bench-telemetry: configure
 	cmake --build $(BUILD) -j$(JOBS) --target gym gym_test_server
 	GYM_BUILD_DIR=$(BUILD) bash bench/telemetry_overhead.sh
+
+# Lays out every tracked .h/.cpp with .clang-format (clang-format 14); `make test` checks it.
+format: setup
+	bash scripts/format.sh
 
 clean:
 	rm -rf $(BUILD)

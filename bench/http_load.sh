@@ -31,11 +31,9 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR=$REPO_ROOT/bench
 ORIG_ARGS=("$@")
-
-die() {
-  echo "http_load.sh: error: $*" >&2
-  exit 1
-}
+PROG=http_load.sh
+# shellcheck source=bench/lib.sh
+source "$BENCH_DIR/lib.sh"
 
 DATA_ROOT=${GYM_DATA_ROOT:-$REPO_ROOT/../shared/data/conformance}
 RECORD=1
@@ -98,28 +96,9 @@ DATA_FILE=$DATA_ROOT/$DATA_FILE_REL
 [[ -f $DATA_FILE ]] || die "data file not found: $DATA_FILE (is $DATA_ROOT the conformance data root?)"
 
 # --- temp dir and cleanup ----------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/gym-http-load.XXXXXX")
+STOP_WAIT=50
+bench_tmpdir gym-http-load
 chmod 755 "$TMP" # nginx workers may run as another user when started by root
-PIDS=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if [[ ${KEEP_TMP:-0} == 1 ]]; then
-    echo "kept temp dir: $TMP" >&2
-  else
-    rm -rf "$TMP"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 BODY=$TMP/body.json
 sed -n "${ROW}p" "$DATA_FILE" >"$BODY"
@@ -136,41 +115,18 @@ $PYTHON "$BENCH_DIR/fastapi_app.py" check "$BODY" >"$TMP/check.txt" 2>&1 ||
   { cat "$TMP/check.txt" >&2; die "line $ROW does not validate against the /verify_typed models"; }
 VALIDATION_PEER=$($PYTHON "$BENCH_DIR/fastapi_app.py" time "$BODY" 1000)
 VALIDATION_V2=
-PY2=${PYDANTIC2_PYTHON:-}
-if [[ -z $PY2 ]]; then
-  while read -r cand; do
-    [[ $(readlink -f "$cand") == "$(readlink -f "$PYTHON")" ]] && continue
-    if "$cand" -c 'import sys, pydantic; sys.exit(int(pydantic.VERSION.split(".")[0]) < 2)' 2>/dev/null; then
-      PY2=$cand
-      break
-    fi
-  done < <(type -ap python3 || true)
-fi
+PY2=$(pydantic2_python)
 if [[ -n $PY2 ]]; then
   VALIDATION_V2=$("$PY2" "$BENCH_DIR/fastapi_app.py" time "$BODY" 1000 2>"$TMP/validation_v2.err") ||
     { echo "warning: timing the models with $PY2 failed: $(tail -n 1 "$TMP/validation_v2.err")" >&2; VALIDATION_V2=; }
 fi
 
 # --- file descriptors: 4000 client + 4000 server sockets ---------------------------------
-HARD=$(ulimit -Hn)
-WANT=65536
-[[ $HARD != unlimited && $HARD -lt $WANT ]] && WANT=$HARD
-ulimit -n "$WANT" || die "cannot raise the open-file limit to $WANT"
-[[ $WANT -ge $((CONNS[-1] + 1000)) ]] ||
-  die "open-file limit $WANT is too low for ${CONNS[-1]} connections (raise the hard limit: ulimit -Hn)"
+raise_fd_limit $((CONNS[-1] + 1000))
 SOMAXCONN=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo '?')
 
 # --- servers -----------------------------------------------------------------------------
-read -r PORT_FASTAPI PORT_NGINX < <($PYTHON - <<'EOF'
-import socket
-socks = []
-for _ in range(2):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(*(s.getsockname()[1] for s in socks))
-EOF
-)
+read -r PORT_FASTAPI PORT_NGINX < <(free_ports 2)
 
 "$SERVER_BIN" --port 0 --workers 1 >"$TMP/ours.out" 2>"$TMP/ours.err" &
 PID_OURS=$!
@@ -189,7 +145,7 @@ FIXED_BODY='{"reward":1.0,"items":3}'
 mkdir -p "$TMP/nginx"
 cat >"$TMP/nginx/nginx.conf" <<EOF
 worker_processes 1;
-worker_rlimit_nofile $WANT;
+worker_rlimit_nofile $FD_LIMIT;
 pid $TMP/nginx/nginx.pid;
 error_log $TMP/nginx/error.log warn;
 events {
@@ -267,29 +223,16 @@ for s in "${SERVERS[@]}"; do
   fi
 done
 
-listen_overflows() {
-  awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else { for (i = 1; i <= NF; i++) if (n[i] == "ListenOverflows") print $i } }' /proc/net/netstat
-}
-
 echo
 echo "Note: each server runs ONE worker/process (ours --workers 1, uvicorn --workers 1, nginx"
 echo "worker_processes 1); wrk (-t$WRK_THREADS) runs on the same $(nproc) cores. Body: line $ROW of"
-echo "$DATA_FILE_REL ($BODY_BYTES bytes). somaxconn=$SOMAXCONN, open files=$WANT."
+echo "$DATA_FILE_REL ($BODY_BYTES bytes). somaxconn=$SOMAXCONN, open files=$FD_LIMIT."
 echo "/verify_typed models: $(head -n 1 "$TMP/check.txt")"
 echo "one validation of the row: $VALIDATION_PEER (the peer)"
 [[ -n $VALIDATION_V2 ]] && echo "one validation of the row: $VALIDATION_V2 ($PY2; not served)"
 echo
 
 # How busy the machine is with other work just before the runs (the servers are idle now).
-cpu_busy_pct() {
-  local a b
-  read -r -a a </proc/stat
-  sleep "$1"
-  read -r -a b </proc/stat
-  local busy=$((b[1] + b[2] + b[3] + b[6] + b[7] - a[1] - a[2] - a[3] - a[6] - a[7]))
-  local idle=$((b[4] + b[5] - a[4] - a[5]))
-  echo $((100 * busy / (busy + idle > 0 ? busy + idle : 1)))
-}
 BUSY_BEFORE=$(cpu_busy_pct 3)
 echo "CPU busy with other work in the 3 s before the runs: ${BUSY_BEFORE}%"
 [[ $BUSY_BEFORE -lt 20 ]] || echo "warning: the machine is busy; figures will be noisy (ratios still compare)" >&2
@@ -328,12 +271,11 @@ for c in "${CONNS[@]}"; do
 done
 
 # Peak resident memory of each serving process (nginx: its single worker).
-rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true; }
 NGINX_WORKER=$(pgrep -P "$PID_NGINX" | head -n 1 || true)
-RSS_OURS=$(rss_kb "$PID_OURS")
-RSS_FASTAPI=$(rss_kb "$PID_FASTAPI")
+RSS_OURS=$(hwm_kb "$PID_OURS")
+RSS_FASTAPI=$(hwm_kb "$PID_FASTAPI")
 RSS_NGINX=
-if [[ -n $NGINX_WORKER ]]; then RSS_NGINX=$(rss_kb "$NGINX_WORKER"); fi
+if [[ -n $NGINX_WORKER ]]; then RSS_NGINX=$(hwm_kb "$NGINX_WORKER"); fi
 ACCEPT_WARNINGS=$(grep -c 'accept failed' "$TMP/ours.err" || true)
 
 # The exact command, as it was typed (the variables that were set, then the script).
@@ -367,7 +309,8 @@ print(f"Python {sys.version.split()[0]}, FastAPI {fastapi.__version__}, pydantic
 export TMP RECORD CMD BODY_BYTES ROW DATA_FILE_REL DURATION WARMUP WRK_THREADS WRK_TIMEOUT SOMAXCONN \
   BUSY_BEFORE RSS_OURS RSS_FASTAPI RSS_NGINX ACCEPT_WARNINGS BUILT_FROM FASTAPI_VERSIONS \
   VALIDATION_PEER VALIDATION_V2 PY2 ANSWERS_SAME
-export RESULTS_MD=$BENCH_DIR/RESULTS.md
+CPU_MODEL=$(cpu_model)
+export SECTION_FILE=$TMP/section.md CPU_MODEL
 export CONNS_LIST="${CONNS[*]}" SERVERS_LIST="${SERVERS[*]}"
 $PYTHON - <<'EOF'
 import datetime, os, platform, re, subprocess
@@ -494,15 +437,6 @@ if env["RECORD"] != "1":
     print("\n(--no-record: bench/RESULTS.md left unchanged)")
     raise SystemExit(0)
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
 nproc = os.cpu_count()
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 d, w, th, to = env["DURATION"], env["WARMUP"], env["WRK_THREADS"], env["WRK_TIMEOUT"]
@@ -513,7 +447,7 @@ section = f"""<!-- http_load.sh:begin (generated by bench/http_load.sh; edits he
 ## HTTP load: JSON `/verify` route — ours vs FastAPI (bare and NeMo Gym-shaped) vs nginx
 
 - Date: {now}
-- Machine: nproc={nproc}, CPU: {cpu_model()}, kernel {platform.release()}; CPU busy with
+- Machine: nproc={nproc}, CPU: {env['CPU_MODEL']}, kernel {platform.release()}; CPU busy with
   other work in the 3 s before the runs: {env['BUSY_BEFORE']}%
 - Command (repo root): `{env['CMD']}`
 - Server binary: {env['BUILT_FROM']}.
@@ -552,14 +486,7 @@ Also:
 <!-- http_load.sh:end -->
 """
 
-path = env["RESULTS_MD"]
-text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-pat = re.compile(r"<!-- http_load\.sh:begin.*?<!-- http_load\.sh:end -->\n?", re.S)
-if pat.search(text):
-    text = pat.sub(lambda _: section, text, count=1)
-else:
-    text = text.rstrip("\n") + "\n\n" + section
-with open(path, "w") as f:
-    f.write(text)
-print(f"\nrecorded in {path}")
+with open(env["SECTION_FILE"], "w") as f:
+    f.write(section)
 EOF
+if [[ $RECORD == 1 ]]; then record_section http_load.sh "$TMP/section.md" "$BENCH_DIR/RESULTS.md"; fi

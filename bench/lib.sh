@@ -6,7 +6,8 @@
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #
 # Processes started by the script go into PIDS (bench_cleanup stops them, TERM then KILL); the
-# temp dir made by bench_tmpdir is removed on exit unless KEEP_TMP=1.
+# temp dir made by bench_tmpdir is removed on exit unless KEEP_TMP=1. A script's report goes into
+# its own section of bench/RESULTS.md through record_section.
 
 PYTHON=${PYTHON:-/usr/bin/python3}
 PIDS=()
@@ -21,12 +22,9 @@ warn() {
   echo "${PROG:-bench}: warning: $*" >&2
 }
 
-# Stop every process of PIDS: TERM, wait up to STOP_WAIT tenths of a second each (default 100),
-# then KILL. Optional hook BENCH_CLEANUP_HOOK (a function name) runs first.
-bench_cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [[ -n ${BENCH_CLEANUP_HOOK:-} ]]; then "$BENCH_CLEANUP_HOOK" || true; fi
+# stop_pids: stop every process of PIDS (TERM to all, then for each a wait of up to STOP_WAIT
+# tenths of a second, default 100, and KILL), then empty PIDS.
+stop_pids() {
   local pid
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do
@@ -34,6 +32,17 @@ bench_cleanup() {
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
+  PIDS=()
+}
+
+# The exit trap: stop_pids, then remove TMP. Optional hooks (function names):
+# BENCH_CLEANUP_HOOK runs first, BENCH_CLEANUP_AFTER_HOOK once the processes are stopped.
+bench_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n ${BENCH_CLEANUP_HOOK:-} ]]; then "$BENCH_CLEANUP_HOOK" || true; fi
+  stop_pids
+  if [[ -n ${BENCH_CLEANUP_AFTER_HOOK:-} ]]; then "$BENCH_CLEANUP_AFTER_HOOK" || true; fi
   if [[ -n $TMP && -d $TMP ]]; then
     if [[ ${KEEP_TMP:-0} == 1 ]]; then echo "kept temp dir: $TMP" >&2; else rm -rf "$TMP"; fi
   fi
@@ -111,6 +120,9 @@ listen_overflows() {
   awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else { for (i = 1; i <= NF; i++) if (n[i] == "ListenOverflows") print $i } }' /proc/net/netstat
 }
 
+# threads PID: the number of threads of PID.
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
+
 # proc_tree PID: PID and all its descendants, one per line.
 proc_tree() {
   local p kids
@@ -168,6 +180,67 @@ build_info() {
     else out+=" with $changed files changed since"; fi
   fi
   echo "$out"
+}
+
+# pydantic2_python: an interpreter with pydantic 2 (what NeMo Gym runs on), to time a peer's models
+# with beside PYTHON's own pydantic: PYDANTIC2_PYTHON when set, else the first python3 on PATH
+# other than PYTHON that has it; prints nothing when there is none.
+pydantic2_python() {
+  local cand
+  if [[ -n ${PYDANTIC2_PYTHON:-} ]]; then
+    echo "$PYDANTIC2_PYTHON"
+    return
+  fi
+  while read -r cand; do
+    [[ $(readlink -f "$cand") == "$(readlink -f "$PYTHON")" ]] && continue
+    if "$cand" -c 'import sys, pydantic; sys.exit(int(pydantic.VERSION.split(".")[0]) < 2)' 2>/dev/null; then
+      echo "$cand"
+      return
+    fi
+  done < <(type -ap python3 || true)
+}
+
+# --- the report in bench/RESULTS.md ---------------------------------------------------------------
+
+# cpu_model: the CPU's model name, for the machine line of a report.
+cpu_model() {
+  "$PYTHON" - <<'EOF'
+import platform
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+print(cpu_model())
+EOF
+}
+
+# record_section NAME SECTION_FILE RESULTS_FILE: put the section in SECTION_FILE (generated text
+# from "<!-- NAME:begin" to "<!-- NAME:end -->" and its newline) into RESULTS_FILE: in place of
+# the first section of NAME there (its end line's newline included), else appended after one
+# blank line. A missing RESULTS_FILE starts as "# Benchmark results". Prints where it went.
+record_section() {
+  "$PYTHON" - "$@" <<'EOF'
+import os, re, sys
+
+name, section_path, path = sys.argv[1:]
+with open(section_path) as f:
+    section = f.read()
+text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+pat = re.compile(r"<!-- " + re.escape(name) + r":begin.*?<!-- " + re.escape(name) + r":end -->\n?", re.S)
+if pat.search(text):
+    text = pat.sub(lambda _: section, text, count=1)
+else:
+    text = text.rstrip("\n") + "\n\n" + section
+with open(path, "w") as f:
+    f.write(text)
+print(f"\nrecorded in {path}")
+EOF
 }
 
 # --- end-to-end rollout runs (bench/e2e_load.sh, bench/telemetry_overhead.sh) -------------------

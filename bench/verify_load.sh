@@ -33,11 +33,8 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR=$REPO_ROOT/bench
 ORIG_ARGS=("$@")
 PROG=verify_load.sh
-
-die() {
-  echo "$PROG: error: $*" >&2
-  exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$BENCH_DIR/lib.sh"
 
 RECORD=1
 FOOTPRINT=1
@@ -90,24 +87,7 @@ for f in "$EXAMPLES" "$ROLLOUTS"; do
 done
 
 # --- temp dir, processes, cleanup --------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/gym-verify-load.XXXXXX")
-PIDS=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if [[ ${KEEP_TMP:-0} == 1 ]]; then echo "kept temp dir: $TMP" >&2; else rm -rf "$TMP"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_tmpdir gym-verify-load
 
 # --- the body: example row + recorded response --------------------------------------------
 BODY=$TMP/body.json
@@ -186,37 +166,17 @@ BODY_BYTES=$(wc -c <"$BODY")
 MODEL_TIME_PEER=$($PYTHON "$BENCH_DIR/mcqa_fastapi.py" time "$BODY" 500 2>"$TMP/time_peer.err") ||
   { cat "$TMP/time_peer.err" >&2; die "bench/mcqa_fastapi.py cannot validate or grade the body"; }
 MODEL_TIME_V2=
-PY2=${PYDANTIC2_PYTHON:-}
-if [[ -z $PY2 ]]; then
-  while read -r cand; do
-    [[ $(readlink -f "$cand") == "$(readlink -f "$PYTHON")" ]] && continue
-    if "$cand" -c 'import sys, pydantic; sys.exit(int(pydantic.VERSION.split(".")[0]) < 2)' 2>/dev/null; then
-      PY2=$cand
-      break
-    fi
-  done < <(type -ap python3 || true)
-fi
+PY2=$(pydantic2_python)
 if [[ -n $PY2 ]]; then
   MODEL_TIME_V2=$("$PY2" "$BENCH_DIR/mcqa_fastapi.py" time "$BODY" 500 2>"$TMP/time_v2.err") ||
     { echo "warning: timing the models with $PY2 failed: $(tail -n 1 "$TMP/time_v2.err")" >&2; MODEL_TIME_V2=; }
 fi
 
 # --- open files: 1000 client + 1000 server sockets ----------------------------------------
-HARD=$(ulimit -Hn)
-WANT=65536
-[[ $HARD != unlimited && $HARD -lt $WANT ]] && WANT=$HARD
-ulimit -n "$WANT" || die "cannot raise the open-file limit to $WANT"
-[[ $WANT -ge $((CONNS[-1] + 1000)) ]] || die "open-file limit $WANT is too low for ${CONNS[-1]} connections"
+raise_fd_limit $((CONNS[-1] + 1000))
 
 # --- servers -----------------------------------------------------------------------------
-read -r PORT_OURS PORT_FASTAPI < <($PYTHON - <<'EOF'
-import socket
-socks = [socket.socket() for _ in range(2)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
-EOF
-)
+read -r PORT_OURS PORT_FASTAPI < <(free_ports 2)
 
 # Telemetry stays at its default (off): drop any telemetry variables of the calling shell.
 for v in $(compgen -e); do
@@ -321,22 +281,6 @@ echo "$ANSWER_CMP"
 mem_kb() { # pid -> "rss pss" from smaps_rollup
   awk '/^Rss:/ { r = $2 } /^Pss:/ { p = $2 } END { print r, p }' "/proc/$1/smaps_rollup" 2>/dev/null || echo "? ?"
 }
-cpu_ticks() { # pid -> utime+stime in clock ticks (fields 14, 15 of /proc/pid/stat)
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
-threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
-listen_overflows() {
-  awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 } else { for (i = 1; i <= NF; i++) if (n[i] == "ListenOverflows") print $i } }' /proc/net/netstat
-}
-cpu_busy_pct() { # % of all CPU time spent busy during $1 seconds
-  local a b
-  read -r -a a </proc/stat
-  sleep "$1"
-  read -r -a b </proc/stat
-  local busy=$((b[1] + b[2] + b[3] + b[6] + b[7] - a[1] - a[2] - a[3] - a[6] - a[7]))
-  local idle=$((b[4] + b[5] - a[4] - a[5]))
-  echo $((100 * busy / (busy + idle > 0 ? busy + idle : 1)))
-}
 CLK_TCK=$(getconf CLK_TCK)
 
 read -r RSS_OURS_IDLE PSS_OURS_IDLE < <(mem_kb "$PID_OURS")
@@ -377,7 +321,6 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 read -r RSS_OURS_AFTER PSS_OURS_AFTER < <(mem_kb "$PID_OURS")
 read -r RSS_FASTAPI_AFTER PSS_FASTAPI_AFTER < <(mem_kb "$PID_FASTAPI")
-hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 HWM_OURS=$(hwm_kb "$PID_OURS")
 HWM_FASTAPI=$(hwm_kb "$PID_FASTAPI")
 
@@ -410,7 +353,8 @@ export TMP RECORD CMD BODY_BYTES ROW EXAMPLE_LINE EXPECTED_REWARD EXPECTED_EXTRA
   RSS_OURS_IDLE PSS_OURS_IDLE RSS_FASTAPI_IDLE PSS_FASTAPI_IDLE RSS_OURS_AFTER PSS_OURS_AFTER \
   RSS_FASTAPI_AFTER PSS_FASTAPI_AFTER HWM_OURS HWM_FASTAPI BUILT_FROM PEER_VERSIONS ANSWER_CMP \
   ANSWER_BYTES_OURS ANSWER_BYTES_FASTAPI BODY_KEYS MODEL_TIME_PEER MODEL_TIME_V2 PY2
-export RESULTS_MD=$BENCH_DIR/RESULTS.md CONNS_LIST="${CONNS[*]}" SERVERS_LIST="${SERVERS[*]}"
+CPU_MODEL=$(cpu_model)
+export SECTION_FILE=$TMP/section.md CPU_MODEL CONNS_LIST="${CONNS[*]}" SERVERS_LIST="${SERVERS[*]}"
 $PYTHON - <<'EOF'
 import datetime, os, platform, re
 from fractions import Fraction
@@ -522,22 +466,13 @@ if env["RECORD"] != "1":
     print("\n(--no-record: bench/RESULTS.md left unchanged)")
     raise SystemExit(0)
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 d, w, th, to = env["DURATION"], env["WARMUP"], env["WRK_THREADS"], env["WRK_TIMEOUT"]
 section = f"""<!-- verify_load.sh:begin (generated by bench/verify_load.sh; edits here are overwritten) -->
 ## `/verify` of `mcqa` under load — ours (`gym serve`) vs an equivalent FastAPI app
 
 - Date: {now}
-- Machine: nproc={os.cpu_count()}, CPU: {cpu_model()}, kernel {platform.release()}. Load average
+- Machine: nproc={os.cpu_count()}, CPU: {env['CPU_MODEL']}, kernel {platform.release()}. Load average
   (1/5/15 min) before the runs {env['LOAD_BEFORE']}, after {env['LOAD_AFTER']}; CPU busy with other
   work in the 3 s before the runs: {env['BUSY_BEFORE']}%.
 - Command (repo root): `{env['CMD']}`
@@ -581,32 +516,15 @@ Also:
 <!-- verify_load.sh:end -->
 """
 
-path = env["RESULTS_MD"]
-text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-pat = re.compile(r"<!-- verify_load\.sh:begin.*?<!-- verify_load\.sh:end -->\n?", re.S)
-if pat.search(text):
-    text = pat.sub(lambda _: section, text, count=1)
-else:
-    text = text.rstrip("\n") + "\n\n" + section
-with open(path, "w") as f:
-    f.write(text)
-print(f"\nrecorded in {path}")
+with open(env["SECTION_FILE"], "w") as f:
+    f.write(section)
 EOF
+if [[ $RECORD == 1 ]]; then record_section verify_load.sh "$TMP/section.md" "$BENCH_DIR/RESULTS.md"; fi
 
 # --- idle footprint of every server kind (its own section) -------------------------------
 if [[ $FOOTPRINT == 1 ]]; then
   # Stop the load servers first so that they do not share pages with the footprint run.
-  cleanup_servers() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-      for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-    done
-    PIDS=()
-  }
-  cleanup_servers
+  stop_pids
   echo
   fp_args=()
   [[ $RECORD == 1 ]] || fp_args+=(--no-record)

@@ -4,8 +4,9 @@
 set -euo pipefail
 
 packages=(
-  # toolchain
-  g++ cmake make pkg-config ninja-build
+  # toolchain; clang-format is Debian 12's version 14, which scripts/format.sh is pinned to (the
+  # format_check test of `make test`, and `make format`)
+  g++ cmake make pkg-config ninja-build clang-format
   # libraries (architecture.md "Dependencies"); Boost 1.81, never libboost-all-dev (1.74)
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev

@@ -1,6 +1,7 @@
 // POST /aggregate_metrics on a real `gym serve` of example_single_tool_call (runtime.md 4.5, 7.9):
 // the response shape, the conformance key metrics of environments.md 9, and errors as 422/500
 // without harming the server.
+#include "conformance_dir.h"
 #include "orchestrator/ports.h"
 #include "process.h"
 
@@ -16,14 +17,9 @@
 
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::conformance_dir;
 
 namespace {
-
-std::string conformance_dir() {
-  if (const char* dir = std::getenv("GYM_CONFORMANCE_DIR"); dir != nullptr && *dir != '\0')
-    return dir;
-  return std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
-}
 
 class WeatherServer {
  public:

@@ -2,7 +2,9 @@
 // --model-type replay_model`, then every example.jsonl row posted to the agent's /run must
 // reproduce NeMo Gym's rewards (environments.md 9) through agent -> replay model -> tools ->
 // verify. Also the agent's handling of bad tool calls.
+#include "conformance_dir.h"
 #include "core/json_text.h"
+#include "files.h"
 #include "orchestrator/ports.h"
 #include "process.h"
 
@@ -17,22 +19,10 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::conformance_dir;
+using gym::test::read_jsonl;
 
 namespace {
-
-// NeMo Gym's example data; never copied into the project (tests read it where it lives).
-std::string conformance_dir() {
-  if (const char* d = std::getenv("GYM_CONFORMANCE_DIR"); d && *d) return d;
-  return std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
-}
-
-std::vector<json::object> read_jsonl(const std::string& path) {
-  std::vector<json::object> rows;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(json::parse(line).as_object());
-  return rows;
-}
 
 // A running deployment of one environment with the replay model.
 struct Deployment {

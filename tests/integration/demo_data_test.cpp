@@ -17,10 +17,12 @@
 #include "models/json_compare.h"
 #include "orchestrator/ports.h"
 #include "process.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::TempDir;
 
 namespace {
 
@@ -31,18 +33,6 @@ std::vector<json::object> read_jsonl(const fs::path& path) {
     if (!line.empty()) rows.push_back(gym::core::parse_json(line).as_object());
   return rows;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gym-demo-it-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // What a task's rollouts must reproduce: the recorded row without the collector's own keys
 // (runtime.md 7.5), compared as JSON values; and, for readable failures, reward and verifier
@@ -58,7 +48,7 @@ std::string result_key(json::object row, bool full) {
 
 TEST(DemoDataReplay, EveryRecordedTrajectoryReplaysToItsRecordedResult) {
   TempDir dir;
-  const auto data = gym::demo_data::generate(dir.path / "demo");
+  const auto data = gym::demo_data::generate(dir.file("demo"));
   const int head_port = gym::orchestrator::free_port();
   std::vector<std::string> argv{gym::test::build_path("src/cli/gym"), "env", "start"};
   for (const auto& env : data.environments) {

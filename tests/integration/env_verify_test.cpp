@@ -7,6 +7,8 @@
 // would send it. The test seeds the session, replays the recorded tool calls against the server
 // with the session cookie (this rebuilds example_session_state_mgmt's counter and checks every
 // tool output against the recorded one), then verifies and compares reward and extra fields.
+#include "conformance_dir.h"
+#include "files.h"
 #include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
@@ -21,7 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -33,6 +34,8 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::conformance_dir;
+using gym::test::read_jsonl;
 
 namespace {
 
@@ -83,21 +86,6 @@ const std::vector<Deviation>& deviations() {
        "predates upstream's boxed-extraction fix; gym-cpp implements NeMo Gym 0.7.0's verifier."},
   };
   return table;
-}
-
-fs::path conformance_dir() {
-  if (const char* dir = std::getenv("GYM_CONFORMANCE_DIR"); dir && *dir) return dir;
-  return fs::path(GYM_SOURCE_ROOT) / ".." / "shared" / "data" / "conformance";
-}
-
-std::vector<json::object> read_jsonl(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<json::object> rows;
-  std::string line;
-  while (std::getline(in, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos)
-      rows.push_back(json::parse(line).as_object());
-  return rows;
 }
 
 // environments.md 8.3: string input -> one user message; `type: message` added to items with

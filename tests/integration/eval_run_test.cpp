@@ -2,9 +2,12 @@
 // gym binary collects rollouts from real servers on 127.0.0.1. The conformance check of the six
 // environments through the collector, a deployment killed mid-run and resumed, bad inputs, a
 // model that answers 500, and the expansion of input rows.
+#include "conformance_dir.h"
+#include "files.h"
 #include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
+#include "temp_dir.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -20,12 +23,16 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::conformance_dir;
+using gym::test::read_jsonl;
+using gym::test::read_lines;
+using gym::test::read_text;
+using gym::test::TempDir;
 using Key = std::pair<std::int64_t, std::int64_t>;
 
 using gym::test::normalized_items;
@@ -34,12 +41,6 @@ using gym::test::without_nulls;
 namespace {
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
-
-// NeMo Gym's example data; never copied into the project (tests read it where it lives).
-std::string conformance_dir() {
-  if (const char* d = std::getenv("GYM_CONFORMANCE_DIR"); d && *d) return d;
-  return std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
-}
 
 std::string example_input(const std::string& env) { return conformance_dir() + "/" + env + "/example.jsonl"; }
 std::string example_rollouts(const std::string& env) {
@@ -57,39 +58,6 @@ std::string example_rollouts(const std::string& env) {
   return ::testing::AssertionSuccess();
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gym-eval-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    auto p = path_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
-}
-
-// The rows of a JSONL file; none when the file does not exist.
-std::vector<json::object> read_rows(const std::string& path) {
-  std::vector<json::object> rows;
-  for (const auto& line : read_lines(path)) rows.push_back(json::parse(line).as_object());
-  return rows;
-}
-
 std::size_t complete_lines(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::size_t n = 0;
@@ -104,13 +72,6 @@ Key key_of(const json::object& row) {
 }
 
 std::string agent_of(const json::object& row) { return std::string(row.at("agent_ref").at("name").as_string()); }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -310,8 +271,8 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
       << read_text(tmp.file(c.env + "_failures.jsonl"));
 
   // The materialized inputs: one row per line, task indices in order.
-  auto inputs = read_rows(example_input(c.env));
-  auto materialized = read_rows(tmp.file(c.env + "_materialized_inputs.jsonl"));
+  auto inputs = read_jsonl(example_input(c.env));
+  auto materialized = read_jsonl(tmp.file(c.env + "_materialized_inputs.jsonl"));
   ASSERT_EQ(materialized.size(), 5u);
   for (std::size_t t = 0; t < materialized.size(); ++t) {
     EXPECT_EQ(key_of(materialized[t]), Key(t, 0));
@@ -319,8 +280,8 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
     EXPECT_TRUE(same_json(normalized_input(materialized[t]), normalized_input(inputs.at(t))));
   }
 
-  auto recorded = read_rows(example_rollouts(c.env));
-  auto rows = read_rows(out);
+  auto recorded = read_jsonl(example_rollouts(c.env));
+  auto rows = read_jsonl(out);
   ASSERT_EQ(rows.size(), 5u) << r.output;
   std::set<std::int64_t> tasks;
   for (const auto& row : rows) {
@@ -425,18 +386,18 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
     // Every remaining rollout fails once the 5 s retry budget is spent: minutes, not a hang.
     ASSERT_EQ(collector.child().wait_exit(std::chrono::seconds(420)), 3) << collector.output();
 
-    auto materialized = read_rows(tmp.file("r_materialized_inputs.jsonl"));
+    auto materialized = read_jsonl(tmp.file("r_materialized_inputs.jsonl"));
     ASSERT_EQ(materialized.size(), 2000u);
     std::set<Key> expected;
     for (const auto& row : materialized) expected.insert(key_of(row));
     ASSERT_EQ(expected.size(), 2000u);
 
     std::set<Key> done;
-    for (const auto& row : read_rows(out)) {
+    for (const auto& row : read_jsonl(out)) {
       EXPECT_TRUE(done.insert(key_of(row)).second) << "duplicate rollout " << json::serialize(row);
       EXPECT_TRUE(row.contains("reward"));
     }
-    auto failures = read_rows(tmp.file("r_failures.jsonl"));
+    auto failures = read_jsonl(tmp.file("r_failures.jsonl"));
     for (const auto& row : failures) {
       const auto key = key_of(row);
       EXPECT_TRUE(failed_first.insert(key).second) << "key failed twice: " << json::serialize(row);
@@ -470,7 +431,7 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
             std::string::npos)
       << resume.output();
   std::map<Key, int> seen;
-  for (const auto& row : read_rows(out)) {
+  for (const auto& row : read_jsonl(out)) {
     const auto key = key_of(row);
     ++seen[key];
     if (failed_first.count(key)) {
@@ -516,7 +477,7 @@ TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
             std::string::npos)
       << collector.output();
   std::set<Key> first;
-  for (const auto& row : read_rows(out)) EXPECT_TRUE(first.insert(key_of(row)).second);
+  for (const auto& row : read_jsonl(out)) EXPECT_TRUE(first.insert(key_of(row)).second);
   EXPECT_LT(first.size(), 2000u);
   EXPECT_TRUE(read_lines(tmp.file("r_failures.jsonl")).empty());
 
@@ -526,7 +487,7 @@ TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
             std::string::npos)
       << resume.output();
   std::set<Key> all;
-  for (const auto& row : read_rows(out)) {
+  for (const auto& row : read_jsonl(out)) {
     EXPECT_TRUE(all.insert(key_of(row)).second) << "duplicate " << json::serialize(row);
     EXPECT_FALSE(row.contains("_ng_attempt_index"));  // nothing had failed
   }
@@ -538,7 +499,7 @@ TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
 namespace {
 
 std::string row_text(const std::string& env, std::size_t line, const std::string& agent) {
-  auto row = read_rows(example_input(env)).at(line);
+  auto row = read_jsonl(example_input(env)).at(line);
   row["agent_ref"] = json::object{{"type", "responses_api_agents"}, {"name", agent}};
   return json::serialize(row) + "\n";
 }
@@ -595,8 +556,8 @@ TEST(EvalRunBadInput, OutputInAMissingDirectoryIsCreated) {
                    " --agent example_single_tool_call_simple_agent --input " +
                    example_input("example_single_tool_call") + " --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(read_rows(out).size(), 5u);
-  EXPECT_EQ(read_rows(tmp.file("new/sub/out_materialized_inputs.jsonl")).size(), 5u);
+  EXPECT_EQ(read_jsonl(out).size(), 5u);
+  EXPECT_EQ(read_jsonl(tmp.file("new/sub/out_materialized_inputs.jsonl")).size(), 5u);
   EXPECT_TRUE(fs::exists(tmp.file("new/sub/out_aggregate_metrics.json")));
 }
 
@@ -616,12 +577,12 @@ TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
                    datasets(example_input("mcqa")) + " --split example --output " + out +
                    " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
   ASSERT_EQ(r.code, 0) << r.output;
-  auto collated = read_rows(tmp.file("o/preprocessed_datasets/example.jsonl"));
+  auto collated = read_jsonl(tmp.file("o/preprocessed_datasets/example.jsonl"));
   ASSERT_EQ(collated.size(), 5u);
   for (const auto& row : collated)
     EXPECT_EQ(row.at("agent_ref"), (json::object{{"type", "responses_api_agents"}, {"name", "mcqa_simple_agent"}}));
-  EXPECT_EQ(read_rows(out).size(), 5u);
-  EXPECT_TRUE(read_rows(tmp.file("o_failures.jsonl")).empty());
+  EXPECT_EQ(read_jsonl(out).size(), 5u);
+  EXPECT_TRUE(read_jsonl(tmp.file("o_failures.jsonl")).empty());
 
   // A dataset of the split whose file is missing names the dataset; nothing starts.
   auto missing = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
@@ -734,7 +695,7 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
   EXPECT_EQ(first.code, 3) << first.output;
   EXPECT_TRUE(read_lines(out).empty());
   EXPECT_EQ(d.model_calls(), 3);
-  auto failures = read_rows(tmp.file("o_failures.jsonl"));
+  auto failures = read_jsonl(tmp.file("o_failures.jsonl"));
   ASSERT_EQ(failures.size(), 3u) << first.output;
   std::set<Key> keys;
   for (const auto& row : failures) {
@@ -758,7 +719,7 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
     EXPECT_EQ(again.code, 3) << again.output;
     EXPECT_NE(again.output.find("3 rows that still need to be run"), std::string::npos) << again.output;
     EXPECT_EQ(d.model_calls(), 3 * (attempt + 1));
-    auto rows = read_rows(tmp.file("o_failures.jsonl"));
+    auto rows = read_jsonl(tmp.file("o_failures.jsonl"));
     ASSERT_EQ(rows.size(), 3u * static_cast<std::size_t>(attempt + 1));
     std::set<Key> retried;
     for (std::size_t i = rows.size() - 3; i < rows.size(); ++i) {
@@ -857,14 +818,14 @@ TEST_F(EvalRunNoServe, LimitAndRepeatsAreConsecutive) {
   auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
                    " --limit 2 --num-repeats 3 --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
-  auto materialized = read_rows(tmp_.file("o_materialized_inputs.jsonl"));
+  auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   EXPECT_EQ(keys_of(materialized), (std::vector<Key>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
-  auto inputs = read_rows(example_input("example_single_tool_call"));
+  auto inputs = read_jsonl(example_input("example_single_tool_call"));
   for (std::size_t i = 0; i < materialized.size(); ++i) {
     EXPECT_EQ(materialized[i].at("responses_create_params"), inputs.at(i / 3).at("responses_create_params"));
     EXPECT_EQ(agent_of(materialized[i]), kSingleAgent);
   }
-  auto rows = read_rows(out);
+  auto rows = read_jsonl(out);
   std::set<Key> done;
   for (const auto& row : rows) done.insert(key_of(row));
   EXPECT_EQ(done.size(), 6u);
@@ -877,10 +838,10 @@ TEST_F(EvalRunNoServe, IdenticalLinesShareATaskAndContinueItsRollouts) {
   const std::string out = tmp_.file("o.jsonl");
   auto r = collect("--input " + input + " --agent " + kSingleAgent + " --num-repeats 2 --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
-  auto materialized = read_rows(tmp_.file("o_materialized_inputs.jsonl"));
+  auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   EXPECT_EQ(keys_of(materialized), (std::vector<Key>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}}));
   std::set<Key> done;
-  for (const auto& row : read_rows(out)) EXPECT_TRUE(done.insert(key_of(row)).second);
+  for (const auto& row : read_jsonl(out)) EXPECT_TRUE(done.insert(key_of(row)).second);
   EXPECT_EQ(done.size(), 6u);
 }
 
@@ -893,13 +854,13 @@ TEST_F(EvalRunNoServe, RepeatsPerAgentWithDefault) {
   auto r = collect("--input " + input + " --output " + out + " ++num_repeats." + kSingleAgent +
                    "=2 ++num_repeats._default=1");
   ASSERT_EQ(r.code, 0) << r.output;
-  auto materialized = read_rows(tmp_.file("o_materialized_inputs.jsonl"));
+  auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   EXPECT_EQ(keys_of(materialized), (std::vector<Key>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}, {3, 0}}));
   std::vector<std::string> agents;
   for (const auto& row : materialized) agents.push_back(agent_of(row));
   EXPECT_EQ(agents, (std::vector<std::string>{kSingleAgent, kSingleAgent, "mcqa_simple_agent", kSingleAgent,
                                               kSingleAgent, "mcqa_simple_agent"}));
-  EXPECT_EQ(read_rows(out).size(), 6u);
+  EXPECT_EQ(read_jsonl(out).size(), 6u);
   // One aggregate entry per agent, in name order.
   auto metrics = json::parse(read_text(tmp_.file("o_aggregate_metrics.json"))).as_array();
   ASSERT_EQ(metrics.size(), 2u);
@@ -920,12 +881,12 @@ TEST_F(EvalRunNoServe, TemperatureOverridesEveryRow) {
   auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
                    " --temperature 0.5 --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
-  auto materialized = read_rows(tmp_.file("o_materialized_inputs.jsonl"));
+  auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   ASSERT_EQ(materialized.size(), 5u);
   for (const auto& row : materialized)
     EXPECT_EQ(row.at("responses_create_params").at("temperature"), json::value(0.5)) << json::serialize(row);
   // The verify echo carries it too: the agent received it.
-  for (const auto& row : read_rows(out))
+  for (const auto& row : read_jsonl(out))
     EXPECT_EQ(row.at("responses_create_params").at("temperature"), json::value(0.5));
 }
 
@@ -934,7 +895,7 @@ TEST_F(EvalRunNoServe, SeedPerRolloutInExtraBody) {
   auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
                    " --limit 2 --num-repeats 2 ++num_repeats_add_seed=true --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
-  auto materialized = read_rows(tmp_.file("o_materialized_inputs.jsonl"));
+  auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   ASSERT_EQ(materialized.size(), 4u);
   for (const auto& row : materialized) {
     const auto& extra = row.at("responses_create_params").at("metadata").at("extra_body");
@@ -943,7 +904,7 @@ TEST_F(EvalRunNoServe, SeedPerRolloutInExtraBody) {
     EXPECT_EQ(body.at("seed"), row.at("_ng_rollout_index")) << extra;
     EXPECT_NE(std::string(extra.as_string()).find("\"seed\": "), std::string::npos) << extra;
   }
-  EXPECT_EQ(read_rows(out).size(), 4u);
+  EXPECT_EQ(read_jsonl(out).size(), 4u);
 }
 
 TEST_F(EvalRunNoServe, LegacyNgCollectRolloutsIsEvalRunNoServe) {
@@ -956,7 +917,7 @@ TEST_F(EvalRunNoServe, LegacyNgCollectRolloutsIsEvalRunNoServe) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("deprecated"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
-  EXPECT_EQ(read_rows(out).size(), 5u);
+  EXPECT_EQ(read_jsonl(out).size(), 5u);
   // Without a deployment it starts nothing: it reports the missing head server.
   auto none = gym::test::run_command(legacy + " ++head_server.port=" +
                                      std::to_string(gym::orchestrator::free_port()) + " --input " +
@@ -978,7 +939,7 @@ TEST_F(EvalRunNoServe, WriteErrorIsAnErrorExitNotACrash) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("error: collection failed: cannot write a row"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
-  EXPECT_EQ(read_rows(tmp_.file("o_materialized_inputs.jsonl")).size(), 1u);  // written before
+  EXPECT_EQ(read_jsonl(tmp_.file("o_materialized_inputs.jsonl")).size(), 1u);  // written before
 }
 
 TEST(EvalRunBadInput, ResumedRowsNamingAnUnservedAgentAreAClearError) {
@@ -987,7 +948,7 @@ TEST(EvalRunBadInput, ResumedRowsNamingAnUnservedAgentAreAClearError) {
   ASSERT_TRUE(have_conformance_data("example_single_tool_call"));
   TempDir tmp;
   std::string materialized;
-  auto inputs = read_rows(example_input("example_single_tool_call"));
+  auto inputs = read_jsonl(example_input("example_single_tool_call"));
   for (std::size_t t = 0; t < inputs.size(); ++t) {
     auto row = inputs[t];
     row["agent_ref"] = json::object{{"name", "mcqa_simple_agent"}};

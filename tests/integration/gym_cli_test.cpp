@@ -2,6 +2,7 @@
 // through NEMO_GYM_CONFIG_DICT, and the demo's end-to-end run.
 #include "orchestrator/ports.h"
 #include "process.h"
+#include "temp_dir.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 
 namespace fs = std::filesystem;
 using gym::test::ChildProcess;
+using gym::test::TempDir;
 
 namespace {
 
@@ -27,24 +29,6 @@ std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 gym::test::CommandResult run_gym(const std::string& args) {
   return gym::test::run_command(gym_binary() + " " + args);
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gym-cli-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    auto p = path_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 constexpr const char* kWeather = R"(weather:
   resources_servers:

@@ -30,9 +30,11 @@
 
 #include "core/yaml_json.h"
 #include "demo_data/demo_data.h"
+#include "files.h"
 #include "orchestrator/ports.h"
 #include "otlp_receiver.h"
 #include "process.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -46,6 +48,9 @@ using gym::test::point_count;
 using gym::test::point_value;
 using gym::test::points;
 using gym::test::ProcessExport;
+using gym::test::read_jsonl;
+using gym::test::read_text;
+using gym::test::TempDir;
 using gym::test::total;
 using namespace std::chrono_literals;
 
@@ -74,43 +79,6 @@ std::string test_server() { return gym::test::build_path("tests/support/gym_test
 ::testing::AssertionResult listening(const OtlpReceiver& receiver) {
   if (receiver.error().empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "the OTLP receiver is required: " << receiver.error();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/gym-instrumentation-XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return file(name);
-  }
-
- private:
-  fs::path path_;
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<json::object> read_rows(const std::string& path) {
-  std::vector<json::object> rows;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(json::parse(line).as_object());
-  return rows;
 }
 
 std::string agent_of(const json::object& row) {
@@ -215,12 +183,12 @@ Demo demo_data(const TempDir& tmp, const std::set<std::string>& resources_server
     agents.insert(env.agent);
   }
   std::string input, rollouts;
-  for (const auto& row : read_rows(data.input.string())) {
+  for (const auto& row : read_jsonl(data.input.string())) {
     if (!agents.count(agent_of(row))) continue;
     input += json::serialize(row) + "\n";
     out.rows.push_back(row);
   }
-  for (const auto& row : read_rows(data.rollouts.string()))
+  for (const auto& row : read_jsonl(data.rollouts.string()))
     if (agents.count(agent_of(row))) rollouts += json::serialize(row) + "\n";
   out.input = tmp.write("demo/subset.jsonl", input);
   tmp.write("demo/subset_rollouts.jsonl", rollouts);
@@ -515,8 +483,8 @@ TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree)
 
   // The rollouts themselves.
   std::map<std::string, std::size_t> rows_of_agent;
-  for (const auto& row : read_rows(out)) ++rows_of_agent[agent_of(row)];
-  EXPECT_TRUE(read_rows(tmp.file("out_failures.jsonl")).empty());
+  for (const auto& row : read_jsonl(out)) ++rows_of_agent[agent_of(row)];
+  EXPECT_TRUE(read_jsonl(tmp.file("out_failures.jsonl")).empty());
   ASSERT_EQ(rows_of_agent.size(), 3u) << run.output();
   std::map<std::string, std::size_t> rows_of_resources;
   for (const auto& [agent, n] : rows_of_agent) {
@@ -619,7 +587,7 @@ TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree)
     model_calls += sum_of(*by_name.at(agent), kConnects, {{kDestination, "policy_model"}});
   EXPECT_EQ(sum_of(*by_name.at("policy_model"), kHttpDuration, {{kRoute, "/v1/responses"}}),
             model_calls);
-  EXPECT_GE(model_calls, static_cast<double>(read_rows(out).size()));
+  EXPECT_GE(model_calls, static_cast<double>(read_jsonl(out).size()));
 
   for (const auto& [resources, n] : rows_of_resources) {
     SCOPED_TRACE(resources);
@@ -958,8 +926,8 @@ Collection collect(const TempDir& tmp, OtlpReceiver& receiver, const ServeDeploy
   c.pid = run.pid();
   c.code = run.wait_exit();
   c.output = run.output();
-  c.rows = read_rows(out).size();
-  c.failures = read_rows(tmp.file(name + "_out_failures.jsonl")).size();
+  c.rows = read_jsonl(out).size();
+  c.failures = read_jsonl(tmp.file(name + "_out_failures.jsonl")).size();
   if (!receiver.sync()) return c;  // every export of the exited collector is read back
   const std::string id = instance_id(ServeDeployment::kRunId, "rollout_collection", c.pid);
   for (auto& p : gym::test::process_exports(receiver.requests()))
@@ -1126,8 +1094,8 @@ void run_without_metrics(const std::vector<std::string>& env, const std::string&
                      " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()),
                  tmp.file("eval.log"), full_env);
   ASSERT_EQ(run.wait_exit(), 0) << run.output();
-  EXPECT_EQ(read_rows(out).size(), 2 * demo.rows.size());
-  EXPECT_TRUE(read_rows(tmp.file("out_failures.jsonl")).empty());
+  EXPECT_EQ(read_jsonl(out).size(), 2 * demo.rows.size());
+  EXPECT_TRUE(read_jsonl(tmp.file("out_failures.jsonl")).empty());
   // Every process has exited: whatever it exported has been answered, and sync() reads it back.
   ASSERT_TRUE(receiver.sync()) << summary(receiver);
   EXPECT_EQ(receiver.size(), 1u) << "only the sync request: " << summary(receiver);
@@ -1159,7 +1127,7 @@ TEST(InstrumentationShutdown, ARunShorterThanTheIntervalIsExportedAtShutdown) {
                  tmp.file("eval.log"), telemetry_env(receiver, 60000));
   ASSERT_EQ(run.wait_exit(), 0) << run.output();
   ASSERT_TRUE(receiver.sync()) << summary(receiver);
-  const std::size_t rows = read_rows(out).size();
+  const std::size_t rows = read_jsonl(out).size();
   EXPECT_EQ(rows, 2 * demo.rows.size());
 
   const auto last = last_exports(gym::test::exports_by_instance(receiver.requests()));

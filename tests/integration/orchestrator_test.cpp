@@ -1,4 +1,5 @@
 // `gym env start` / `gym env status` as real processes (runtime.md 3, 4.4, 9.2, 9.3).
+#include "conformance_dir.h"
 #include "core/yaml_json.h"
 #include "orchestrator/ports.h"
 #include "process.h"
@@ -221,8 +222,7 @@ TEST(Orchestrator, StatusWithoutDeploymentAndLegacyName) {
 namespace {
 
 std::string model_config(const std::string& base_url) {
-  std::string data = std::getenv("GYM_CONFORMANCE_DIR") ? std::getenv("GYM_CONFORMANCE_DIR")
-                                                       : std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
+  const std::string data = gym::test::conformance_dir();
   return write_config(std::string(kWeather) +
                       "policy_model:\n  responses_api_models:\n    replay_model:\n"
                       "      rollouts_jsonl_fpaths: [" + data +

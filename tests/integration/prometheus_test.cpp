@@ -27,6 +27,7 @@
 #include "exporters/prometheus/prometheus_endpoint.h"
 #include "exporters/prometheus/prometheus_text.h"
 #include "process.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -36,6 +37,7 @@ using namespace gym::telemetry;
 using gym::exporters::MetricsPipeline;
 using gym::exporters::PrometheusEndpoint;
 using gym::test::ChildProcess;
+using gym::test::TempDir;
 
 constexpr const char* kSetupHint =
     "; scripts/setup.sh installs it (Debian package `prometheus`, which provides both "
@@ -95,18 +97,6 @@ GetEnv env_of(std::map<std::string, std::string> vars) {
   };
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gym-prom-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // A pipeline with the console exporter (into `dir`, so no network export) and the endpoint
 // on `port`.
 std::unique_ptr<MetricsPipeline> pipeline_on(int port, const fs::path& dir,
@@ -153,7 +143,7 @@ TEST(PrometheusEndpoint, BusyPortIsAStartupErrorNamingThePortAndTheRole) {
   PrometheusEndpoint holder(provider, {"127.0.0.1", 0, "orchestrator"});
   TempDir dir;
   try {
-    pipeline_on(holder.port(), dir.path);
+    pipeline_on(holder.port(), dir.path());
     FAIL() << "the second bind should fail";
   } catch (const gym::core::ConfigError& e) {
     FAIL() << "a bind failure is a startup error (exit 2), not a config error: " << e.what();
@@ -168,7 +158,7 @@ TEST(PrometheusEndpoint, BusyPortIsAStartupErrorNamingThePortAndTheRole) {
 TEST(PrometheusEndpoint, ScrapesRaceThePeriodicReaderSafely) {
   TempDir dir;
   const int port = free_port();
-  auto pipeline = pipeline_on(port, dir.path, {{"OTEL_METRIC_EXPORT_INTERVAL", "5"}});
+  auto pipeline = pipeline_on(port, dir.path(), {{"OTEL_METRIC_EXPORT_INTERVAL", "5"}});
   ASSERT_EQ(pipeline->prometheus_port(), port);
   std::atomic<int> inside{0};
   std::atomic<bool> overlapped{false};
@@ -361,7 +351,7 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
 
   TempDir dir;
   const int port = free_port();
-  auto pipeline = pipeline_on(port, dir.path);
+  auto pipeline = pipeline_on(port, dir.path());
   ASSERT_EQ(pipeline->prometheus_port(), port);
   record_known_values(pipeline->provider());
 
@@ -369,7 +359,7 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   const std::string raw = http_request(port, "GET", "/metrics");
   ASSERT_EQ(gym::test::status_of(raw), 200) << raw;
   const std::string exposition = gym::test::body_of(raw);
-  const fs::path file = dir.path / "metrics.txt";
+  const fs::path file = dir.file("metrics.txt");
   std::ofstream(file) << exposition;
   auto check =
       gym::test::run_command(fmt::format("'{}' check metrics < '{}'", promtool, file.string()));
@@ -386,7 +376,7 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   }
 
   // (2) A real Prometheus scraping every second.
-  PrometheusServer server(prometheus, dir.path, port);
+  PrometheusServer server(prometheus, dir.path(), port);
   json::value targets = server.wait_until_up(std::chrono::seconds(90));
   ASSERT_TRUE(targets.is_object() &&
               targets.at("data").at("activeTargets").at(0).at("health") == "up")

@@ -1,9 +1,12 @@
 // replay_model end to end (environments.md 8): `gym serve` loads each conformance rollouts file
 // and every recorded row is replayed turn by turn the way simple_agent drives a model
 // (runtime.md 5); then the failure answers, strict validation and startup errors.
+#include "conformance_dir.h"
+#include "files.h"
 #include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
+#include "temp_dir.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -15,13 +18,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::conformance_dir;
+using gym::test::read_jsonl;
+using gym::test::TempDir;
 
 namespace {
 
@@ -29,23 +34,8 @@ constexpr const char* kCookieName = "ReplayResponsesAPIModel___policy_model";
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 
-// The conformance data beside the project (environments.md, introduction).
-fs::path conformance_dir() {
-  if (const char* dir = std::getenv("GYM_CONFORMANCE_DIR"); dir && *dir) return dir;
-  return fs::path(GYM_SOURCE_ROOT) / ".." / "shared" / "data" / "conformance";
-}
-
 fs::path data_file(const std::string& env, const std::string& name) {
-  return conformance_dir() / env / name;
-}
-
-std::vector<json::object> read_jsonl(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<json::object> rows;
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) rows.push_back(json::parse(line).as_object());
-  return rows;
+  return fs::path(conformance_dir()) / env / name;
 }
 
 // A YAML flow scalar for a path (JSON strings are YAML).
@@ -59,24 +49,6 @@ std::string replay_yaml(int port, const std::vector<std::string>& files,
          std::to_string(port) + "\n      rollouts_jsonl_fpaths: [" + list +
          "]\n      tool_output_check: " + check + "\n";
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gym-replay-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    auto p = path_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 struct Reply {
   int status = -1;
@@ -453,7 +425,7 @@ TEST_F(ReplayModelServer, EmptyListDerivesRolloutsBesideTheInput) {
 
 TEST_F(ReplayModelServer, MissingRolloutsFileIsAStartupError) {
   TempDir dir;
-  auto missing = (dir.path() / "nope_rollouts.jsonl").string();
+  auto missing = dir.file("nope_rollouts.jsonl");
   auto r = serve_and_wait(dir, replay_yaml(gym::orchestrator::free_port(), {missing}));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(missing), std::string::npos) << r.output;

@@ -2,14 +2,15 @@
 
 #include "core/config.h"
 #include "core_test_support.h"
+#include "temp_dir.h"
 
 namespace gym::core {
 namespace {
 
 namespace json = boost::json;
+using gym::test::TempDir;
 using testing::config_error_of;
 using testing::sources_in;
-using testing::TempDir;
 
 json::array strings(std::initializer_list<const char*> items) {
   json::array out;

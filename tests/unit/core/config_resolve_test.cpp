@@ -6,14 +6,15 @@
 #include "core/config_steps.h"
 #include "core/yaml_json.h"
 #include "core_test_support.h"
+#include "temp_dir.h"
 
 namespace gym::core {
 namespace {
 
 namespace json = boost::json;
+using gym::test::TempDir;
 using testing::config_error_of;
 using testing::sources_in;
-using testing::TempDir;
 
 GetEnv fake_env(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {

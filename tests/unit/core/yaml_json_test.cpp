@@ -5,13 +5,14 @@
 
 #include "core/yaml_json.h"
 #include "core_test_support.h"
+#include "temp_dir.h"
 
 namespace gym::core {
 namespace {
 
 namespace json = boost::json;
+using gym::test::TempDir;
 using testing::config_error_of;
-using testing::TempDir;
 
 json::value scalar(const std::string& text) {
   return parse_yaml("v: " + text + "\n", "test.yaml").at("v");

@@ -10,43 +10,21 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/json_text.h"
+#include "files.h"
 #include "models/json_compare.h"
 #include "models/replay_store.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::demo_data::DemoOptions;
 using gym::demo_data::generate;
+using gym::test::read_text;
+using gym::test::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gym-demo-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  fs::path operator/(const std::string& relative) const { return path_ / relative; }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<json::object> read_jsonl(const fs::path& p) {
   std::vector<json::object> rows;
@@ -64,7 +42,7 @@ std::string input_key(const json::object& row) {
 // The default data, generated once for the shape tests.
 struct DefaultData {
   TempDir dir;
-  gym::demo_data::DemoData data = generate(dir / "demo");
+  gym::demo_data::DemoData data = generate(dir.file("demo"));
   std::vector<json::object> inputs = read_jsonl(data.input);
   std::vector<json::object> rollouts = read_jsonl(data.rollouts);
 };
@@ -78,13 +56,13 @@ const DefaultData& default_data() {
 
 TEST(DemoData, SameSeedSameBytesOtherSeedOtherData) {
   TempDir dir;
-  auto a = generate(dir / "a", {20, 7});
-  auto b = generate(dir / "b", {20, 7});
-  auto c = generate(dir / "c", {20, 8});
-  EXPECT_EQ(slurp(a.input), slurp(b.input));
-  EXPECT_EQ(slurp(a.rollouts), slurp(b.rollouts));
-  EXPECT_NE(slurp(a.input), slurp(c.input));
-  EXPECT_NE(slurp(a.rollouts), slurp(c.rollouts));
+  auto a = generate(dir.file("a"), {20, 7});
+  auto b = generate(dir.file("b"), {20, 7});
+  auto c = generate(dir.file("c"), {20, 8});
+  EXPECT_EQ(read_text(a.input), read_text(b.input));
+  EXPECT_EQ(read_text(a.rollouts), read_text(b.rollouts));
+  EXPECT_NE(read_text(a.input), read_text(c.input));
+  EXPECT_NE(read_text(a.rollouts), read_text(c.rollouts));
 }
 
 TEST(DemoData, DefaultIsThreeEnvironmentsOfAHundredTasksAndFourRolloutsEach) {
@@ -174,5 +152,5 @@ TEST(DemoData, RecordsAMixOfRightAndWrongAnswers) {
 
 TEST(DemoData, RejectsFewerThanOneTask) {
   TempDir dir;
-  EXPECT_THROW(generate(dir / "x", {0, 7}), std::invalid_argument);
+  EXPECT_THROW(generate(dir.file("x"), {0, 7}), std::invalid_argument);
 }

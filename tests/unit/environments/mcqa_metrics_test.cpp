@@ -1,6 +1,8 @@
 // mcqa's /aggregate_metrics hooks (environments.md 5 and 9): key metrics at the highest k, the
 // recorded conformance rollouts, and the routes register_mcqa gives a resources server.
+#include "conformance_dir.h"
 #include "core/json_text.h"
+#include "files.h"
 #include "http/router.h"
 #include "mcqa/mcqa.h"
 #include "mcqa/mcqa_metrics.h"
@@ -14,14 +16,14 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 
 namespace json = boost::json;
 using gym::servers::compute_aggregate_metrics;
+using gym::test::conformance_dir;
+using gym::test::read_jsonl;
 
 namespace {
 
@@ -50,20 +52,6 @@ TEST(McqaMetrics, KeyMetricsAtHighestK) {
 }
 
 namespace {
-
-std::string conformance_dir() {
-  if (const char* dir = std::getenv("GYM_CONFORMANCE_DIR"); dir != nullptr && *dir != '\0')
-    return dir;
-  return std::string(GYM_SOURCE_ROOT) + "/../shared/data/conformance";
-}
-
-std::vector<json::object> read_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::vector<json::object> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(json::parse(line).as_object());
-  return rows;
-}
 
 std::string first_input_text(const json::object& row) {
   return std::string(row.at("responses_create_params").at("input").at(0).at("content").as_string());

@@ -1,6 +1,6 @@
 // /aggregate_metrics (runtime.md 7.9, environments.md 5 and 9): the default statistics, the
-// environment hook, the pass@k family and the route (mcqa's hook: tests/unit/environments). Expected values are worked
-// out by hand (see the comments) and agree with upstream's nemo_gym/reward_profile.py.
+// environment hook, the pass@k family and the route (mcqa's hook: tests/unit/environments).
+// Expected values are worked out by hand (see the comments) and agree with upstream's nemo_gym/reward_profile.py.
 #include "core/json_text.h"
 #include "http/router.h"
 #include "servers/aggregate_metrics.h"
@@ -14,7 +14,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 
