@@ -174,6 +174,43 @@ TEST(AssignPorts, InvalidRangeIsAConfigError) {
                   "config key `port_range_high` must be an integer between 20000 and 65535");
 }
 
+TEST(AssignPorts, ReservedPortsAreNeverAssigned) {
+  auto held = reserve_consecutive(3);
+  const int r0 = held[0].port();
+  json::object cfg{{"port_range_low", r0}, {"port_range_high", r0 + 2}};
+  add_instance(cfg, "only", "responses_api_agents", "simple_agent");
+  assign_ports(cfg, core::find_server_instances(cfg), {r0, r0 + 1});
+  EXPECT_EQ(port_of(cfg, "only"), r0 + 2);
+  // Reserved ports belong to someone else: they are not listed as this deployment's.
+  EXPECT_EQ(disallowed(cfg), (std::vector<std::int64_t>{11000, r0 + 2}));
+}
+
+TEST(AssignPorts, ARangeOfReservedPortsOnlyHasNoFreePort) {
+  auto held = reserve_consecutive(1);
+  const int r0 = held[0].port();
+  json::object cfg{{"port_range_low", r0}, {"port_range_high", r0}};
+  add_instance(cfg, "only", "responses_api_agents", "simple_agent");
+  EXPECT_EQ(error_of<std::runtime_error>(
+                [&] { assign_ports(cfg, core::find_server_instances(cfg), {r0}); }),
+            "no free port for only in [" + std::to_string(r0) + ", " + std::to_string(r0) +
+                "] after 50 attempts; widen port_range_low/port_range_high");
+}
+
+// runtime.md 3.3: with the Prometheus endpoint on at `base`, the random server ports avoid
+// `base` and the servers' Prometheus ports (telemetry.md 7.5).
+TEST(AssignPorts, ServerPortsAvoidThePrometheusPorts) {
+  auto held = reserve_consecutive(3);
+  const int base = held[0].port();
+  json::object cfg{{"port_range_low", base}, {"port_range_high", base + 2}};
+  add_instance(cfg, "only", "responses_api_agents", "simple_agent");
+  auto instances = core::find_server_instances(cfg);
+  assign_ports(cfg, instances, prometheus_ports(instances, base));
+  instances = core::find_server_instances(cfg);
+  assign_prometheus_ports(cfg, instances, base);
+  EXPECT_EQ(port_of(cfg, "only"), base + 2);
+  EXPECT_EQ(block_of(cfg, "only").at("prometheus_ports"), json::array{base + 1});
+}
+
 // ---- assign_prometheus_ports ----
 
 std::vector<std::int64_t> prometheus_of(const json::object& cfg, const std::string& name) {
@@ -195,6 +232,22 @@ TEST(AssignPrometheusPorts, ConsecutivePortsPerWorkerInConfigOrder) {
   EXPECT_EQ(prometheus_of(cfg, "agent"), (std::vector<std::int64_t>{9005}));
   EXPECT_EQ(prometheus_of(cfg, "solo"), (std::vector<std::int64_t>{9006}));
   EXPECT_FALSE(cfg.contains("disallowed_ports"));
+}
+
+TEST(PrometheusPorts, TheBaseAndEveryPortAssignPrometheusPortsGives) {
+  json::object cfg;
+  add_instance(cfg, "model", "responses_api_models", "replay_model");
+  add_instance(cfg, "env", "resources_servers", "example", {{"num_workers", 3}});
+  add_instance(cfg, "agent", "responses_api_agents", "simple_agent", {{"num_workers", 0}});
+  auto instances = core::find_server_instances(cfg);
+  auto ports = prometheus_ports(instances, 9000);
+  EXPECT_EQ(ports, (std::set<std::int64_t>{9000, 9001, 9002, 9003, 9004, 9005}));
+
+  assign_prometheus_ports(cfg, instances, 9000);
+  std::set<std::int64_t> assigned{9000};
+  for (const char* name : {"model", "env", "agent"})
+    for (auto p : prometheus_of(cfg, name)) assigned.insert(p);
+  EXPECT_EQ(assigned, ports);
 }
 
 TEST(AssignPrometheusPorts, UpTo65535IsFine) {
