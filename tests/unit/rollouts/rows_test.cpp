@@ -296,6 +296,53 @@ TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAnObjectString) {
                 "string, so no seed can be added");
 }
 
+// runtime.md 7.3: extra_body is a JSON *string* (upstream json.loads() it and fails on anything
+// else); another value must not be silently replaced by {"seed": n}, nor a metadata that is no
+// mapping by {"extra_body": ...}.
+TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAString) {
+  TempDir dir;
+  auto options = with_agent();
+  options.num_repeats_add_seed = true;
+  auto input = dir.write("input.jsonl",
+                         R"({"responses_create_params":{"metadata":{"extra_body":{"top_k":5}}}})"
+                         "\n");
+  EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
+            input.string() +
+                " line 1: responses_create_params.metadata.extra_body is not a JSON object "
+                "string, so no seed can be added");
+}
+
+TEST(ExpandRows, AddSeedRejectsMetadataThatIsNotAnObject) {
+  TempDir dir;
+  auto options = with_agent();
+  options.num_repeats_add_seed = true;
+  auto input = dir.write("input.jsonl",
+                         "{\"responses_create_params\":{}}\n"
+                         R"({"responses_create_params":{"metadata":"m"}})"
+                         "\n");
+  EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
+            input.string() +
+                " line 2: responses_create_params.metadata is not an object, so no seed can be "
+                "added");
+}
+
+// null is "absent", as everywhere in the config and rows.
+TEST(ExpandRows, AddSeedTreatsNullMetadataAndExtraBodyAsAbsent) {
+  TempDir dir;
+  auto options = with_agent();
+  options.num_repeats_add_seed = true;
+  auto rows = expand_text(dir,
+                          R"({"responses_create_params":{"metadata":null}}
+{"responses_create_params":{"metadata":{"extra_body":null}}}
+)",
+                          options);
+  EXPECT_EQ(
+      rows,
+      (std::vector<std::string>{
+          R"({"responses_create_params":{"metadata":{"extra_body":"{\"seed\": 0}"}},"agent_ref":{"name":"alpha_agent"},"_ng_task_index":0,"_ng_rollout_index":0})",
+          R"({"responses_create_params":{"metadata":{"extra_body":"{\"seed\": 0}"}},"agent_ref":{"name":"alpha_agent"},"_ng_task_index":1,"_ng_rollout_index":0})"}));
+}
+
 TEST(ExpandRows, WithoutAddSeedExtraBodyIsUntouched) {
   TempDir dir;
   auto rows = expand_text(
