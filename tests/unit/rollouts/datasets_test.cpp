@@ -11,7 +11,6 @@ namespace {
 
 namespace json = boost::json;
 using testing::config_error_of;
-using testing::obj;
 using testing::read_text;
 using testing::ScopedEnv;
 using testing::TempDir;
