@@ -179,13 +179,18 @@ class Deployment::Impl {
       throw core::ConfigError(
           "no server instance is configured: add one with --config FILE or a selector such as "
           "--resources-server example_single_tool_call");
-    assign_ports(cfg_, instances);
-    instances = core::find_server_instances(cfg_);
-    // telemetry.md 3.3: the children get only the run id; each resolves the rest of its
-    // telemetry from the merged config. Invalid telemetry values stop us here, before anything starts (ConfigError).
-    std::vector<std::string> child_env;
+    // Invalid telemetry values stop us here, before anything starts (ConfigError).
     const auto getenv = telemetry::process_env();
     auto telemetry_settings = telemetry::resolve_settings(cfg_, getenv);
+    const bool prometheus = telemetry_settings.metrics_active() && telemetry_settings.prometheus_port;
+    // runtime.md 3.3: random server ports avoid the Prometheus ports of telemetry.md 7.5.
+    assign_ports(cfg_, instances,
+                 prometheus ? prometheus_ports(instances, *telemetry_settings.prometheus_port)
+                            : std::set<std::int64_t>{});
+    instances = core::find_server_instances(cfg_);
+    // telemetry.md 3.3: the children get only the run id; each resolves the rest of its
+    // telemetry from the merged config.
+    std::vector<std::string> child_env;
     const auto run_id = telemetry::resolve_run_id(telemetry_settings, getenv);
     for (const auto& [key, value] : telemetry::child_environment(telemetry_settings, run_id))
       child_env.push_back(key + "=" + value);
@@ -194,7 +199,7 @@ class Deployment::Impl {
       auto* block = cfg_.if_contains("telemetry");
       if (!block || !block->is_object()) block = &(cfg_["telemetry"] = json::object());
       block->as_object()["run_id"] = run_id;
-      if (telemetry_settings.metrics_active() && telemetry_settings.prometheus_port) {
+      if (prometheus) {
         assign_prometheus_ports(cfg_, instances, *telemetry_settings.prometheus_port);
         instances = core::find_server_instances(cfg_);
       }

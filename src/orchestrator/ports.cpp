@@ -42,13 +42,19 @@ std::uint16_t try_bind(const std::string& host, int port) {
   return bound;
 }
 
+// One Prometheus port per worker, one when num_workers <= 1 (telemetry.md 7.5).
+std::int64_t prometheus_port_count(const core::ServerInstance& inst) {
+  return std::max<std::int64_t>(1, core::get_int(inst.config, "num_workers", 1, 0, 4096));
+}
+
 }  // namespace
 
 std::uint16_t free_port(const std::string& host) { return try_bind(host, 0); }
 
 bool port_free(const std::string& host, int port) { return try_bind(host, port) != 0; }
 
-void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances) {
+void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
+                  const std::set<std::int64_t>& reserved) {
   const auto addresses = core::DeploymentAddresses::from_config(cfg);
   const std::string& default_host = addresses.default_host;
   std::set<std::int64_t> taken{addresses.head_port};
@@ -76,7 +82,9 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
     std::int64_t port = 0;
     for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
       auto candidate = pick(rng);
-      if (!taken.count(candidate) && port_free(host, static_cast<int>(candidate))) port = candidate;
+      if (!taken.count(candidate) && !reserved.count(candidate) &&
+          port_free(host, static_cast<int>(candidate)))
+        port = candidate;
     }
     if (port == 0)
       throw std::runtime_error("no free port for " + inst.name + " in [" + std::to_string(addresses.port_range_low) +
@@ -89,11 +97,20 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
   cfg["disallowed_ports"] = std::move(disallowed);
 }
 
+std::set<std::int64_t> prometheus_ports(const std::vector<core::ServerInstance>& instances,
+                                        int base) {
+  std::set<std::int64_t> ports{base};
+  std::int64_t next = base + 1;
+  for (const auto& inst : instances)
+    for (auto n = prometheus_port_count(inst); n > 0; --n) ports.insert(next++);
+  return ports;
+}
+
 void assign_prometheus_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
                              int base) {
   std::int64_t next = base + 1;
   for (const auto& inst : instances) {
-    const auto workers = std::max<std::int64_t>(1, core::get_int(inst.config, "num_workers", 1, 0, 4096));
+    const auto workers = prometheus_port_count(inst);
     json::array ports;
     for (std::int64_t i = 0; i < workers; ++i) ports.push_back(next++);
     if (next - 1 > 65535)

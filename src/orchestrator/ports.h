@@ -6,6 +6,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,14 +19,20 @@ bool port_free(const std::string& host, int port);
 
 // Gives every instance a host (`default_host` when it has none) and a port: an explicit port is
 // kept (std::runtime_error when it is taken on its host), the others get a random free port of
-// [port_range_low, port_range_high] other than the head server's and each other's. Writes the
-// used ports to `disallowed_ports`. `instances` are find_server_instances(cfg).
-void assign_ports(boost::json::object& cfg, const std::vector<core::ServerInstance>& instances);
+// [port_range_low, port_range_high] other than the head server's, each other's and `reserved`
+// (the Prometheus ports when that endpoint is on, runtime.md 3.3). Writes the used ports to
+// `disallowed_ports`. `instances` are find_server_instances(cfg).
+void assign_ports(boost::json::object& cfg, const std::vector<core::ServerInstance>& instances,
+                  const std::set<std::int64_t>& reserved = {});
 
 // The orchestrator serves Prometheus on `base`; each instance, in config order, gets the next
 // max(1, num_workers) ports, written into its block as `prometheus_ports`. ConfigError when they
 // would run past 65535.
 void assign_prometheus_ports(boost::json::object& cfg,
                              const std::vector<core::ServerInstance>& instances, int base);
+// `base` and every port assign_prometheus_ports gives the instances: what assign_ports must
+// leave alone when the endpoint is on.
+std::set<std::int64_t> prometheus_ports(const std::vector<core::ServerInstance>& instances,
+                                        int base);
 
 }  // namespace gym::orchestrator

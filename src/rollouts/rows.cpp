@@ -141,17 +141,20 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
       const std::int64_t rollout = next_rollout[task]++;
       copy["_ng_rollout_index"] = rollout;
       if (options.num_repeats_add_seed) {
+        const std::string where = input.string() + " line " + std::to_string(line.number) + ": ";
         auto& metadata = copy["responses_create_params"].as_object()["metadata"];
-        if (!metadata.is_object()) metadata = json::object{};
+        if (metadata.is_null()) metadata = json::object{};
+        if (!metadata.is_object())
+          throw core::ConfigError(where + "responses_create_params.metadata is not an object, so "
+                                          "no seed can be added");
         auto& extra = metadata.as_object()["extra_body"];
         json::value body = json::object{};
-        if (extra.is_string()) {
+        if (!extra.is_null()) {
           boost::system::error_code ec;
-          body = core::parse_json(extra.get_string(), ec);
-          if (ec || !body.is_object())
-            throw core::ConfigError(input.string() + " line " + std::to_string(line.number) +
-                                    ": responses_create_params.metadata.extra_body is not a JSON "
-                                    "object string, so no seed can be added");
+          if (extra.is_string()) body = core::parse_json(extra.get_string(), ec);
+          if (!extra.is_string() || ec || !body.is_object())
+            throw core::ConfigError(where + "responses_create_params.metadata.extra_body is not a "
+                                            "JSON object string, so no seed can be added");
         }
         body.as_object()["seed"] = rollout;
         extra = core::render_json_indented(body, -1);  // json.dumps default separators

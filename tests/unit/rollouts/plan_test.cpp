@@ -1,0 +1,224 @@
+// The rows a collection dispatches (runtime.md 7.3, 7.7): rollouts/plan.h plan_rows.
+#include "rollouts/plan.h"
+
+#include <boost/json.hpp>
+
+#include "rollouts/rows.h"
+#include "rollouts_test_support.h"
+
+namespace gym::rollouts {
+namespace {
+
+namespace json = boost::json;
+using testing::config_error_of;
+using testing::obj;
+using testing::read_text;
+using testing::ScopedEnv;
+using testing::TempDir;
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kAgents{"a"};
+
+const std::string kInput =
+    "{\"responses_create_params\":{\"input\":\"q0\"}}\n"
+    "{\"responses_create_params\":{\"input\":\"q1\"}}\n";
+
+// What kInput expands to with agent `a` and two repeats, one compact row a line.
+const std::string kMaterialized =
+    R"({"responses_create_params":{"input":"q0"},"agent_ref":{"name":"a"},"_ng_task_index":0,"_ng_rollout_index":0}
+{"responses_create_params":{"input":"q0"},"agent_ref":{"name":"a"},"_ng_task_index":0,"_ng_rollout_index":1}
+{"responses_create_params":{"input":"q1"},"agent_ref":{"name":"a"},"_ng_task_index":1,"_ng_rollout_index":0}
+{"responses_create_params":{"input":"q1"},"agent_ref":{"name":"a"},"_ng_task_index":1,"_ng_rollout_index":1}
+)";
+
+std::vector<RolloutKey> keys_of(const std::vector<json::object>& rows) {
+  std::vector<RolloutKey> keys;
+  for (const auto& r : rows) keys.push_back(key_of(r));
+  return keys;
+}
+
+class PlanRows : public ::testing::Test {
+ protected:
+  PlanRows() : paths_(OutputPaths::for_output(dir_.file("out.jsonl"))) {
+    input_ = dir_.write("input.jsonl", kInput);
+    options_.output = paths_.rollouts;
+    options_.input = input_;
+    options_.agent_name = "a";
+    options_.num_repeats.fixed = 2;
+  }
+
+  // plan_rows with its stdout captured into `printed_`.
+  Plan plan(const std::vector<std::string>& agents = kAgents) {
+    ::testing::internal::CaptureStdout();
+    try {
+      auto p = plan_rows(options_, paths_, input_, agents);
+      printed_ = ::testing::internal::GetCapturedStdout();
+      return p;
+    } catch (...) {
+      printed_ = ::testing::internal::GetCapturedStdout();
+      throw;
+    }
+  }
+
+  ScopedEnv attempts_{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS", std::nullopt};
+  TempDir dir_;
+  OutputPaths paths_;
+  fs::path input_;
+  CollectionOptions options_;
+  std::string printed_;
+};
+
+TEST_F(PlanRows, FreshRunWritesTheMaterializedFileAndRemovesOldResults) {
+  dir_.write("out.jsonl", "{\"old\":1}\n");
+  dir_.write("out_failures.jsonl", "{\"old\":2}\n");
+  dir_.write("out_materialized_inputs.jsonl", "{\"old\":3}\n");
+  auto p = plan();
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_FALSE(fs::exists(paths_.rollouts));
+  EXPECT_FALSE(fs::exists(paths_.failures));
+  EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
+  EXPECT_TRUE(p.done.empty());
+  EXPECT_EQ(printed_,
+            "Using `a` for rows that do not already have an agent ref\n"
+            "Clearing output fpath since `resume_from_cache=False`!\n");
+}
+
+TEST_F(PlanRows, FreshRunPrintsLimitAndOverrides) {
+  options_.limit = 1;
+  options_.create_params_overrides = obj(R"({"temperature":0.25})");
+  auto p = plan();
+  EXPECT_EQ(keys_of(p.rows), (std::vector<RolloutKey>{{0, 0}, {0, 1}}));
+  EXPECT_EQ(p.rows[0].at("responses_create_params").at("temperature"), 0.25);
+  EXPECT_EQ(testing::rows_of(read_text(paths_.materialized)), p.rows);
+  EXPECT_EQ(printed_,
+            "Limiting the number of rows to 1\n"
+            "Using `a` for rows that do not already have an agent ref\n"
+            "Overriding responses_create_params fields with {\"temperature\":0.25}\n"
+            "Clearing output fpath since `resume_from_cache=False`!\n");
+}
+
+TEST_F(PlanRows, ResumeWithBothFilesPlansWhatIsLeft) {
+  plan();  // the first run's materialized file
+  const std::string done =
+      R"({"responses_create_params":{"input":"q0"},"response":{"usage":{"output_tokens":2},"output":[]},"reward":1.0,"_ng_task_index":0,"_ng_rollout_index":1,"agent_ref":{"name":"a"}})"
+      "\n";
+  const std::string failed =
+      R"({"_ng_task_index":1,"_ng_rollout_index":0,"agent_ref":{"name":"a"},"_ng_failure_class":"agent_run_error"})"
+      "\n";
+  dir_.write("out.jsonl", done);
+  dir_.write("out_failures.jsonl", failed);
+  options_.resume = true;
+  auto p = plan();
+  EXPECT_EQ(keys_of(p.rows), (std::vector<RolloutKey>{{0, 0}, {1, 0}, {1, 1}}));
+  EXPECT_EQ(p.rows[1].at("_ng_attempt_index"), 1);
+  ASSERT_EQ(p.done.size(), 1u);
+  EXPECT_EQ(
+      core::render_json(p.done[0]),
+      R"({"reward":1.0,"_ng_task_index":0,"_ng_rollout_index":1,"agent_ref":{"name":"a"},"response":{"usage":{"output_tokens":2}}})");
+  // Nothing is rewritten or removed: output and sidecar are appended to.
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_EQ(read_text(paths_.rollouts), done);
+  EXPECT_EQ(read_text(paths_.failures), failed);
+  EXPECT_CONTAINS(printed_, "- 1 rows already done (in main jsonl)\n");
+  EXPECT_NOT_CONTAINS(printed_, "Clearing output fpath");
+}
+
+TEST_F(PlanRows, ResumeUsesMaxRolloutAttemptsFromTheEnvironment) {
+  plan();
+  dir_.write("out.jsonl", "");
+  const std::string failed =
+      R"({"_ng_task_index":1,"_ng_rollout_index":0,"agent_ref":{"name":"a"},"_ng_failure_class":"agent_run_error"})"
+      "\n";
+  dir_.write("out_failures.jsonl", failed);
+  options_.resume = true;
+  {
+    ScopedEnv one("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS", "1");
+    EXPECT_EQ(keys_of(plan().rows), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 1}}));
+    EXPECT_CONTAINS(printed_, "- 1 hit max_attempts=1 -> not retried\n");
+  }
+  EXPECT_EQ(keys_of(plan().rows), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {1, 1}}));
+  EXPECT_CONTAINS(printed_, "- 0 hit max_attempts=3 -> not retried\n");
+}
+
+TEST_F(PlanRows, ResumeFollowsTheMaterializedFileNotTheChangedInput) {
+  plan();
+  dir_.write("out.jsonl", "");
+  dir_.write("input.jsonl", kInput + "{\"responses_create_params\":{\"input\":\"q2\"}}\n");
+  options_.resume = true;
+  auto p = plan();
+  EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_CONTAINS(printed_, "WARNING: the input expands differently from " +
+                                paths_.materialized.string() + " (4 rows vs 6)");
+}
+
+TEST_F(PlanRows, ResumeWithoutTheOutputFileIsAFreshRun) {
+  dir_.write("out_materialized_inputs.jsonl", "{\"stale\":true}\n");
+  dir_.write("out_failures.jsonl", "{\"old\":2}\n");
+  options_.resume = true;
+  auto p = plan();
+  EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_FALSE(fs::exists(paths_.failures));
+  EXPECT_CONTAINS(printed_, "Skipping resume_from_cache because " + paths_.rollouts.string() +
+                                " doesn't exist!\n");
+  EXPECT_NOT_CONTAINS(printed_,
+                      "Skipping resume_from_cache because " + paths_.materialized.string());
+}
+
+TEST_F(PlanRows, ResumeWithoutTheMaterializedFileIsAFreshRun) {
+  dir_.write("out.jsonl", "{\"old\":1}\n");
+  options_.resume = true;
+  auto p = plan();
+  EXPECT_EQ(p.rows.size(), 4u);
+  EXPECT_TRUE(p.done.empty());
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_FALSE(fs::exists(paths_.rollouts));
+  EXPECT_CONTAINS(printed_, "Skipping resume_from_cache because " + paths_.materialized.string() +
+                                " doesn't exist!\n");
+}
+
+TEST_F(PlanRows, ResumeNamingAnAgentThatIsNotConfiguredIsAConfigError) {
+  // The earlier run was against a deployment with agent `ghost`.
+  dir_.write(
+      "out_materialized_inputs.jsonl",
+      R"({"responses_create_params":{},"agent_ref":{"name":"a"},"_ng_task_index":0,"_ng_rollout_index":0}
+{"responses_create_params":{},"agent_ref":{"name":"ghost"},"_ng_task_index":1,"_ng_rollout_index":0}
+)");
+  dir_.write("out.jsonl", "");
+  options_.resume = true;
+  auto message = config_error_of([&] { plan({"a", "b"}); });
+  EXPECT_EQ(message, paths_.materialized.string() +
+                         ": the rows to resume name agent(s) 'ghost' that are not "
+                         "responses_api_agents instances of this config; nothing was dispatched. "
+                         "Configured agents: a, b. Resume against the deployment that has them, "
+                         "or run without --resume");
+  EXPECT_EQ(read_text(paths_.rollouts), "");  // nothing was removed
+}
+
+TEST_F(PlanRows, InvalidInputIsAConfigErrorAndTouchesNoFile) {
+  dir_.write("out.jsonl", "{\"old\":1}\n");
+  dir_.write("input.jsonl", "{\"responses_create_params\":{}}\n[1]\n");
+  EXPECT_EQ(config_error_of([&] { plan(); }),
+            "input: " + input_.string() + " line 2: not a JSON object");
+  EXPECT_EQ(read_text(paths_.rollouts), "{\"old\":1}\n");
+  EXPECT_FALSE(fs::exists(paths_.materialized));
+
+  fs::remove(input_);
+  EXPECT_EQ(config_error_of([&] { plan(); }),
+            "input: cannot read " + input_.string() + ": no such file or not readable");
+}
+
+TEST_F(PlanRows, InputRowProblemsAreReportedBeforeAnyFileIsTouched) {
+  dir_.write("out.jsonl", "{\"old\":1}\n");
+  options_.agent_name = "b";
+  auto message = config_error_of([&] { plan(); });
+  EXPECT_CONTAINS(message, "  line 1: agent 'b' is not a responses_api_agents instance");
+  EXPECT_CONTAINS(message, "  line 2: agent 'b' is not a responses_api_agents instance");
+  EXPECT_EQ(read_text(paths_.rollouts), "{\"old\":1}\n");
+  EXPECT_FALSE(fs::exists(paths_.materialized));
+}
+
+}  // namespace
+}  // namespace gym::rollouts

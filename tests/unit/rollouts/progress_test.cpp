@@ -1,0 +1,109 @@
+// The per-percent summaries of a collection on stdout (runtime.md 7.8): rollouts/progress.h.
+// Only the parts that do not depend on the clock are compared.
+#include "rollouts/progress.h"
+
+#include <boost/json.hpp>
+
+#include "rollouts_test_support.h"
+
+namespace gym::rollouts {
+namespace {
+
+namespace json = boost::json;
+using testing::obj;
+
+// `n` rows for each (agent, n).
+std::vector<json::object> rows_for(std::vector<std::pair<std::string, int>> agents) {
+  std::vector<json::object> rows;
+  for (const auto& [agent, n] : agents)
+    for (int i = 0; i < n; ++i)
+      rows.push_back(json::object{{"agent_ref", json::object{{"name", agent}}}});
+  return rows;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+// Records `result` for `agent` and returns what was printed on stdout.
+std::string record(Progress& progress, const std::string& agent, const json::object& result) {
+  ::testing::internal::CaptureStdout();
+  progress.record(agent, result);
+  return ::testing::internal::GetCapturedStdout();
+}
+
+TEST(Progress, SummaryWhenAWholePercentIsCrossed) {
+  Progress progress(rows_for({{"alpha", 50}, {"beta", 150}}));
+  EXPECT_EQ(record(progress, "alpha",
+                   obj(R"({"reward":1.0,"tokens":10,"ok":true,"_ng_task_index":0,"text":"x"})")),
+            "");  // 0.5 %
+  EXPECT_EQ(progress.done(), 1u);
+  auto printed =
+      record(progress, "alpha", obj(R"({"reward":0.0,"tokens":20,"ok":false,"_ng_task_index":1})"));
+  EXPECT_EQ(progress.done(), 2u);
+  // "Finished 2 / 200 rollouts (1%) in H:MM:SS (R.RR rollouts/min). Examples left:"
+  EXPECT_EQ(printed.rfind("Finished 2 / 200 rollouts (1%) in ", 0), 0u) << printed;
+  auto left = printed.find(" rollouts/min). Examples left:\n");
+  ASSERT_NE(left, std::string::npos) << printed;
+  EXPECT_EQ(printed.substr(left + std::string(" rollouts/min). Examples left:\n").size()),
+            "1. beta: 150\n"
+            "2. alpha: 48\n"
+            "Found 2 / 50 (4.00%) rollouts for `alpha`.\n"
+            "{\n"
+            "    \"reward\": 0.5,\n"
+            "    \"tokens\": 15.0,\n"
+            "    \"ok\": 0.5\n"
+            "}\n");
+}
+
+TEST(Progress, EveryAgentWithResultsGetsItsMeans) {
+  Progress progress(rows_for({{"alpha", 1}, {"beta", 3}}));
+  record(progress, "beta", obj(R"({"reward":1.0})"));                                // 25 %
+  auto printed = record(progress, "alpha", obj(R"({"reward":0.25,"_private":5})"));  // 50 %
+  auto left = printed.find("Examples left:\n");
+  ASSERT_NE(left, std::string::npos) << printed;
+  // alpha is finished: it is no longer listed as left, but its means are.
+  EXPECT_EQ(printed.substr(left),
+            "Examples left:\n"
+            "1. beta: 2\n"
+            "Found 1 / 1 (100.00%) rollouts for `alpha`.\n"
+            "{\n"
+            "    \"reward\": 0.25\n"
+            "}\n"
+            "Found 1 / 3 (33.33%) rollouts for `beta`.\n"
+            "{\n"
+            "    \"reward\": 1.0\n"
+            "}\n");
+}
+
+TEST(Progress, OneSummaryPerThresholdUpTo99AndAHalf) {
+  Progress progress(rows_for({{"alpha", 200}}));
+  std::string printed;
+  for (int i = 0; i < 199; ++i) printed += record(progress, "alpha", obj(R"({"reward":1.0})"));
+  // 1 %, 2 %, ..., 99 % and 99.5 %.
+  EXPECT_EQ(count(printed, "Finished "), 100u);
+  EXPECT_EQ(count(printed, "Finished 198 / 200 rollouts (99%)"), 1u);
+  EXPECT_EQ(count(printed, "Finished 199 / 200 rollouts (99%)"), 1u);
+  EXPECT_EQ(count(printed, "Finished 1 / 200"), 0u);
+  // Nothing left to announce at 100 %.
+  EXPECT_EQ(record(progress, "alpha", obj(R"({"reward":1.0})")), "");
+  EXPECT_EQ(progress.done(), 200u);
+}
+
+TEST(Progress, AJumpOverSeveralPercentsPrintsOneSummary) {
+  Progress progress(rows_for({{"alpha", 3}}));
+  auto first = record(progress, "alpha", obj("{}"));  // 33.3 %: crosses 1 ... 33
+  EXPECT_EQ(count(first, "Finished "), 1u);
+  EXPECT_EQ(first.rfind("Finished 1 / 3 rollouts (33%) in ", 0), 0u) << first;
+  record(progress, "alpha", obj("{}"));
+  auto last = record(progress, "alpha", obj("{}"));  // 100 %: crosses 67 ... 99.5
+  EXPECT_EQ(count(last, "Finished "), 1u);
+  EXPECT_EQ(last.rfind("Finished 3 / 3 rollouts (100%) in ", 0), 0u) << last;
+  EXPECT_CONTAINS(last, "Examples left:\nFound 3 / 3 (100.00%) rollouts for `alpha`.\n{}\n");
+}
+
+}  // namespace
+}  // namespace gym::rollouts

@@ -1,0 +1,218 @@
+// --resume (runtime.md 7.7): rollouts/resume.h plan_resume.
+#include "rollouts/resume.h"
+
+#include <boost/json.hpp>
+
+#include "rollouts/rows.h"
+#include "rollouts_test_support.h"
+
+namespace gym::rollouts {
+namespace {
+
+namespace json = boost::json;
+using testing::error_of;
+using testing::obj;
+using testing::read_text;
+using testing::TempDir;
+
+// The materialized rows of 3 tasks x 2 rollouts for agent `a`.
+std::vector<json::object> materialized_rows() {
+  std::vector<json::object> rows;
+  for (int task = 0; task < 3; ++task)
+    for (int rollout = 0; rollout < 2; ++rollout)
+      rows.push_back(json::object{
+          {"responses_create_params", json::object{{"input", "q" + std::to_string(task)}}},
+          {"agent_ref", json::object{{"name", "a"}}},
+          {"_ng_task_index", task},
+          {"_ng_rollout_index", rollout}});
+  return rows;
+}
+
+// A successful result line as the collector writes it (7.5).
+std::string result_line(int task, int rollout, double reward = 1.0) {
+  json::object row{{"responses_create_params", json::object{{"input", "q" + std::to_string(task)}}},
+                   {"response", json::object{{"id", "resp"},
+                                             {"output", json::array{}},
+                                             {"usage", json::object{{"input_tokens", 3}}}}},
+                   {"reward", reward},
+                   {"_ng_task_index", task},
+                   {"_ng_rollout_index", rollout},
+                   {"agent_ref", json::object{{"name", "a"}}}};
+  return core::render_json(row) + "\n";
+}
+
+// A failure line of the sidecar (7.6).
+std::string failure_line(int task, int rollout, bool terminal = false) {
+  json::object row{{"_ng_task_index", task},
+                   {"_ng_rollout_index", rollout},
+                   {"agent_ref", json::object{{"name", "a"}}},
+                   {"_ng_failure_class", "agent_run_error"},
+                   {"_ng_failure_error", "HTTP 500"}};
+  if (terminal) row["_ng_failure_terminal"] = true;
+  return core::render_json(row) + "\n";
+}
+
+std::vector<RolloutKey> keys_of(const std::vector<json::object>& rows) {
+  std::vector<RolloutKey> keys;
+  for (const auto& r : rows) keys.push_back(key_of(r));
+  return keys;
+}
+
+class PlanResume : public ::testing::Test {
+ protected:
+  PlanResume() : paths_(OutputPaths::for_output(dir_.file("out.jsonl"))) {
+    write_jsonl(paths_.materialized, materialized_rows());
+  }
+
+  // plan_resume with its stdout captured into `printed_`.
+  ResumePlan plan(int max_attempts = 3,
+                  const std::vector<json::object>& expected = materialized_rows()) {
+    ::testing::internal::CaptureStdout();
+    auto p = plan_resume(paths_, expected, max_attempts);
+    printed_ = ::testing::internal::GetCapturedStdout();
+    return p;
+  }
+
+  TempDir dir_;
+  OutputPaths paths_;
+  std::string printed_;
+};
+
+TEST_F(PlanResume, NothingDoneRunsEveryRowAgain) {
+  dir_.write("out.jsonl", "");
+  auto p = plan();
+  EXPECT_EQ(p.to_run, materialized_rows());
+  EXPECT_TRUE(p.done.empty());
+  EXPECT_EQ(p.materialized, 6u);
+  EXPECT_EQ(p.terminal, 0u);
+  EXPECT_EQ(p.maxed_out, 0u);
+  EXPECT_EQ(p.failure_attempts, 0u);
+  EXPECT_EQ(p.failed_keys, 0u);
+}
+
+TEST_F(PlanResume, CountsDoneFailedTerminalAndMaxedOut) {
+  dir_.write("out.jsonl", result_line(0, 0) + result_line(0, 1) + "\n" + result_line(1, 0, 0.0));
+  // (1,1) failed once; (2,0) failed once, terminally; (2,1) failed 3 times (the maximum); a
+  // row without indices is not an attempt of any rollout.
+  dir_.write("out_failures.jsonl", failure_line(2, 1) + failure_line(1, 1) +
+                                       failure_line(2, 0, true) + failure_line(2, 1) +
+                                       "{\"_ng_failure_class\":\"x\"}\n" + failure_line(2, 1));
+  auto p = plan(3);
+  EXPECT_EQ(p.materialized, 6u);
+  EXPECT_EQ(p.done.size(), 3u);
+  EXPECT_EQ(p.failure_attempts, 5u);
+  EXPECT_EQ(p.failed_keys, 3u);
+  EXPECT_EQ(p.terminal, 1u);
+  EXPECT_EQ(p.maxed_out, 1u);
+  ASSERT_EQ(p.to_run.size(), 1u);
+  // The one row left carries its prior attempt count.
+  auto expected = materialized_rows()[3];
+  expected["_ng_attempt_index"] = 1;
+  EXPECT_EQ(core::render_json(p.to_run[0]), core::render_json(expected));
+  EXPECT_EQ(printed_,
+            "Resumed from cache. Found:\n"
+            "- 6 original input rows\n"
+            "- 3 rows already done (in main jsonl)\n"
+            "- 5 prior failure attempts (3 unique tasks) in sidecar\n"
+            "- 1 sidecar-terminal -> not retried\n"
+            "- 1 hit max_attempts=3 -> not retried\n"
+            "- 1 rows that still need to be run\n");
+}
+
+TEST_F(PlanResume, MaxAttemptsDecidesWhatIsMaxedOut) {
+  dir_.write("out.jsonl", "");
+  dir_.write("out_failures.jsonl", failure_line(0, 1) + failure_line(0, 1) + failure_line(2, 0));
+  auto p = plan(2);
+  EXPECT_EQ(p.maxed_out, 1u);
+  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(p.to_run[3].at("_ng_attempt_index"), 1);
+  EXPECT_FALSE(p.to_run[0].contains("_ng_attempt_index"));
+
+  auto more = plan(3);
+  EXPECT_EQ(more.maxed_out, 0u);
+  EXPECT_EQ(keys_of(more.to_run),
+            (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(more.to_run[1].at("_ng_attempt_index"), 2);
+  EXPECT_EQ(more.to_run[4].at("_ng_attempt_index"), 1);
+}
+
+TEST_F(PlanResume, DoneRowsAreStrippedForAggregation) {
+  dir_.write("out.jsonl", result_line(1, 1, 0.5));
+  auto p = plan();
+  ASSERT_EQ(p.done.size(), 1u);
+  EXPECT_EQ(
+      core::render_json(p.done[0]),
+      R"({"reward":0.5,"_ng_task_index":1,"_ng_rollout_index":1,"agent_ref":{"name":"a"},"response":{"usage":{"input_tokens":3}}})");
+  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}}));
+}
+
+TEST_F(PlanResume, ALastLineCutShortIsRemovedAndItsRolloutRunsAgain) {
+  const std::string complete = result_line(0, 0) + result_line(0, 1);
+  const std::string partial = R"({"responses_create_params":{"input":"q1"},"response":{"id)";
+  dir_.write("out.jsonl", complete + partial);
+  auto p = plan();
+  EXPECT_EQ(read_text(paths_.rollouts), complete);
+  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(p.done.size(), 2u);
+  EXPECT_EQ(printed_.rfind("WARNING: " + paths_.rollouts.string() +
+                               " ends with an incomplete line (" + std::to_string(partial.size()) +
+                               " bytes); removing it, its rollout runs again\n",
+                           0),
+            0u)
+      << printed_;
+}
+
+TEST_F(PlanResume, APartialOnlyLineLeavesAnEmptyFile) {
+  dir_.write("out.jsonl", R"({"_ng_task_index":0,"_ng_rollout)");
+  auto p = plan();
+  EXPECT_EQ(read_text(paths_.rollouts), "");
+  EXPECT_EQ(std::filesystem::file_size(paths_.rollouts), 0u);
+  EXPECT_EQ(p.to_run.size(), 6u);
+}
+
+TEST_F(PlanResume, ALastFailureLineCutShortIsRemovedToo) {
+  dir_.write("out.jsonl", "");
+  const std::string complete = failure_line(0, 0);
+  dir_.write("out_failures.jsonl", complete + R"({"_ng_task_index":0,"_ng_rollout_index":0,"ag)");
+  auto p = plan();
+  EXPECT_EQ(read_text(paths_.failures), complete);
+  EXPECT_EQ(p.failure_attempts, 1u);
+  EXPECT_EQ(p.to_run[0].at("_ng_attempt_index"), 1);
+}
+
+TEST_F(PlanResume, TheMaterializedFileWinsOverTheRecomputedExpansion) {
+  dir_.write("out.jsonl", result_line(0, 0));
+  // The input changed since: it now expands to one different row.
+  std::vector<json::object> expected{obj(
+      R"({"responses_create_params":{"input":"new"},"agent_ref":{"name":"a"},"_ng_task_index":0,"_ng_rollout_index":0})")};
+  auto p = plan(3, expected);
+  EXPECT_EQ(p.materialized, 6u);
+  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(p.to_run[0].at("responses_create_params").at("input"), "q0");
+  EXPECT_EQ(
+      printed_.rfind("WARNING: the input expands differently from " + paths_.materialized.string() +
+                         " (6 rows vs 1); resuming the materialized rows\n",
+                     0),
+      0u)
+      << printed_;
+}
+
+TEST_F(PlanResume, NoWarningWhenTheExpansionMatches) {
+  dir_.write("out.jsonl", "");
+  plan();
+  EXPECT_NOT_CONTAINS(printed_, "WARNING");
+  EXPECT_EQ(printed_.rfind("Resumed from cache. Found:\n", 0), 0u) << printed_;
+}
+
+TEST_F(PlanResume, MissingMaterializedFileIsAnError) {
+  dir_.write("out.jsonl", "");
+  std::filesystem::remove(paths_.materialized);
+  ::testing::internal::CaptureStdout();
+  auto message = error_of<std::runtime_error>([&] { plan_resume(paths_, {}, 3); });
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(message,
+            "cannot read " + paths_.materialized.string() + ": no such file or not readable");
+}
+
+}  // namespace
+}  // namespace gym::rollouts
