@@ -19,43 +19,13 @@
 #include <vector>
 
 #include "core/config.h"
+#include "files.h"
+#include "temp_dir.h"
 
 namespace gym::orchestrator::testing {
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "gym-orchestrator-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
-  // Writes `text` to `relative` (creating directories) and returns the full path.
-  std::filesystem::path write(const std::string& relative, const std::string& text) const {
-    auto p = path_ / relative;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using gym::test::read_text;
+using gym::test::TempDir;
 
 // A TCP socket bound on 127.0.0.1, closed on destruction. Bound with SO_REUSEADDR and not
 // listening, it *reserves* its port: other programs cannot take it, yet a test bind with

@@ -16,47 +16,16 @@
 #include <vector>
 
 #include "core/config.h"
+#include "files.h"
+#include "temp_dir.h"
 #include "core/json_text.h"
 
 namespace gym::rollouts::testing {
 
 namespace json = boost::json;
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gym-rollouts-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path file(const std::string& relative) const { return path_ / relative; }
-
-  // Writes `text` byte for byte to `relative` (creating directories) and returns the full path.
-  std::filesystem::path write(const std::string& relative, const std::string& text) const {
-    auto p = file(relative);
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-// The whole file, byte for byte ("" when it cannot be read).
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using gym::test::read_text;
+using gym::test::TempDir;
 
 // A JSON object from its text (test data is always valid).
 inline json::object obj(std::string_view text) { return core::parse_json(text).as_object(); }
