@@ -1,8 +1,8 @@
 #include "agents/simple_agent.h"
 
 #include "core/json_text.h"
+#include "python_compat/json.h"
 #include "servers/agent_server.h"
-#include "servers/python_compat.h"
 #include "servers/responses_api.h"
 
 #include <boost/json.hpp>
@@ -157,7 +157,7 @@ struct Agent {
         try {
           if (!args_text || !args_text->is_string())
             throw std::runtime_error("the arguments are not a JSON text");
-          args = servers::py_json_loads(args_text->get_string());
+          args = python_compat::py_json_loads(args_text->get_string());
         } catch (const std::exception& e) {
           parse_error = e.what();
         }
