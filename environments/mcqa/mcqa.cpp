@@ -5,6 +5,7 @@
 #include "core/config.h"
 #include "python_compat/errors.h"
 #include "python_compat/json.h"
+#include "python_compat/latex.h"
 #include "python_compat/re.h"
 #include "python_compat/str.h"
 #include "servers/resources_server.h"
@@ -35,6 +36,7 @@ using python_compat::py_strip_chars;
 using python_compat::py_type_name;
 using python_compat::py_upper;
 using python_compat::PyRegex;
+using python_compat::strip_latex_wrappers;
 
 namespace {
 
@@ -99,13 +101,6 @@ std::string normalize_letters(std::string_view text) {
   std::string out(text);
   for (const auto& [from, to] : kMap) out = py_replace(out, from, to);
   return py_strip(out);
-}
-
-// Removes \text{...} wrappers while the whole string is one.
-std::string strip_latex_wrappers(std::string s) {
-  static const PyRegex wrap(R"(\\text\{\s*(.*?)\s*\})", PyRegex::kDotAll);
-  while (auto m = wrap.fullmatch(s)) s = std::string(m->group(1));
-  return s;
 }
 
 // Everything inside the last \boxed{...} (braces counted), or nullopt.

@@ -1,6 +1,7 @@
 #include "string_match.h"
 
 #include "core/json_text.h"
+#include "python_compat/latex.h"
 #include "python_compat/re.h"
 #include "python_compat/str.h"
 #include "servers/resources_server.h"
@@ -23,6 +24,7 @@ using http::Schema;
 using python_compat::py_replace;
 using python_compat::py_strip;
 using python_compat::PyRegex;
+using python_compat::strip_latex_wrappers;
 
 namespace {
 
@@ -56,12 +58,6 @@ std::string assistant_text(const json::array& output) {
     }
   }
   return py_strip(joined);
-}
-
-std::string strip_latex_wrappers(std::string s) {
-  static const PyRegex wrap(R"(\\text\{\s*(.*?)\s*\})", PyRegex::kDotAll);
-  while (auto m = wrap.fullmatch(s)) s = std::string(m->group(1));
-  return s;
 }
 
 // The content of the last \boxed{...} that closes (earlier ones are tried when it does not).
