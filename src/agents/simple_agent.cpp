@@ -2,6 +2,7 @@
 
 #include "core/json_text.h"
 #include "python_compat/json.h"
+#include "python_compat/utf8.h"
 #include "servers/agent_server.h"
 #include "servers/responses_api.h"
 
@@ -168,7 +169,7 @@ struct Agent {
         } else {
           std::string tool = call.contains("name") ? std::string(call.at("name").as_string()) : "";
           auto r = co_await post(resources, "/" + tool, core::render_json(args), cr);
-          tool_output = servers::utf8_replace_invalid(r.body);
+          tool_output = python_compat::utf8_replace_invalid(r.body);
           if (!r.cookies.empty()) cr = r.cookies;
         }
         json::object out_item(arena);
