@@ -1,6 +1,9 @@
 #include "example_multi_step.h"
 
-#include "servers/python_compat.h"
+#include "python_compat/errors.h"
+#include "python_compat/json.h"
+#include "python_compat/json_equal.h"
+#include "python_compat/str.h"
 #include "servers/resources_server.h"
 
 #include <boost/json.hpp>
@@ -15,15 +18,16 @@ namespace json = boost::json;
 using http::Request;
 using http::Response;
 using http::Schema;
-using servers::py_equal;
-using servers::py_type_name;
+using python_compat::BoolRule;
+using python_compat::json_equal;
+using python_compat::py_type_name;
 
 namespace {
 
 // pydantic's error when upstream builds its response model from invalid values.
-class ValidationError : public servers::PyException {
+class ValidationError : public python_compat::PyException {
  public:
-  using servers::PyException::PyException;
+  using python_compat::PyException::PyException;
 };
 
 // actual := json.loads(arguments)["synonym_values"] of the last extract_synonym_values call.
@@ -36,16 +40,18 @@ json::value reported_values(const json::array& output) {
     if (!type || *type != "function_call" || !name || *name != "extract_synonym_values") continue;
     const auto* arguments = item->if_contains("arguments");
     if (!arguments || !arguments->is_string())
-      throw servers::TypeError("the JSON object must be str, bytes or bytearray, not " +
-                               (arguments ? py_type_name(*arguments) : std::string("NoneType")));
-    json::value parsed = servers::py_json_loads(arguments->get_string());
+      throw python_compat::TypeError(
+          "the JSON object must be str, bytes or bytearray, not " +
+          (arguments ? py_type_name(*arguments) : std::string("NoneType")));
+    json::value parsed = python_compat::py_json_loads(arguments->get_string());
     if (parsed.is_array())
-      throw servers::TypeError("list indices must be integers or slices, not str");
-    if (parsed.is_string()) throw servers::TypeError("string indices must be integers, not 'str'");
+      throw python_compat::TypeError("list indices must be integers or slices, not str");
+    if (parsed.is_string())
+      throw python_compat::TypeError("string indices must be integers, not 'str'");
     if (!parsed.is_object())
-      throw servers::TypeError("'" + py_type_name(parsed) + "' object is not subscriptable");
+      throw python_compat::TypeError("'" + py_type_name(parsed) + "' object is not subscriptable");
     const auto* values = parsed.get_object().if_contains("synonym_values");
-    if (!values) throw servers::KeyError(servers::py_repr("synonym_values"));
+    if (!values) throw python_compat::KeyError(python_compat::py_repr("synonym_values"));
     return *values;
   }
   return json::array{};
@@ -67,14 +73,14 @@ json::array set_elements(const json::value& v) {
   } else if (v.is_object()) {
     for (const auto& kv : v.get_object()) elements.emplace_back(kv.key());
   } else {
-    throw servers::TypeError("'" + py_type_name(v) + "' object is not iterable");
+    throw python_compat::TypeError("'" + py_type_name(v) + "' object is not iterable");
   }
   json::array distinct;
   for (const auto& e : elements) {
-    if (!servers::py_hashable(e))
-      throw servers::TypeError("unhashable type: '" + py_type_name(e) + "'");
+    if (!python_compat::py_hashable(e))
+      throw python_compat::TypeError("unhashable type: '" + py_type_name(e) + "'");
     bool seen = false;
-    for (const auto& d : distinct) seen = seen || py_equal(d, e);
+    for (const auto& d : distinct) seen = seen || json_equal(d, e, BoolRule::as_integers);
     if (!seen) distinct.push_back(e);
   }
   return distinct;
@@ -84,19 +90,20 @@ json::array set_elements(const json::value& v) {
 bool contains(const json::value& haystack, const json::value& needle) {
   if (haystack.is_array()) {
     for (const auto& e : haystack.get_array())
-      if (py_equal(e, needle)) return true;
+      if (json_equal(e, needle, BoolRule::as_integers)) return true;
     return false;
   }
   if (haystack.is_string()) {
     if (!needle.is_string())
-      throw servers::TypeError("'in <string>' requires string as left operand, not " +
-                               py_type_name(needle));
+      throw python_compat::TypeError("'in <string>' requires string as left operand, not " +
+                                     py_type_name(needle));
     return std::string_view(haystack.get_string()).find(needle.get_string()) !=
            std::string_view::npos;
   }
   if (haystack.is_object())
     return needle.is_string() && haystack.get_object().contains(needle.get_string());
-  throw servers::TypeError("argument of type '" + py_type_name(haystack) + "' is not iterable");
+  throw python_compat::TypeError("argument of type '" + py_type_name(haystack) +
+                                 "' is not iterable");
 }
 
 // parsed_synonym_values: List[int] validated the way upstream's response model validates it.
@@ -124,20 +131,20 @@ json::object verify(const json::object& row) {
   const auto& expected = row.at("expected_synonym_values");
   json::value actual = reported_values(row.at("response").at("output").get_array());
 
-  bool accuracy = py_equal(expected, actual);
+  bool accuracy = json_equal(expected, actual, BoolRule::as_integers);
   json::array actual_set = set_elements(actual);
   json::array expected_set = set_elements(expected);
   std::size_t common = 0;
   for (const auto& a : actual_set) {
     for (const auto& e : expected_set) {
-      if (py_equal(a, e)) {
+      if (json_equal(a, e, BoolRule::as_integers)) {
         ++common;
         break;
       }
     }
   }
   std::size_t expected_len = expected.get_array().size();
-  if (expected_len == 0) throw servers::ZeroDivisionError("division by zero");
+  if (expected_len == 0) throw python_compat::ZeroDivisionError("division by zero");
   double set_overlap = static_cast<double>(common) / static_cast<double>(expected_len);
   bool minefield_hit = contains(actual, row.at("minefield_label")) ||
                        contains(actual, row.at("minefield_label_value"));
@@ -166,7 +173,7 @@ void register_example_multi_step(servers::Registry& registry) {
                         [](Request&, json::value& body) -> asio::awaitable<Response> {
                           std::int64_t sum = 0;
                           auto synonym = body.at("synonym").get_string();
-                          for (char32_t c : servers::py_code_points(synonym))
+                          for (char32_t c : python_compat::py_code_points(synonym))
                             sum += static_cast<std::int64_t>(c);
                           co_return Response::json(json::object{{"synonym_value", sum}});
                         },

@@ -1,6 +1,7 @@
 #include "example_session_state_mgmt.h"
 
-#include "servers/python_compat.h"
+#include "python_compat/errors.h"
+#include "python_compat/json_equal.h"
 #include "servers/resources_server.h"
 
 #include <boost/json.hpp>
@@ -36,7 +37,7 @@ class CounterStore {
     auto& counter = counters_[session];
     std::int64_t sum = 0;
     if (__builtin_add_overflow(counter, delta, &sum))
-      throw servers::OverflowError("the counter leaves the 64-bit range gym-cpp supports");
+      throw python_compat::OverflowError("the counter leaves the 64-bit range gym-cpp supports");
     counter = sum;
   }
 
@@ -60,7 +61,8 @@ class CounterStore {
 // A validated int field; ints beyond 64 bits (Python has no limit) are refused.
 std::int64_t int_field(const json::object& body, std::string_view key) {
   const auto& v = body.at(key);
-  if (v.is_uint64()) throw servers::OverflowError(std::string(key) + " exceeds the 64-bit range");
+  if (v.is_uint64())
+    throw python_compat::OverflowError(std::string(key) + " exceeds the 64-bit range");
   return v.get_int64();
 }
 
@@ -101,8 +103,10 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
         return {[store](Request& req, json::value& body) -> asio::awaitable<Response> {
                           const auto& row = body.get_object();
                           auto counter = store->find(req.session_id);
-                          bool equal = counter && servers::py_equal(row.at("expected_count"),
-                                                                    json::value(*counter));
+                          bool equal =
+                              counter && python_compat::json_equal(
+                                             row.at("expected_count"), json::value(*counter),
+                                             python_compat::BoolRule::as_integers);
                           co_return Response::json(
                               servers::verify_response(row, equal ? 1.0 : 0.0));
                         },

@@ -3,7 +3,11 @@
 #include "mcqa/mcqa_metrics.h"
 
 #include "core/config.h"
-#include "servers/python_compat.h"
+#include "python_compat/errors.h"
+#include "python_compat/json.h"
+#include "python_compat/latex.h"
+#include "python_compat/re.h"
+#include "python_compat/str.h"
 #include "servers/resources_server.h"
 
 #include <boost/json.hpp>
@@ -22,7 +26,17 @@ namespace json = boost::json;
 using http::Request;
 using http::Response;
 using http::Schema;
-using servers::PyRegex;
+using python_compat::py_collapse_whitespace;
+using python_compat::py_isalpha;
+using python_compat::py_len;
+using python_compat::py_lower;
+using python_compat::py_replace;
+using python_compat::py_strip;
+using python_compat::py_strip_chars;
+using python_compat::py_type_name;
+using python_compat::py_upper;
+using python_compat::PyRegex;
+using python_compat::strip_latex_wrappers;
 
 namespace {
 
@@ -44,7 +58,7 @@ std::string output_text(const json::array& output) {
     if (content->is_string()) {
       // Upstream iterates the string's characters and asks each for `.type`.
       if (!content->get_string().empty())
-        throw servers::AttributeError("'str' object has no attribute 'type'");
+        throw python_compat::AttributeError("'str' object has no attribute 'type'");
       continue;
     }
     if (!content->is_array()) continue;
@@ -70,15 +84,12 @@ std::vector<std::pair<std::string, const json::value*>> option_pairs(const json:
 Letters allowed_letters(const json::value& options) {
   Letters letters;
   for (const auto& [key, value] : option_pairs(options))
-    if (servers::py_len(key) == 1 && servers::py_isalpha(key) && !value->is_null())
-      letters.insert(servers::py_upper(key));
+    if (py_len(key) == 1 && py_isalpha(key) && !value->is_null()) letters.insert(py_upper(key));
   return letters;
 }
 
 // " ".join(s.lower().split())
-std::string normalize_for_match(std::string_view s) {
-  return servers::py_collapse_whitespace(servers::py_lower(s));
-}
+std::string normalize_for_match(std::string_view s) { return py_collapse_whitespace(py_lower(s)); }
 
 // Arabic, Bengali and full-width letters become " A".." D", then strip.
 std::string normalize_letters(std::string_view text) {
@@ -88,15 +99,8 @@ std::string normalize_letters(std::string_view text) {
       {"Ａ", " A"}, {"Ｂ", " B"}, {"Ｃ", " C"}, {"Ｄ", " D"},
   }};
   std::string out(text);
-  for (const auto& [from, to] : kMap) out = servers::py_replace(out, from, to);
-  return servers::py_strip(out);
-}
-
-// Removes \text{...} wrappers while the whole string is one.
-std::string strip_latex_wrappers(std::string s) {
-  static const PyRegex wrap(R"(\\text\{\s*(.*?)\s*\})", PyRegex::kDotAll);
-  while (auto m = wrap.fullmatch(s)) s = std::string(m->group(1));
-  return s;
+  for (const auto& [from, to] : kMap) out = py_replace(out, from, to);
+  return py_strip(out);
 }
 
 // Everything inside the last \boxed{...} (braces counted), or nullopt.
@@ -120,12 +124,12 @@ std::optional<std::string> strict_boxed(std::string_view text, const Letters& al
   static const PyRegex letter_label(R"(^\s*([A-Z])\s*[:).\-])");
   auto inner = boxed_inner(text);
   if (!inner) return std::nullopt;
-  std::string content = strip_latex_wrappers(servers::py_strip(*inner));
+  std::string content = strip_latex_wrappers(py_strip(*inner));
   std::optional<std::string> letter;
   if (auto m = letter_only.match(content)) {
-    letter = servers::py_upper(m->group(1));
+    letter = py_upper(m->group(1));
   } else if (auto m2 = letter_label.match(content)) {
-    letter = servers::py_upper(m2->group(1));
+    letter = py_upper(m2->group(1));
   }
   if (!letter || !allowed.contains(*letter)) return std::nullopt;
   return letter;
@@ -136,13 +140,13 @@ std::optional<std::string> match_option_text(std::string_view text, const json::
                                              const Letters& allowed) {
   auto inner = boxed_inner(text);
   if (!inner) return std::nullopt;
-  std::string stripped = servers::py_strip(*inner);
+  std::string stripped = py_strip(*inner);
   std::array<std::string, 2> candidates{normalize_for_match(stripped),
                                         normalize_for_match(strip_latex_wrappers(stripped))};
   std::vector<std::pair<std::string, std::string>> normalized;
   for (const auto& [key, value] : option_pairs(options)) {
-    if (value->is_null() || servers::py_len(key) != 1) continue;
-    std::string letter = servers::py_upper(key);
+    if (value->is_null() || py_len(key) != 1) continue;
+    std::string letter = py_upper(key);
     if (allowed.contains(letter))
       normalized.emplace_back(letter, normalize_for_match(value->get_string()));
   }
@@ -159,17 +163,17 @@ std::optional<std::string> answer_colon(std::string_view text, const json::value
   static const PyRegex pattern(R"((?i)answer\s*:\s*(.+))");
   auto m = pattern.search(text);
   if (!m) return std::nullopt;
-  std::string candidate = servers::py_strip(strip_latex_wrappers(std::string(m->group(1))));
-  if (servers::py_len(candidate) == 1 && servers::py_isalpha(candidate)) {
-    std::string up = servers::py_upper(candidate);
+  std::string candidate = py_strip(strip_latex_wrappers(std::string(m->group(1))));
+  if (py_len(candidate) == 1 && py_isalpha(candidate)) {
+    std::string up = py_upper(candidate);
     if (allowed.contains(up)) return up;
   }
   std::string wanted = normalize_for_match(candidate);
   for (const auto& [key, value] : option_pairs(options)) {
-    std::string up = servers::py_upper(key);
+    std::string up = py_upper(key);
     if (!allowed.contains(up)) continue;
     if (value->is_null())
-      throw servers::AttributeError("'NoneType' object has no attribute 'lower'");
+      throw python_compat::AttributeError("'NoneType' object has no attribute 'lower'");
     if (normalize_for_match(value->get_string()) == wanted) return up;
   }
   return std::nullopt;
@@ -185,7 +189,7 @@ bool ambiguous_choice_list(std::string_view text, const Letters& allowed) {
   };
   std::vector<Found> found;
   for (const auto& m : letter.finditer(text)) {
-    std::string up = servers::py_upper(m.group(1));
+    std::string up = py_upper(m.group(1));
     if (allowed.contains(up)) found.push_back({up, m.start(1), m.end(1)});
   }
   for (std::size_t k = 0; k + 1 < found.size(); ++k) {
@@ -200,11 +204,10 @@ bool ambiguous_choice_list(std::string_view text, const Letters& allowed) {
 std::optional<std::string> choice_letter(std::string_view payload, const Letters& allowed) {
   static const PyRegex leading(R"(^([a-zA-Z])(?![a-zA-Z0-9]))");
   static const PyRegex last_standalone(R"(\b[A-Z]\b(?!.*\b[A-Z]\b))", PyRegex::kDotAll);
-  std::string candidate =
-      servers::py_strip_chars(servers::py_strip(normalize_letters(payload)), "*_` \t\n\r.,;:");
+  std::string candidate = py_strip_chars(py_strip(normalize_letters(payload)), "*_` \t\n\r.,;:");
   if (ambiguous_choice_list(candidate, allowed)) return std::nullopt;
   std::string letter;
-  if (servers::py_len(candidate) == 1) {
+  if (py_len(candidate) == 1) {
     letter = candidate;
   } else if (auto m = leading.match(candidate)) {
     letter = m->group(1);
@@ -212,7 +215,7 @@ std::optional<std::string> choice_letter(std::string_view payload, const Letters
     letter = m2->group(0);
   }
   if (letter.empty()) return std::nullopt;
-  std::string up = servers::py_upper(letter);
+  std::string up = py_upper(letter);
   if (allowed.contains(up)) return up;
   return std::nullopt;
 }
@@ -229,24 +232,24 @@ std::optional<std::string> answer_colon_md(std::string_view text, const Letters&
 std::optional<std::string> custom_regex(std::string_view text, const json::value& pattern,
                                         const json::value& options, const Letters& allowed) {
   if (!pattern.is_string())
-    throw servers::TypeError("first argument must be string or compiled pattern");
+    throw python_compat::TypeError("first argument must be string or compiled pattern");
   std::optional<PyRegex> regex;
   try {
     regex.emplace(std::string_view(pattern.get_string()), PyRegex::kIgnoreCase);
-  } catch (const servers::PyRegexError&) {
+  } catch (const python_compat::PyRegexError&) {
     return std::nullopt;  // re.error: the pattern yields nothing
   }
   auto matches = regex->finditer(text);
   if (matches.empty()) return std::nullopt;
   if (regex->group_count() > 1)
-    throw servers::AttributeError("'tuple' object has no attribute 'strip'");
+    throw python_compat::AttributeError("'tuple' object has no attribute 'strip'");
   std::string_view last = matches.back().group(regex->group_count() == 1 ? 1 : 0);
-  std::string captured = servers::py_upper(normalize_letters(servers::py_strip(last)));
-  if (servers::py_len(captured) == 1 && servers::py_isalpha(captured)) return captured;
+  std::string captured = py_upper(normalize_letters(py_strip(last)));
+  if (py_len(captured) == 1 && py_isalpha(captured)) return captured;
   std::string wanted = normalize_for_match(captured);
   for (const auto& [key, value] : option_pairs(options)) {
     if (value->is_null()) continue;
-    std::string up = servers::py_upper(key);
+    std::string up = py_upper(key);
     if (allowed.contains(up) && normalize_for_match(value->get_string()) == wanted) return up;
   }
   return std::nullopt;
@@ -265,7 +268,7 @@ std::optional<std::string> custom_regexes(std::string_view text, const json::val
       if (auto letter = custom_regex(text, json::value(kv.key()), options, allowed)) return letter;
     return std::nullopt;
   }
-  throw servers::TypeError("'" + servers::py_type_name(patterns) + "' object is not iterable");
+  throw python_compat::TypeError("'" + py_type_name(patterns) + "' object is not iterable");
 }
 
 const json::value& field_or_null(const json::object& row, std::string_view key) {
@@ -277,8 +280,7 @@ const json::value& field_or_null(const json::object& row, std::string_view key) 
 json::object verify(const json::object& row, const std::optional<std::string>& config_mode) {
   const json::value& options = field_or_null(row, "options");
   const json::value& expected = field_or_null(row, "expected_answer");
-  std::string gold =
-      expected.is_string() ? servers::py_upper(servers::py_strip(expected.get_string())) : "";
+  std::string gold = expected.is_string() ? py_upper(py_strip(expected.get_string())) : "";
   Letters allowed = allowed_letters(options);
   std::string mode = config_mode ? *config_mode
                      : row.contains("grading_mode")
@@ -286,7 +288,7 @@ json::object verify(const json::object& row, const std::optional<std::string>& c
                          : std::string(kStrict);
 
   std::optional<std::string> pred;
-  std::string text = servers::py_strip(output_text(row.at("response").at("output").get_array()));
+  std::string text = py_strip(output_text(row.at("response").at("output").get_array()));
   if (!text.empty()) {
     const json::value& metadata = field_or_null(row, "template_metadata");
     if (metadata.is_object() && metadata.get_object().contains("output_regex"))

@@ -1,7 +1,9 @@
 #include "string_match.h"
 
 #include "core/json_text.h"
-#include "servers/python_compat.h"
+#include "python_compat/latex.h"
+#include "python_compat/re.h"
+#include "python_compat/str.h"
 #include "servers/resources_server.h"
 
 #include <boost/json.hpp>
@@ -19,9 +21,10 @@ namespace json = boost::json;
 using http::Request;
 using http::Response;
 using http::Schema;
-using servers::py_replace;
-using servers::py_strip;
-using servers::PyRegex;
+using python_compat::py_replace;
+using python_compat::py_strip;
+using python_compat::PyRegex;
+using python_compat::strip_latex_wrappers;
 
 namespace {
 
@@ -57,12 +60,6 @@ std::string assistant_text(const json::array& output) {
   return py_strip(joined);
 }
 
-std::string strip_latex_wrappers(std::string s) {
-  static const PyRegex wrap(R"(\\text\{\s*(.*?)\s*\})", PyRegex::kDotAll);
-  while (auto m = wrap.fullmatch(s)) s = std::string(m->group(1));
-  return s;
-}
-
 // The content of the last \boxed{...} that closes (earlier ones are tried when it does not).
 std::optional<std::string> extract_boxed(std::string_view text) {
   static constexpr std::string_view kMarker = "\\boxed{";
@@ -88,11 +85,11 @@ std::optional<std::string> extract_final_answer(std::string_view text) {
   if (matches.empty()) return std::nullopt;
   std::string raw = py_strip(matches.back());
   if (auto m = final_dot.search(raw)) raw = raw.substr(0, m->start());  // re.split(...)[0]
-  return servers::py_rstrip_chars(py_strip(raw), ".");
+  return python_compat::py_rstrip_chars(py_strip(raw), ".");
 }
 
 std::optional<std::string> extract_last_line(std::string_view text) {
-  auto lines = servers::py_splitlines(text);
+  auto lines = python_compat::py_splitlines(text);
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     std::string line = py_strip(*it);
     if (!line.empty()) return line;
@@ -118,14 +115,14 @@ std::optional<std::string> extract_answer(std::string_view text, std::string_vie
 // ---- grading ---------------------------------------------------------------------------------
 
 std::string strip_outer_quotes(const std::string& text) {
-  if (servers::py_len(text) >= 2 && (text.front() == '"' || text.front() == '\'') &&
+  if (python_compat::py_len(text) >= 2 && (text.front() == '"' || text.front() == '\'') &&
       text.back() == text.front())
     return text.substr(1, text.size() - 2);
   return text;
 }
 
 std::string strip_trailing_punctuation(const std::string& text) {
-  std::string stripped = servers::py_rstrip_chars(text, ".!?");
+  std::string stripped = python_compat::py_rstrip_chars(text, ".!?");
   return stripped.empty() ? text : stripped;
 }
 
@@ -133,7 +130,7 @@ std::string strip_trailing_punctuation(const std::string& text) {
 std::string normalize_float(const std::string& text) {
   std::string cleaned =
       py_strip(py_replace(py_replace(py_replace(text, "\\%", ""), "\\$", ""), "$", ""));
-  if (auto value = servers::py_float(cleaned)) return core::python_float_repr(*value);
+  if (auto value = python_compat::py_float(cleaned)) return core::python_float_repr(*value);
   return text;
 }
 
@@ -145,12 +142,12 @@ std::string normalize_numbers(const std::string& text) {
 
 // S: list separators and the substrings "and"/"or" become spaces, unless that removes > 10%.
 std::string normalize_lists(const std::string& text) {
-  std::size_t original_len = servers::py_len(text);
+  std::size_t original_len = python_compat::py_len(text);
   std::string out = py_replace(py_replace(text, ",", " "), ";", " ");
   out = py_replace(py_replace(out, "and", " "), "or", " ");
-  if (static_cast<double>(servers::py_len(out)) < 0.9 * static_cast<double>(original_len))
+  if (static_cast<double>(python_compat::py_len(out)) < 0.9 * static_cast<double>(original_len))
     return text;
-  return servers::py_collapse_whitespace(out);
+  return python_compat::py_collapse_whitespace(out);
 }
 
 // Drops `cmd{` and its matching `}` (only `cmd{` when it never closes), until none is left.
@@ -183,7 +180,7 @@ std::string normalize_latex(std::string text) {
   for (auto cmd : kCommands) text = remove_latex_command(std::move(text), cmd);
   for (auto token : {"\\(", "\\)", "\\[", "\\]"}) text = py_replace(text, token, "");
   text = py_replace(text, "$", "");
-  return servers::py_collapse_whitespace(text);
+  return python_compat::py_collapse_whitespace(text);
 }
 
 // U: US state names (multi-word first) become their codes, then S, then lower-case.
@@ -205,7 +202,7 @@ std::string normalize_states(std::string text) {
       {"wyoming", "WY"},
   }};
   for (const auto& [name, code] : kStates) text = py_replace(text, name, code);
-  return servers::py_lower(normalize_lists(text));
+  return python_compat::py_lower(normalize_lists(text));
 }
 
 std::string normalize_unicode_math(std::string text) {
@@ -232,9 +229,9 @@ std::string strip_numeric(std::string text) {
 
 // max(0, 1 - relative error)^2 when both parse as floats, else 0 (a NaN counts as 0).
 double soft_numeric_grade(const std::string& gt, const std::string& pred) {
-  auto p = servers::py_float(strip_numeric(pred));
+  auto p = python_compat::py_float(strip_numeric(pred));
   if (!p) return 0.0;
-  auto g = servers::py_float(strip_numeric(gt));
+  auto g = python_compat::py_float(strip_numeric(gt));
   if (!g) return 0.0;
   double rel_error = std::fabs(*p - *g) / std::max(std::fabs(*g), 1e-9);
   double score = 1.0 - rel_error;
@@ -243,8 +240,8 @@ double soft_numeric_grade(const std::string& gt, const std::string& pred) {
 }
 
 double grade(const std::string& expected, const std::string& extracted) {
-  std::string p = servers::py_lower(strip_outer_quotes(servers::py_nfkc(extracted)));
-  std::string g = servers::py_lower(strip_outer_quotes(servers::py_nfkc(expected)));
+  std::string p = python_compat::py_lower(strip_outer_quotes(python_compat::py_nfkc(extracted)));
+  std::string g = python_compat::py_lower(strip_outer_quotes(python_compat::py_nfkc(expected)));
   p = strip_trailing_punctuation(p);
   g = strip_trailing_punctuation(g);
   if (p == g) return 1.0;

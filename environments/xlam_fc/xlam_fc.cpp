@@ -1,6 +1,8 @@
 #include "xlam_fc.h"
 
-#include "servers/python_compat.h"
+#include "python_compat/errors.h"
+#include "python_compat/json.h"
+#include "python_compat/json_equal.h"
 #include "servers/resources_server.h"
 
 #include <boost/json.hpp>
@@ -15,8 +17,9 @@ namespace json = boost::json;
 using http::Request;
 using http::Response;
 using http::Schema;
-using servers::py_equal;
-using servers::py_type_name;
+using python_compat::BoolRule;
+using python_compat::json_equal;
+using python_compat::py_type_name;
 
 namespace {
 
@@ -25,8 +28,8 @@ namespace {
 json::value normalize_arguments(const json::value& arguments) {
   if (arguments.is_string()) {
     try {
-      return servers::py_json_loads(arguments.get_string());
-    } catch (const servers::JSONDecodeError&) {
+      return python_compat::py_json_loads(arguments.get_string());
+    } catch (const python_compat::JSONDecodeError&) {
       return json::object{};
     }
   }
@@ -42,33 +45,33 @@ const json::value* lookup(const json::value& args, const std::string& key) {
   if (args.is_array()) {
     for (const auto& e : args.get_array())
       if (e.is_string() && e.get_string() == key)
-        throw servers::TypeError("list indices must be integers or slices, not str");
+        throw python_compat::TypeError("list indices must be integers or slices, not str");
     return nullptr;
   }
   if (args.is_string()) {
     if (std::string_view(args.get_string()).find(key) != std::string_view::npos)
-      throw servers::TypeError("string indices must be integers, not 'str'");
+      throw python_compat::TypeError("string indices must be integers, not 'str'");
     return nullptr;
   }
-  throw servers::TypeError("argument of type '" + py_type_name(args) + "' is not iterable");
+  throw python_compat::TypeError("argument of type '" + py_type_name(args) + "' is not iterable");
 }
 
 bool calls_match(const json::object& predicted, const json::object& expected) {
   static const json::value null_value;
   const auto* predicted_name = get(predicted, "name");
   const auto* expected_name = get(expected, "name");
-  if (!py_equal(predicted_name ? *predicted_name : null_value,
-                expected_name ? *expected_name : null_value))
+  if (!json_equal(predicted_name ? *predicted_name : null_value,
+                  expected_name ? *expected_name : null_value, BoolRule::as_integers))
     return false;
   json::value predicted_args = normalize_arguments(predicted.at("arguments"));
   const auto* raw_expected = get(expected, "arguments");
   json::value expected_args = raw_expected ? normalize_arguments(*raw_expected) : json::object{};
   if (!expected_args.is_object())
-    throw servers::AttributeError("'" + py_type_name(expected_args) +
-                                  "' object has no attribute 'items'");
+    throw python_compat::AttributeError("'" + py_type_name(expected_args) +
+                                        "' object has no attribute 'items'");
   for (const auto& kv : expected_args.get_object()) {
     const auto* value = lookup(predicted_args, std::string(kv.key()));
-    if (!value || !py_equal(*value, kv.value())) return false;
+    if (!value || !json_equal(*value, kv.value(), BoolRule::as_integers)) return false;
   }
   return true;
 }

@@ -1,8 +1,9 @@
 #include "agents/simple_agent.h"
 
 #include "core/json_text.h"
+#include "python_compat/json.h"
+#include "python_compat/utf8.h"
 #include "servers/agent_server.h"
-#include "servers/python_compat.h"
 #include "servers/responses_api.h"
 
 #include <boost/json.hpp>
@@ -157,7 +158,7 @@ struct Agent {
         try {
           if (!args_text || !args_text->is_string())
             throw std::runtime_error("the arguments are not a JSON text");
-          args = servers::py_json_loads(args_text->get_string());
+          args = python_compat::py_json_loads(args_text->get_string());
         } catch (const std::exception& e) {
           parse_error = e.what();
         }
@@ -168,7 +169,7 @@ struct Agent {
         } else {
           std::string tool = call.contains("name") ? std::string(call.at("name").as_string()) : "";
           auto r = co_await post(resources, "/" + tool, core::render_json(args), cr);
-          tool_output = servers::utf8_replace_invalid(r.body);
+          tool_output = python_compat::utf8_replace_invalid(r.body);
           if (!r.cookies.empty()) cr = r.cookies;
         }
         json::object out_item(arena);

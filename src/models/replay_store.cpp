@@ -2,7 +2,7 @@
 
 #include "core/config.h"
 #include "core/json_text.h"
-#include "models/json_compare.h"
+#include "python_compat/json_equal.h"
 
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
@@ -15,10 +15,17 @@
 
 namespace gym::models {
 namespace json = boost::json;
+using python_compat::canonical_json;
 
 namespace {
 
 constexpr std::string_view kFunctionCallOutput = "function_call_output";
+
+// Replayed and recorded values compare with booleans apart from numbers (true != 1), the
+// equality of their canonical texts (environments.md 8.3).
+bool same_json(const json::value& a, const json::value& b) {
+  return python_compat::json_equal(a, b, python_compat::BoolRule::distinct);
+}
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
   return h ^ (x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
@@ -96,12 +103,12 @@ std::optional<json::value> parse_json_text(const json::value& v) {
 bool tool_outputs_equal(const json::value& a, const json::value& b, ToolOutputCheck check) {
   switch (check) {
     case ToolOutputCheck::off: return true;
-    case ToolOutputCheck::exact: return json_equal(a, b);  // strings compare as text
+    case ToolOutputCheck::exact: return same_json(a, b);  // strings compare as text
     case ToolOutputCheck::semantic: {
       auto pa = parse_json_text(a);
       auto pb = parse_json_text(b);
-      if (pa && pb) return json_equal(*pa, *pb);
-      return json_equal(a, b);
+      if (pa && pb) return same_json(*pa, *pb);
+      return same_json(a, b);
     }
   }
   return false;
@@ -160,13 +167,13 @@ std::string item_mismatch(const json::object& replayed, const json::object& reco
                           ToolOutputCheck check) {
   const auto& type = member(replayed, "type");
   const auto& recorded_type = member(recorded, "type");
-  if (!json_equal(type, recorded_type))
+  if (!same_json(type, recorded_type))
     return "item types differ: " + brief(type) + " vs recorded " + brief(recorded_type);
   std::string_view t = type.is_string() ? std::string_view(type.get_string()) : "";
   auto compare = [&](std::string_view key) -> std::string {
     const auto& a = member(replayed, key);
     const auto& b = member(recorded, key);
-    return json_equal(a, b) ? std::string() : field_differs(key, a, b);
+    return same_json(a, b) ? std::string() : field_differs(key, a, b);
   };
   if (t == "function_call") {
     for (auto key : {"call_id", "name", "arguments"})
@@ -177,16 +184,16 @@ std::string item_mismatch(const json::object& replayed, const json::object& reco
     if (auto why = compare("role"); !why.empty()) return why;
     auto a = content_texts(replayed);
     auto b = content_texts(recorded);
-    return json_equal(a, b) ? std::string() : field_differs("content", a, b);
+    return same_json(a, b) ? std::string() : field_differs("content", a, b);
   }
   if (t == "reasoning") {
     const auto& a = member(replayed, "id");
     const auto& b = member(recorded, "id");
     if (!a.is_null() && !b.is_null())
-      return json_equal(a, b) ? std::string() : field_differs("id", a, b);
+      return same_json(a, b) ? std::string() : field_differs("id", a, b);
     auto sa = summary_texts(replayed);
     auto sb = summary_texts(recorded);
-    return json_equal(sa, sb) ? std::string() : field_differs("summary", sa, sb);
+    return same_json(sa, sb) ? std::string() : field_differs("summary", sa, sb);
   }
   if (t == kFunctionCallOutput) {
     if (auto why = compare("call_id"); !why.empty()) return why;
@@ -194,7 +201,7 @@ std::string item_mismatch(const json::object& replayed, const json::object& reco
     const auto& b = member(recorded, "output");
     return tool_outputs_equal(a, b, check) ? std::string() : field_differs("output", a, b);
   }
-  return json_equal(json::value(replayed), json::value(recorded))
+  return same_json(json::value(replayed), json::value(recorded))
              ? std::string()
              : "items differ: " + brief(json::value(replayed)) + " vs recorded " +
                    brief(json::value(recorded));

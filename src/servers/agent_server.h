@@ -43,7 +43,4 @@ http::Response downstream_failure(const std::string& cookie_name, const Downstre
 // Throws DownstreamError unless `r` is 2xx.
 void require_success(const http::ClientResponse& r);
 
-// Text of a body as UTF-8, invalid bytes replaced by U+FFFD (Python's errors="replace").
-std::string utf8_replace_invalid(std::string_view bytes);
-
 }  // namespace gym::servers

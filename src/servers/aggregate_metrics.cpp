@@ -14,6 +14,8 @@
 
 namespace gym::servers {
 namespace json = boost::json;
+using python_compat::KeyError;
+using python_compat::ValueError;
 
 namespace {
 

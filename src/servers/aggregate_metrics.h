@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "servers/python_compat.h"
+#include "python_compat/errors.h"
 
 namespace gym::servers {
 
-// Errors are python_compat.h's ValueError and KeyError, so a route's 500 body reads like
+// Errors are python_compat's ValueError and KeyError, so a route's 500 body reads like
 // upstream's ("ValueError: Duplicate materialized input row for rollout key (0, 0)").
 
 // Verify responses grouped by task: ascending `_ng_task_index`, each task's rollouts in

@@ -14,9 +14,9 @@
 #include <map>
 
 #include "core/json_text.h"
-#include "models/json_compare.h"
 #include "orchestrator/ports.h"
 #include "process.h"
+#include "python_compat/json_equal.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -41,7 +41,7 @@ std::string result_key(json::object row, bool full) {
   for (const char* k : {"_ng_task_index", "_ng_rollout_index", "agent_ref"}) row.erase(k);
   if (!full)
     for (const char* k : {"responses_create_params", "response"}) row.erase(k);
-  return gym::models::canonical_json(row);
+  return gym::python_compat::canonical_json(row);
 }
 
 }  // namespace

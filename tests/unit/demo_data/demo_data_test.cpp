@@ -13,8 +13,8 @@
 
 #include "core/json_text.h"
 #include "files.h"
-#include "models/json_compare.h"
 #include "models/replay_store.h"
+#include "python_compat/json_equal.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -35,7 +35,7 @@ std::vector<json::object> read_jsonl(const fs::path& p) {
 }
 
 std::string input_key(const json::object& row) {
-  return gym::models::canonical_json(
+  return gym::python_compat::canonical_json(
       gym::models::normalize_input(row.at("responses_create_params").at("input")));
 }
 

@@ -1,7 +1,8 @@
-// The replay algorithm of environments.md 8.4 without a server: candidates, continuations,
-// segments, envelopes, failures, bindings.
+// The replay algorithm of environments.md 8.4 without a server: input normalisation (8.3),
+// candidates, continuations, segments, envelopes, failures, bindings.
 #include "models/replay_store.h"
 #include "models/session_bindings.h"
+#include "python_compat/json_equal.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -116,6 +117,31 @@ class ReplayStoreTest : public ::testing::Test {
 };
 
 }  // namespace
+
+TEST(Normalize, StringInputBecomesOneUserMessage) {
+  auto out = gym::models::normalize_input(json::value("hi"));
+  EXPECT_EQ(json::serialize(out), R"([{"type":"message","role":"user","content":"hi"}])");
+}
+
+TEST(Normalize, MessagesGetTypeAndNullsAreDropped) {
+  auto in = json::parse(R"([{"role":"user","content":"a","type":null},
+                            {"type":"function_call_output","call_id":"c","output":"x","id":null,
+                             "status":null},
+                            {"role":"user","content":[{"type":"input_text","text":"t","x":null}]},
+                            {"type":"reasoning","id":"r","summary":[]}])");
+  auto out = gym::models::normalize_input(in);
+  auto expected = json::parse(R"([{"role":"user","content":"a","type":"message"},
+                                  {"type":"function_call_output","call_id":"c","output":"x"},
+                                  {"role":"user","content":[{"type":"input_text","text":"t"}],
+                                   "type":"message"},
+                                  {"type":"reasoning","id":"r","summary":[]}])");
+  EXPECT_TRUE(gym::python_compat::json_equal(out, expected, gym::python_compat::BoolRule::distinct))
+      << json::serialize(out);
+}
+
+TEST(Normalize, OtherValuesGiveAnEmptyInput) {
+  EXPECT_TRUE(gym::models::normalize_input(json::value(5)).empty());
+}
 
 TEST_F(ReplayStoreTest, ReplaysATrajectoryTurnByTurn) {
   auto store = multi_turn(ToolOutputCheck::semantic);

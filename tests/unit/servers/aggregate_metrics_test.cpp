@@ -160,13 +160,14 @@ TEST(AggregateMetrics, DuplicateRolloutKeyIsAnError) {
   try {
     aggregate(R"([{"reward":1.0},{"_ng_task_index":0,"reward":0.0}])");
     FAIL() << "no error";
-  } catch (const gym::servers::ValueError& e) {
+  } catch (const gym::python_compat::ValueError& e) {
     EXPECT_STREQ(e.what(), "Duplicate materialized input row for rollout key (0, 0)");
     EXPECT_EQ(gym::http::exception_response(e).body,
               R"j("ValueError: Duplicate materialized input row for rollout key (0, 0)")j");
   }
-  EXPECT_THROW(aggregate(R"([{"_ng_task_index":"0","reward":1.0}])"), gym::servers::ValueError);
-  EXPECT_THROW(aggregate(R"([1])"), gym::servers::ValueError);
+  EXPECT_THROW(aggregate(R"([{"_ng_task_index":"0","reward":1.0}])"),
+               gym::python_compat::ValueError);
+  EXPECT_THROW(aggregate(R"([1])"), gym::python_compat::ValueError);
 }
 
 TEST(AggregateMetrics, EmptyInputGivesEmptyMembersAndCallsNoHook) {
@@ -331,7 +332,7 @@ TEST(PassK, CustomScoresAndEmptyInput) {
   EXPECT_FALSE(result.metrics.contains("pass@1[avg-of-2]/f1/std_dev_across_runs"));
   EXPECT_EQ(render(compute_pass_majority_metrics({}).metrics), "{}");
   Tasks missing(R"([[{"score":1.0}]])");
-  EXPECT_THROW(compute_pass_majority_metrics(missing.tasks), gym::servers::KeyError);
+  EXPECT_THROW(compute_pass_majority_metrics(missing.tasks), gym::python_compat::KeyError);
 }
 
 TEST(PassK, HighestKMetrics) {
@@ -400,5 +401,5 @@ TEST(AggregateMetricsRoute, SchemaViolationsAre422AndDuplicatesThrow) {
   auto res = call(router, R"({"verify_responses":[1]})");
   EXPECT_EQ(res.status, 422);
   EXPECT_NE(res.body.find("dict_type"), std::string::npos) << res.body;
-  EXPECT_THROW(call(router, R"({"verify_responses":[{},{}]})"), gym::servers::ValueError);
+  EXPECT_THROW(call(router, R"({"verify_responses":[{},{}]})"), gym::python_compat::ValueError);
 }

@@ -1,4 +1,4 @@
-#include "models/json_compare.h"
+#include "python_compat/json_equal.h"
 
 #include "core/json_text.h"
 
@@ -11,13 +11,14 @@
 #include <optional>
 #include <vector>
 
-namespace gym::models {
+namespace gym::python_compat {
 namespace json = boost::json;
 
 namespace {
 
-// An exact integer value for numbers that have one: every int64/uint64, and floats that are
-// integral and in range. Negative values are held as int64, non-negative ones as uint64.
+// An exact integer value for numbers that have one: every int64/uint64, booleans (0 and 1),
+// and floats that are integral and in range. Negative values are held as int64, non-negative
+// ones as uint64.
 struct Integer {
   bool negative;
   std::uint64_t magnitude;  // two's complement bits when negative
@@ -25,6 +26,7 @@ struct Integer {
 };
 
 std::optional<Integer> integer_value(const json::value& v) {
+  if (v.is_bool()) return Integer{false, v.get_bool() ? 1u : 0u};
   if (v.is_int64()) {
     auto i = v.get_int64();
     return Integer{i < 0, static_cast<std::uint64_t>(i)};
@@ -40,6 +42,11 @@ std::optional<Integer> integer_value(const json::value& v) {
   return Integer{false, static_cast<std::uint64_t>(d)};
 }
 
+bool is_number(const json::value& v, BoolRule bools) {
+  return v.is_number() || (bools == BoolRule::as_integers && v.is_bool());
+}
+
+// Two numbers (booleans included under BoolRule::as_integers) by exact value.
 bool numbers_equal(const json::value& a, const json::value& b) {
   if (a.is_double() && b.is_double()) return a.get_double() == b.get_double();
   auto ia = integer_value(a);
@@ -50,8 +57,9 @@ bool numbers_equal(const json::value& a, const json::value& b) {
 
 }  // namespace
 
-bool json_equal(const json::value& a, const json::value& b) {
-  if (a.is_number() && b.is_number()) return numbers_equal(a, b);
+bool json_equal(const json::value& a, const json::value& b, BoolRule bools) {
+  if (is_number(a, bools) || is_number(b, bools))
+    return is_number(a, bools) && is_number(b, bools) && numbers_equal(a, b);
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case json::kind::null: return true;
@@ -62,7 +70,7 @@ bool json_equal(const json::value& a, const json::value& b) {
       const auto& y = b.get_array();
       if (x.size() != y.size()) return false;
       for (std::size_t i = 0; i < x.size(); ++i)
-        if (!json_equal(x[i], y[i])) return false;
+        if (!json_equal(x[i], y[i], bools)) return false;
       return true;
     }
     case json::kind::object: {
@@ -71,11 +79,11 @@ bool json_equal(const json::value& a, const json::value& b) {
       if (x.size() != y.size()) return false;
       for (const auto& kv : x) {
         const auto* other = y.if_contains(kv.key());
-        if (!other || !json_equal(kv.value(), *other)) return false;
+        if (!other || !json_equal(kv.value(), *other, bools)) return false;
       }
       return true;
     }
-    default: return false;  // numbers handled above
+    default: return false;  // numbers (and booleans as integers) handled above
   }
 }
 
@@ -135,4 +143,4 @@ std::string canonical_json(const json::value& v) {
   return out;
 }
 
-}  // namespace gym::models
+}  // namespace gym::python_compat

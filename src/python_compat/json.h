@@ -1,0 +1,26 @@
+#pragma once
+// Python's view of JSON values (environments.md 1.3): json.loads and the type a value has in
+// Python. Equality of JSON values is json_equal.h's.
+//
+// Thread safety: every function is reentrant.
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace gym::python_compat {
+
+// json.loads(text): NaN, Infinity and -Infinity are floats; a duplicated key keeps its last
+// value (at the first key's position); integers are exact within 64 bits (larger ones become
+// doubles); lone surrogate escapes become U+FFFD. Throws JSONDecodeError; nesting deeper than
+// 1000 levels throws RecursionError (errors.h).
+boost::json::value py_json_loads(std::string_view text);
+
+// type(v).__name__ of the value json.loads would build: NoneType, bool, int, float, str, list,
+// dict.
+std::string py_type_name(const boost::json::value& v);
+
+// hash() would succeed: not a list and not a dict.
+bool py_hashable(const boost::json::value& v);
+
+}  // namespace gym::python_compat
