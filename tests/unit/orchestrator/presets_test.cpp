@@ -103,13 +103,13 @@ TEST(SelectorConfigPath, SearchRootsWinOverBundledPresets) {
   TempDir first, second;
   auto in_second = second.write("resources_servers/mcqa/configs/mcqa.yaml", "mine: {}\n");
   EXPECT_EQ(selector_config_path("resources_servers", "mcqa",
-                                 {first.path().string(), second.path().string()}),
-            in_second.string());
+                                 {first.path(), second.path()}),
+            in_second);
   // The first root that has the file wins.
   auto in_first = first.write("resources_servers/mcqa/configs/mcqa.yaml", "first: {}\n");
   EXPECT_EQ(selector_config_path("resources_servers", "mcqa",
-                                 {first.path().string(), second.path().string()}),
-            in_first.string());
+                                 {first.path(), second.path()}),
+            in_first);
 }
 
 TEST(SelectorConfigPath, NameAndFlavorInTheSearchRoots) {
@@ -117,10 +117,10 @@ TEST(SelectorConfigPath, NameAndFlavorInTheSearchRoots) {
   auto flavored = root.write("resources_servers/my_env/configs/hard.yaml", "a: 1\n");
   auto plain = root.write("resources_servers/my_env/configs/my_env.yaml", "a: 2\n");
   auto model = root.write("responses_api_models/my_model/configs/fast.yaml", "b: 1\n");
-  const std::vector<std::string> roots{root.path().string()};
-  EXPECT_EQ(selector_config_path("resources_servers", "my_env/hard", roots), flavored.string());
-  EXPECT_EQ(selector_config_path("resources_servers", "my_env", roots), plain.string());
-  EXPECT_EQ(selector_config_path("responses_api_models", "my_model/fast", roots), model.string());
+  const std::vector<std::string> roots{root.path()};
+  EXPECT_EQ(selector_config_path("resources_servers", "my_env/hard", roots), flavored);
+  EXPECT_EQ(selector_config_path("resources_servers", "my_env", roots), plain);
+  EXPECT_EQ(selector_config_path("responses_api_models", "my_model/fast", roots), model);
 }
 
 TEST(SelectorConfigPath, UnknownNameListsTheKnownPresetsOfThatType) {

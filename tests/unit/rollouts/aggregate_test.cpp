@@ -100,7 +100,7 @@ TEST(WriteAggregateMetrics, UnwritablePathIsAnError) {
   TempDir dir;
   auto path = dir.file("missing_dir/m.json");
   EXPECT_EQ(error_of<std::runtime_error>([&] { write_aggregate_metrics(path, json::array{}); }),
-            "cannot write " + path.string());
+            "cannot write " + path);
 }
 
 }  // namespace

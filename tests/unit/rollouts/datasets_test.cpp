@@ -57,15 +57,15 @@ TEST_F(CollateDatasets, RowsOfTheSplitInConfigOrderWithAgentRefs) {
   auto val_b = dir_.write("data/b_val.jsonl",
                           "{\"responses_create_params\":{\"input\":\"w\"},\"expected\":\"B\"}");
   json::object cfg{
-      {"agent_one", agent({dataset("train_a", "train", train_a.string()),
-                           dataset("val_a", "validation", val_a.string())})},
+      {"agent_one", agent({dataset("train_a", "train", train_a),
+                           dataset("val_a", "validation", val_a)})},
       {"policy_model",
        json::object{
            {"responses_api_models",
             json::object{{"openai_model",
                           json::object{{"datasets", json::array{dataset("m", "validation",
-                                                                        model_val.string())}}}}}}}},
-      {"agent_two", agent({dataset("val_b", "validation", val_b.string())})},
+                                                                        model_val)}}}}}}}},
+      {"agent_two", agent({dataset("val_b", "validation", val_b)})},
       {"agent_three", agent({})},
   };
   auto out = collate(cfg, "validation");
@@ -87,7 +87,7 @@ TEST_F(CollateDatasets, RowsOfTheSplitInConfigOrderWithAgentRefs) {
 
 TEST_F(CollateDatasets, DatasetNumRepeatsIsNotAppliedAndWarns) {
   auto path = dir_.write("data/x.jsonl", "{\"responses_create_params\":{}}\n");
-  auto entry = dataset("x", "example", path.string());
+  auto entry = dataset("x", "example", path);
   entry["num_repeats"] = 4;
   auto out = collate(json::object{{"agent_one", agent({entry})}}, "example");
   EXPECT_EQ(testing::rows_of(read_text(out)).size(), 1u);
@@ -100,7 +100,7 @@ TEST_F(CollateDatasets, DatasetNumRepeatsIsNotAppliedAndWarns) {
 
 TEST_F(CollateDatasets, RelativePathsResolveInTheSearchRoots) {
   dir_.write("roots/extra/data/rel.jsonl", "{\"responses_create_params\":{\"input\":\"r\"}}\n");
-  ScopedEnv roots("NEMO_GYM_EXTRA_ROOTS", dir_.file("roots/extra").string());
+  ScopedEnv roots("NEMO_GYM_EXTRA_ROOTS", dir_.file("roots/extra"));
   auto out =
       collate(json::object{{"agent_one", agent({dataset("rel", "benchmark", "data/rel.jsonl")})}},
               "benchmark");
@@ -112,7 +112,7 @@ TEST_F(CollateDatasets, RelativePathsResolveInTheSearchRoots) {
 
 TEST_F(CollateDatasets, NoDatasetOfTheSplitIsAConfigError) {
   auto path = dir_.write("data/x.jsonl", "{}\n");
-  json::object cfg{{"agent_one", agent({dataset("x", "train", path.string())})}};
+  json::object cfg{{"agent_one", agent({dataset("x", "train", path)})}};
   EXPECT_EQ(config_error_of([&] { collate(cfg, "benchmark"); }),
             "no agent has a dataset of type 'benchmark': pass --input FILE.jsonl or choose another "
             "--split");
@@ -124,10 +124,10 @@ TEST_F(CollateDatasets, NoDatasetOfTheSplitIsAConfigError) {
 
 TEST_F(CollateDatasets, MissingFileIsAConfigErrorNamingTheDataset) {
   auto missing = dir_.file("data/missing.jsonl");
-  json::object cfg{{"agent_one", agent({dataset("gone", "train", missing.string())})}};
+  json::object cfg{{"agent_one", agent({dataset("gone", "train", missing)})}};
   auto message = config_error_of([&] { collate(cfg, "train"); });
   EXPECT_CONTAINS(message, "in agent_one.datasets[gone]");
-  EXPECT_CONTAINS(message, "dataset '" + missing.string() + "' was not found");
+  EXPECT_CONTAINS(message, "dataset '" + missing + "' was not found");
 }
 
 TEST_F(CollateDatasets, DatasetWithoutPathIsAConfigError) {

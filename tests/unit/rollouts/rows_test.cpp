@@ -109,22 +109,22 @@ TEST(ReadJsonl, InvalidLineNamesFileAndLineNumber) {
   TempDir dir;
   auto bad_json = dir.write("bad.jsonl", "{\"a\":1}\n\n{\"b\":\n");
   auto message = error_of<std::runtime_error>([&] { read_jsonl(bad_json); });
-  EXPECT_EQ(message.rfind(bad_json.string() + " line 3: not valid JSON (", 0), 0u) << message;
+  EXPECT_EQ(message.rfind(bad_json + " line 3: not valid JSON (", 0), 0u) << message;
 
   auto not_object = dir.write("array.jsonl", "{\"a\":1}\n[1, 2]\n");
   EXPECT_EQ(error_of<std::runtime_error>([&] { read_jsonl(not_object); }),
-            not_object.string() + " line 2: not a JSON object");
+            not_object + " line 2: not a JSON object");
 
   auto scalar_last = dir.write("scalar.jsonl", "{}\n{}\n\"text\"");
   EXPECT_EQ(error_of<std::runtime_error>([&] { read_jsonl(scalar_last); }),
-            scalar_last.string() + " line 3: not a JSON object");
+            scalar_last + " line 3: not a JSON object");
 }
 
 TEST(ReadJsonl, MissingFileIsAnError) {
   TempDir dir;
   auto missing = dir.file("missing.jsonl");
   EXPECT_EQ(error_of<std::runtime_error>([&] { read_jsonl(missing); }),
-            "cannot read " + missing.string() + ": no such file or not readable");
+            "cannot read " + missing + ": no such file or not readable");
 }
 
 // ---- expand_rows: 7.3 ----
@@ -291,7 +291,7 @@ TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAnObjectString) {
 {"responses_create_params":{"metadata":{"extra_body":"[1]"}}}
 )");
   EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
-            input.string() +
+            input +
                 " line 3: responses_create_params.metadata.extra_body is not a JSON object "
                 "string, so no seed can be added");
 }
@@ -307,7 +307,7 @@ TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAString) {
                          R"({"responses_create_params":{"metadata":{"extra_body":{"top_k":5}}}})"
                          "\n");
   EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
-            input.string() +
+            input +
                 " line 1: responses_create_params.metadata.extra_body is not a JSON object "
                 "string, so no seed can be added");
 }
@@ -321,7 +321,7 @@ TEST(ExpandRows, AddSeedRejectsMetadataThatIsNotAnObject) {
                          R"({"responses_create_params":{"metadata":"m"}})"
                          "\n");
   EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
-            input.string() +
+            input +
                 " line 2: responses_create_params.metadata is not an object, so no seed can be "
                 "added");
 }
@@ -370,7 +370,7 @@ TEST(ExpandRows, OneErrorListsEveryOffendingLine) {
 )");
   EXPECT_EQ(
       config_error_of([&] { expand_rows(input, read_jsonl(input), CollectionOptions{}, kAgents); }),
-      input.string() +
+      input +
           ": 8 problem(s) in the input rows; nothing was dispatched:\n"
           "  line 2: no responses_create_params object\n"
           "  line 4: agent 'alpah_agent' is not a responses_api_agents instance (did you "
@@ -389,7 +389,7 @@ TEST(ExpandRows, AgentNameThatIsNotAnAgentIsReportedWithoutAgents) {
   auto input = dir.write("input.jsonl", "{\"responses_create_params\":{}}\n");
   EXPECT_EQ(
       config_error_of([&] { expand_rows(input, read_jsonl(input), with_agent("mcqa_agent"), {}); }),
-      input.string() +
+      input +
           ": 1 problem(s) in the input rows; nothing was dispatched:\n"
           "  line 1: agent 'mcqa_agent' is not a responses_api_agents instance\n"
           "configured agents: (none)");
@@ -430,7 +430,7 @@ TEST(WriteJsonl, UnwritablePathIsAnError) {
   TempDir dir;
   auto path = dir.file("no/such/dir/out.jsonl");
   EXPECT_EQ(error_of<std::runtime_error>([&] { write_jsonl(path, {obj("{}")}); }),
-            "cannot write " + path.string());
+            "cannot write " + path);
 }
 
 }  // namespace
