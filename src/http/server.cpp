@@ -1,5 +1,6 @@
 #include "http/server.h"
 
+#include "core/termination_signals.h"
 #include "http/server_metrics.h"
 #include "http/session_cookie.h"
 #include "telemetry/gym_metrics.h"
@@ -19,7 +20,6 @@
 #include <boost/json.hpp>
 
 #include <netdb.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -481,7 +481,8 @@ int HttpServer::serve(const ServeHooks& hooks, int worker) {
     // kernel complete new connections that nobody serves).
     const int fd = std::exchange(listen_fd_, -1);
     Loop loop(io, router_, options_, stats_, fd);
-    asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::signal_set signals(io);
+    for (int sig : core::kTerminationSignals) signals.add(sig);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
       spdlog::info("received signal {}, shutting down", sig);

@@ -4,6 +4,8 @@
 // signals and worker exits are taken synchronously.
 #include "http/server.h"
 
+#include "core/termination_signals.h"
+
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
@@ -22,19 +24,15 @@
 namespace gym::http {
 
 int HttpServer::supervise(const ServeHooks& hooks) {
-  // Signals are taken synchronously here; workers get the default mask back after fork.
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &set, &old);
+  // Signals are taken synchronously here (a worker's exit ends the wait early); workers get the
+  // previous mask back after fork.
+  core::TerminationSignals signals(core::TerminationSignals::Children::wake);
   const pid_t root = ::getpid();
 
   auto spawn = [&](int worker) -> pid_t {
     pid_t pid = ::fork();
     if (pid == 0) {
-      sigprocmask(SIG_SETMASK, &old, nullptr);
+      signals.restore();
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != root) ::_exit(1);
       int rc = serve(hooks, worker);
@@ -59,9 +57,7 @@ int HttpServer::supervise(const ServeHooks& hooks) {
   bool stopping = false;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   while (!workers.empty()) {
-    timespec timeout{0, 200'000'000};
-    int sig = ::sigtimedwait(&set, nullptr, &timeout);
-    if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
+    if (signals.take(std::chrono::milliseconds(200)) != 0 && !stopping) {
       stopping = true;
       close_listener();  // stop accepting: only the workers' copies remain, closed on their stop
       stop_deadline = std::chrono::steady_clock::now() + options_.worker_stop_grace;
@@ -97,7 +93,7 @@ int HttpServer::supervise(const ServeHooks& hooks) {
       stop_deadline = std::chrono::steady_clock::time_point::max();
     }
   }
-  sigprocmask(SIG_SETMASK, &old, nullptr);
+  signals.restore();
   return exit_code;
 }
 

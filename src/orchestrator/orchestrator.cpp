@@ -2,6 +2,7 @@
 
 #include "core/json_text.h"
 #include "core/process_limits.h"
+#include "core/termination_signals.h"
 #include "core/yaml_json.h"
 #include "http/server.h"
 #include "orchestrator/ports.h"
@@ -221,13 +222,7 @@ class Deployment::Impl {
   int start() {
     // Signals are taken synchronously by this thread; every thread started later inherits
     // the mask, and spawned servers restore theirs.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGCHLD);
-    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    signals_ = set;
+    signals_.emplace(core::TerminationSignals::Children::wake);
     core::raise_fd_limit();
     start_time_ = std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -312,7 +307,7 @@ class Deployment::Impl {
   telemetry::ProcessTelemetry* telemetry() { return telemetry_.get(); }
 
   int poll(std::chrono::milliseconds wait) {
-    if (int sig = take_signal(wait)) return signal_exit(sig);
+    if (int code = take_signal(wait)) return code;
     if (const Child* c = exited()) {
       report_exit(*c, "unexpectedly");
       return 2;
@@ -344,13 +339,12 @@ class Deployment::Impl {
     return out;
   }
 
-  // A pending SIGINT/SIGTERM, or 0. Reaps exited children on SIGCHLD.
+  // The exit code of a pending SIGINT/SIGTERM (130, 143), or 0. Reaps exited children (a
+  // SIGCHLD ends the wait early).
   int take_signal(std::chrono::milliseconds wait) {
-    timespec ts{static_cast<time_t>(wait.count() / 1000),
-                static_cast<long>((wait.count() % 1000) * 1'000'000)};
-    int sig = ::sigtimedwait(&signals_, nullptr, &ts);
+    int code = signals_ ? signals_->take(wait) : 0;
     reap();
-    return sig == SIGINT || sig == SIGTERM ? sig : 0;
+    return code;
   }
 
   void reap() {
@@ -371,14 +365,12 @@ class Deployment::Impl {
     for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
   }
 
-  static int signal_exit(int sig) { return sig == SIGINT ? 130 : 143; }
-
   int wait_ready() {
     const double timeout_s = core::get_double(cfg_, "server_readiness_timeout_seconds", 300, 0, 1e9);
     const auto start = Clock::now();
     auto last_report = start;
     for (;;) {
-      if (int sig = take_signal(std::chrono::milliseconds(0))) return signal_exit(sig);
+      if (int code = take_signal(std::chrono::milliseconds(0))) return code;
       if (const Child* c = exited()) {
         report_exit(*c, "during start-up");
         return 2;
@@ -407,7 +399,7 @@ class Deployment::Impl {
           if (!c.ready) waiting += " " + c.instance.name;
         spdlog::info("still starting:{}", waiting);
       }
-      if (int sig = take_signal(std::chrono::milliseconds(200))) return signal_exit(sig);
+      if (int code = take_signal(std::chrono::milliseconds(200))) return code;
     }
   }
 
@@ -448,7 +440,7 @@ class Deployment::Impl {
         return 2;
       }
       for (bool reported = false;;) {
-        if (int sig = take_signal(std::chrono::milliseconds(0))) return signal_exit(sig);
+        if (int code = take_signal(std::chrono::milliseconds(0))) return code;
         // https: a completed TCP connect counts (gym-cpp has no TLS client yet).
         auto r = http_get(parsed->host, parsed->port, parsed->path, std::chrono::seconds(5));
         bool answered = r.outcome == ProbeOutcome::success ||
@@ -470,7 +462,7 @@ class Deployment::Impl {
                        e.key.c_str(), e.url.c_str(), timeout_s);
           return 2;
         }
-        if (int sig = take_signal(std::chrono::milliseconds(3000))) return signal_exit(sig);
+        if (int code = take_signal(std::chrono::milliseconds(3000))) return code;
       }
     }
     return 0;
@@ -576,7 +568,7 @@ class Deployment::Impl {
   std::unique_ptr<telemetry::MemorySampler> sampler_;  // with memory profiling only
   std::unique_ptr<telemetry::ProcessTelemetry> telemetry_;
   json::object cfg_;
-  sigset_t signals_{};
+  std::optional<core::TerminationSignals> signals_;  // from start() on
   double start_time_ = 0;
   std::vector<Child> children_;
   std::unique_ptr<OutputPump> pump_;
