@@ -36,13 +36,13 @@ namespace {
 std::atomic<std::uint64_t> g_connection_errors{0};
 
 // A redirect to follow: the next URL, and GET without a body where aiohttp switches to it.
-bool follow_redirect(const ClientResponse& res, const Url& u, std::string& url, Method& method,
+bool follow_redirect(const ClientResponse& res, std::string& url, Method& method,
                      std::string& body) {
   const int st = res.status;
   if (st != 301 && st != 302 && st != 303 && st != 307 && st != 308) return false;
   auto location = find_header(res.headers, "location");
   if (location.empty()) return false;
-  url = resolve_location(u, location);
+  url = resolve_location(url, location);
   if (st == 303 || ((st == 301 || st == 302) && method == Method::post)) {
     method = Method::get;
     body.clear();
@@ -318,7 +318,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
       RetryDecision d;
       std::string why;
       if (a.response) {
-        if (hops < kMaxRedirects && follow_redirect(*a.response, *u, url, method, body)) {
+        if (hops < kMaxRedirects && follow_redirect(*a.response, url, method, body)) {
           ++hops;
           continue;
         }

@@ -1,6 +1,7 @@
 #include "http/url.h"
 
 #include <boost/url/parse.hpp>
+#include <boost/url/url.hpp>
 
 namespace gym::http {
 
@@ -24,19 +25,20 @@ std::optional<Url> parse_url(std::string_view text, std::string& error) {
   Url& u = *out;
   u.tls = tls;
   u.host = r->host_address();
-  u.port = r->has_port() ? std::string(r->port()) : tls ? "443" : "80";
+  // An empty port ("http://host:/") is the scheme's default (RFC 3986 section 6.2.3).
+  u.port = !r->port().empty() ? std::string(r->port()) : tls ? "443" : "80";
   u.target = r->encoded_path().empty() ? "/" : std::string(r->encoded_path());
   if (r->has_query()) u.target += "?" + std::string(r->encoded_query());
   return out;
 }
 
-std::string resolve_location(const Url& base, std::string_view location) {
-  if (location.starts_with("http://") || location.starts_with("https://"))
-    return std::string(location);
-  std::string prefix = (base.tls ? "https://" : "http://") + base.host + ":" + base.port;
-  if (location.starts_with("/")) return prefix + std::string(location);
-  auto path = base.target.substr(0, base.target.find('?'));
-  return prefix + path.substr(0, path.rfind('/') + 1) + std::string(location);
+std::string resolve_location(std::string_view base, std::string_view location) {
+  auto from = boost::urls::parse_uri(base);
+  auto ref = boost::urls::parse_uri_reference(location);
+  if (!from || !ref) return std::string(location);
+  boost::urls::url resolved;
+  if (!boost::urls::resolve(*from, *ref, resolved)) return std::string(location);
+  return std::string(resolved.buffer());
 }
 
 }  // namespace gym::http

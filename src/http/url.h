@@ -1,5 +1,5 @@
 #pragma once
-// http:// and https:// URLs of the HTTP client, parsed with Boost.URL.
+// http:// and https:// URLs, parsed and resolved with Boost.URL (RFC 3986), never by hand.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,7 +18,9 @@ struct Url {
 // supported".
 std::optional<Url> parse_url(std::string_view text, std::string& error);
 
-// Resolves a Location header against the URL it came from.
-std::string resolve_location(const Url& base, std::string_view location);
+// A Location header resolved against the URL of the request it answered (RFC 3986 section 5):
+// an absolute URL replaces it, "/path" keeps its origin, "path" goes beside its last segment.
+// A location that is not a URI reference is returned as is (parsing it then says why).
+std::string resolve_location(std::string_view base, std::string_view location);
 
 }  // namespace gym::http

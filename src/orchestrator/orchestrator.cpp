@@ -5,6 +5,7 @@
 #include "core/termination_signals.h"
 #include "core/yaml_json.h"
 #include "http/server.h"
+#include "http/url.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
 #include "orchestrator/spawn.h"
@@ -434,7 +435,8 @@ class Deployment::Impl {
       std::string url = e.url;
       while (url.ends_with("/")) url.pop_back();
       if (url.ends_with("/v1")) url += "/models";
-      auto parsed = parse_endpoint(url);
+      std::string why;
+      auto parsed = http::parse_url(url, why);
       if (!parsed) {
         std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(), e.url.c_str());
         return 2;
@@ -442,7 +444,8 @@ class Deployment::Impl {
       for (bool reported = false;;) {
         if (int code = take_signal(std::chrono::milliseconds(0))) return code;
         // https: a completed TCP connect counts (gym-cpp has no TLS client yet).
-        auto r = http_get(parsed->host, parsed->port, parsed->path, std::chrono::seconds(5));
+        auto r = http_get(parsed->host, std::atoi(parsed->port.c_str()), parsed->target,
+                          std::chrono::seconds(5));
         bool answered = r.outcome == ProbeOutcome::success ||
                         (parsed->tls && r.outcome != ProbeOutcome::connection_error);
         if (answered) break;
@@ -466,37 +469,6 @@ class Deployment::Impl {
       }
     }
     return 0;
-  }
-
-  struct Endpoint {
-    std::string host;
-    int port = 80;
-    std::string path = "/";
-    bool tls = false;
-  };
-  static std::optional<Endpoint> parse_endpoint(const std::string& url) {
-    Endpoint e;
-    std::string rest;
-    if (url.rfind("http://", 0) == 0) {
-      rest = url.substr(7);
-    } else if (url.rfind("https://", 0) == 0) {
-      rest = url.substr(8);
-      e.tls = true;
-      e.port = 443;
-    } else {
-      return std::nullopt;
-    }
-    auto slash = rest.find('/');
-    std::string authority = rest.substr(0, slash);
-    if (slash != std::string::npos) e.path = rest.substr(slash);
-    auto colon = authority.rfind(':');
-    if (colon != std::string::npos && authority.find(']') == std::string::npos) {
-      e.port = std::atoi(authority.c_str() + colon + 1);
-      authority.resize(colon);
-    }
-    e.host = authority;
-    if (e.host.empty()) return std::nullopt;
-    return e;
   }
 
   void print_table() const {
