@@ -5,6 +5,7 @@
 // and read them from responses.
 // Not thread-safe: create it on the event loop that will use it and call it only from there.
 #include "http/message.h"
+#include "http/retry_policy.h"
 #include "http/slot_ledger.h"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -60,10 +61,6 @@ class PoolObserver {
                              QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept = 0;
 };
 
-// Gym-internal calls return every HTTP status to the caller; external calls (to upstream model
-// endpoints) retry 429/5xx as runtime.md 8.3 says.
-enum class CallKind { internal, external };
-
 struct ClientRequest {
   Method method = Method::post;
   std::string url;                  // http(s)://host:port/path?query
@@ -71,7 +68,7 @@ struct ClientRequest {
   Cookies cookies;                  // sent as one Cookie header
   std::vector<Header> headers;      // extra headers
   std::string destination = "external";  // metric label: configured server name or "external"
-  CallKind kind = CallKind::internal;
+  CallKind kind = CallKind::internal;  // how it is retried: http/retry_policy.h
   bool retry = true;                // false: one attempt (readiness and status probes)
   std::optional<std::chrono::milliseconds> timeout;  // whole-attempt timeout; none by default
 };

@@ -1,5 +1,7 @@
 #include "http/server.h"
 
+#include "core/termination_signals.h"
+#include "http/server_metrics.h"
 #include "http/session_cookie.h"
 #include "telemetry/gym_metrics.h"
 
@@ -18,19 +20,14 @@
 #include <boost/json.hpp>
 
 #include <netdb.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <list>
-#include <map>
+#include <optional>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,61 +61,6 @@ Method to_method(bhttp::verb v) {
   }
 }
 
-// The bound series of one loop's server metrics (telemetry.md 6.6). A server sees few attribute
-// sets: its routes x methods x statuses, and the one or two Host values its clients send. Each is
-// bound the first time and found again by pointer and short string compares instead of the SDK's
-// sort-and-hash lookup (style.md 3). Loop thread only.
-class ServerSeries {
- public:
-  explicit ServerSeries(const telemetry::GymMetrics& metrics) : metrics_(metrics) {}
-
-  // `route` points into the router (or is empty); `method` is a static label.
-  telemetry::BoundHistogram duration(std::string_view route, std::string_view method, int status) {
-    const DurationKey key{route.data(), route.size(), method.data(), status};
-    if (auto it = durations_.find(key); it != durations_.end()) return it->second;
-    auto series = metrics_.http_request_series(route, method, status);
-    if (durations_.size() < kMaxCached) durations_.emplace(key, series);
-    return series;
-  }
-
-  telemetry::BoundUpDownCounter<std::int64_t> active(std::string_view host,
-                                                     std::string_view method) {
-    for (const auto& a : actives_)
-      if (a.method == method.data() && a.host == host) return a.series;
-    auto series = metrics_.active_request_series(host, method);
-    // Past a few hosts (a client inventing Host values) the SDK's own lookup takes over.
-    if (actives_.size() < kMaxCachedHosts)
-      actives_.push_back({std::string(host), method.data(), series});
-    return series;
-  }
-
- private:
-  static constexpr std::size_t kMaxCached = 1024;
-  static constexpr std::size_t kMaxCachedHosts = 16;
-  struct DurationKey {
-    const char* route;
-    std::size_t route_size;
-    const char* method;
-    int status;
-    bool operator==(const DurationKey&) const = default;
-  };
-  struct DurationKeyHash {
-    std::size_t operator()(const DurationKey& k) const noexcept {
-      auto h = std::hash<const void*>()(k.route) ^ (std::hash<const void*>()(k.method) << 1);
-      return h ^ (static_cast<std::size_t>(k.status) << 3) ^ k.route_size;
-    }
-  };
-  struct Active {
-    std::string host;
-    const char* method;
-    telemetry::BoundUpDownCounter<std::int64_t> series;
-  };
-
-  const telemetry::GymMetrics& metrics_;
-  std::unordered_map<DurationKey, telemetry::BoundHistogram, DurationKeyHash> durations_;
-  std::vector<Active> actives_;
-};
-
 }  // namespace
 
 // One serving process's loop state. Connections register here so shutdown can close them.
@@ -131,7 +73,7 @@ struct HttpServer::Loop {
   tcp::acceptor acceptor;
   struct Conn {
     beast::tcp_stream* stream;
-    bool busy;
+    bool busy;  // reading or handling a request: shutdown lets it finish
   };
   std::list<Conn> conns;
   std::size_t active_requests = 0;
@@ -145,6 +87,11 @@ struct HttpServer::Loop {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     acceptor.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
     if (!o.session_cookie_name.empty()) cookie.emplace(o.session_cookie_name);
+  }
+
+  // Records the server metrics into `m` from now on (telemetry.md 6.6); null or disabled: none.
+  void bind_metrics(const telemetry::GymMetrics* m) {
+    if (m && m->enabled()) metrics = std::make_unique<ServerSeries>(*m);
   }
 
   void close(beast::tcp_stream& s) {
@@ -177,6 +124,24 @@ struct HttpServer::Loop {
     return id ? std::move(*id) : new_uuid4();
   }
 
+  // The same from a whole Cookie header (empty when there was none).
+  std::string session_from_header(std::string_view cookie_header) const {
+    std::string value;
+    for (const auto& [name, v] : parse_cookie_header(cookie_header))
+      if (name == cookie->name()) value = v;
+    return session_for(value);
+  }
+
+  // Every response carries the session cookie of its request, rejections too.
+  void add_session_cookie(std::vector<Header>& headers, const std::string& session_id) const {
+    headers.push_back({"Set-Cookie", cookie->set_cookie_header(session_id)});
+  }
+
+  void request_started() {
+    ++active_requests;
+    ++stats.requests;
+  }
+
   void request_finished() {
     --active_requests;
     if (stopping && active_requests == 0) io.stop();
@@ -185,43 +150,32 @@ struct HttpServer::Loop {
 
 namespace {
 using Loop = HttpServer::Loop;
-using Clock = std::chrono::steady_clock;
+using RequestParser = bhttp::request_parser<bhttp::string_body>;
 
-// The server metrics of one request: in flight from its head to the end of its response or of
-// its connection, and one duration sample when a response was written.
-class RequestMetrics {
- public:
-  RequestMetrics(ServerSeries* series, const bhttp::request_header<>& head) : series_(series) {
-    if (!series_) return;
-    start_ = Clock::now();
-    method_ = telemetry::http_method_label(head.method_string());
-    try {
-      active_ = series_->active(std::string_view(head[bhttp::field::host]), method_);
-    } catch (...) {  // out of memory: this request goes unmeasured, never unserved
-      series_ = nullptr;
-      return;
-    }
-    active_.add(1);
-  }
-  ~RequestMetrics() { active_.add(-1); }
-  RequestMetrics(const RequestMetrics&) = delete;
-  RequestMetrics& operator=(const RequestMetrics&) = delete;
-
-  // The last byte of a response with `status` went to the socket.
-  void responded(std::string_view route, int status) const {
-    if (!series_) return;
-    try {
-      series_->duration(route, method_, status)
-          .record(std::chrono::duration<double>(Clock::now() - start_).count());
-    } catch (...) {
-    }
+// One connection: its stream, the read buffer kept across its requests, and its entry in the
+// loop's registry. close() unregisters it; a connection cut off by the loop's destruction is
+// not unregistered (the loop is gone by then), hence no destructor.
+struct Session {
+  Session(Loop& l, tcp::socket socket) : loop(l), stream(std::move(socket)) {
+    entry = loop.conns.insert(loop.conns.end(), Loop::Conn{&stream, false});
+    ++loop.stats.connections_open;
+    loop.stats.max_connections_open =
+        std::max(loop.stats.max_connections_open, loop.stats.connections_open);
   }
 
- private:
-  ServerSeries* series_;
-  Clock::time_point start_;
-  std::string_view method_;                             // a static label
-  telemetry::BoundUpDownCounter<std::int64_t> active_;  // empty when not measured
+  // At the end: the send side shut down, errors ignored.
+  void close() {
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.socket().close(ec);
+    loop.conns.erase(entry);
+    --loop.stats.connections_open;
+  }
+
+  Loop& loop;
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  std::list<Loop::Conn>::iterator entry;
 };
 
 // The route template a request head would be dispatched to; empty when none matches.
@@ -232,44 +186,109 @@ std::string_view route_of(const Loop& loop, const bhttp::request_header<>& head)
 
 // Writes a small error response and closes, draining what the client still sends for a
 // moment so the response is not lost to a TCP reset (a "lingering close").
-// Every response carries the session cookie, rejections too; `cookie_header` is the request's
-// Cookie header when its head was parsed; `metrics` times the request when its head was (the
-// sample ends when the response is written, before the drain).
-asio::awaitable<void> reject_and_close(Loop& loop, beast::tcp_stream& stream, int status,
-                                       Response res, std::string_view cookie_header = {},
+// `cookie_header` is the request's Cookie header when its head was parsed; `metrics` times the
+// request when its head was (the sample ends when the response is written, before the drain).
+asio::awaitable<void> reject_and_close(Session& s, int status, Response res,
+                                       std::string_view cookie_header = {},
                                        const RequestMetrics* metrics = nullptr,
                                        std::string_view route = {}) {
-  if (loop.cookie) {
-    std::string value;
-    for (const auto& [name, v] : parse_cookie_header(cookie_header))
-      if (name == loop.cookie->name()) value = v;
-    res.headers.push_back({"Set-Cookie", loop.cookie->set_cookie_header(loop.session_for(value))});
-  }
+  if (s.loop.cookie)
+    s.loop.add_session_cookie(res.headers, s.loop.session_from_header(cookie_header));
   bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(status), 11};
   out.set(bhttp::field::content_type, res.content_type);
   for (const auto& h : res.headers) out.insert(h.name, h.value);
   out.set(bhttp::field::connection, "close");
   out.body() = res.body;
   out.prepare_payload();
-  stream.expires_after(std::chrono::seconds(5));
-  auto [ec, n] = co_await bhttp::async_write(stream, out, kTuple);
+  s.stream.expires_after(std::chrono::seconds(5));
+  auto [ec, n] = co_await bhttp::async_write(s.stream, out, kTuple);
   (void)n;
   if (ec) co_return;
   if (metrics) metrics->responded(route, status);
   boost::system::error_code sec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, sec);
+  s.stream.socket().shutdown(tcp::socket::shutdown_send, sec);
   std::array<char, 16384> sink;
-  stream.expires_after(std::chrono::seconds(1));
+  s.stream.expires_after(std::chrono::seconds(1));
   for (std::size_t drained = 0; drained < (8u << 20);) {
-    auto [rec, got] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
+    auto [rec, got] = co_await s.stream.async_read_some(asio::buffer(sink), kTuple);
     if (rec) break;
     drained += got;
   }
 }
 
-Response body_too_large(std::size_t limit) {
-  return Response::detail(413, boost::json::string("Request body too large (limit " +
-                                                   std::to_string(limit) + " bytes)"));
+// 413: the body is over max_body_bytes (its Content-Length said so, or it grew past it).
+asio::awaitable<void> reject_too_large(Session& s, const RequestParser& parser,
+                                       const RequestMetrics& metrics) {
+  const auto limit = s.loop.opt.max_body_bytes;
+  co_await reject_and_close(
+      s, 413,
+      Response::detail(413, boost::json::string("Request body too large (limit " +
+                                                std::to_string(limit) + " bytes)")),
+      parser.get()[bhttp::field::cookie], &metrics, route_of(s.loop, parser.get()));
+}
+
+// A request head that could not be read: 431 (too large), 413 (the head announced a body over
+// the limit), nothing when the client went away or timed out, else 400.
+asio::awaitable<void> reject_head(Session& s, const RequestParser& parser,
+                                  const boost::system::error_code& ec) {
+  if (ec == bhttp::error::header_limit) {
+    co_await reject_and_close(s, 431, Response::detail(431, "Request header fields too large"));
+  } else if (ec == bhttp::error::body_limit) {  // the head arrived; its Content-Length is too big
+    RequestMetrics metrics(s.loop.metrics.get(), parser.get());
+    co_await reject_too_large(s, parser, metrics);
+  } else if (ec == beast::error::timeout || ec == bhttp::error::end_of_stream ||
+             ec == asio::error::eof || ec == asio::error::operation_aborted ||
+             ec == asio::error::connection_reset || ec == asio::error::bad_descriptor) {
+    co_return;
+  } else {
+    co_await reject_and_close(
+        s, 400,
+        Response::detail(400, boost::json::string("Invalid HTTP request: " + ec.message())));
+  }
+}
+
+// Reads the next request into `parser`: waits for its first byte (keep-alive idle timeout),
+// then reads its head and body (each read within read_timeout). Answers a request it cannot
+// read (431, 413, 400). `metrics` starts once the head is in. Returns false when the connection
+// is to close.
+asio::awaitable<bool> read_request(Session& s, RequestParser& parser,
+                                   std::optional<RequestMetrics>& metrics) {
+  const ServerOptions& opt = s.loop.opt;
+  s.entry->busy = false;
+  if (s.buffer.size() == 0) {
+    // Idle keep-alive wait: the read timeout starts with the first byte of the next request.
+    s.stream.expires_after(opt.keep_alive_idle);
+    auto [ec, n] = co_await s.stream.async_read_some(s.buffer.prepare(8192), kTuple);
+    if (ec) co_return false;
+    s.buffer.commit(n);
+  }
+  s.entry->busy = true;
+  parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+  parser.body_limit(opt.max_body_bytes);
+  s.stream.expires_after(opt.read_timeout);
+  auto [hec, hn] = co_await bhttp::async_read_header(s.stream, s.buffer, parser, kTuple);
+  (void)hn;
+  if (hec) {
+    co_await reject_head(s, parser, hec);
+    co_return false;
+  }
+  metrics.emplace(s.loop.metrics.get(), parser.get());
+  if (auto expect = parser.get()[bhttp::field::expect]; beast::iequals(expect, "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    auto [cec, cn] = co_await asio::async_write(s.stream, asio::buffer(kContinue), kTuple);
+    (void)cn;
+    if (cec) co_return false;
+  }
+  while (!parser.is_done()) {
+    // A body must keep making progress; each read gets the full timeout again.
+    s.stream.expires_after(opt.read_timeout);
+    auto [bec, bn] = co_await bhttp::async_read_some(s.stream, s.buffer, parser, kTuple);
+    (void)bn;
+    if (bec == bhttp::error::body_limit) co_await reject_too_large(s, parser, *metrics);
+    if (bec) co_return false;
+  }
+  s.stream.expires_never();
+  co_return true;
 }
 
 Request to_request(bhttp::request<bhttp::string_body>&& in) {
@@ -284,7 +303,10 @@ Request to_request(bhttp::request<bhttp::string_body>&& in) {
   return req;
 }
 
-asio::awaitable<Response> dispatch(Loop& loop, Request& req) {
+// Handles one request: its session, then its route's handler (no I/O of the connection; an
+// exception becomes a 500), or 404/405. The request counts as active until request_finished().
+asio::awaitable<Response> handle(Loop& loop, Request& req) {
+  loop.request_started();
   if (loop.cookie) req.session_id = loop.session_for(req.cookie(loop.cookie->name()));
   Response res;
   auto match = loop.router.match(req.method, req.path);
@@ -303,111 +325,46 @@ asio::awaitable<Response> dispatch(Loop& loop, Request& req) {
   } else {
     res = Response::detail(404, "Not Found");
   }
-  if (loop.cookie)
-    res.headers.push_back({"Set-Cookie", loop.cookie->set_cookie_header(req.session_id)});
+  if (loop.cookie) loop.add_session_cookie(res.headers, req.session_id);
   co_return res;
 }
 
+// Writes the response, keep-alive when the request asked for it and the server is not
+// stopping, and ends the request: its duration sample once written, the access log. Returns
+// whether the connection stays open for the next request.
+asio::awaitable<bool> write_response(Session& s, const Request& req, Response& res, bool keep_alive,
+                                     const RequestMetrics& metrics) {
+  bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(res.status), 11};
+  out.set(bhttp::field::content_type, res.content_type);
+  for (auto& h : res.headers) out.insert(h.name, h.value);
+  out.body() = std::move(res.body);
+  keep_alive = keep_alive && !s.loop.stopping;
+  out.keep_alive(keep_alive);
+  out.prepare_payload();
+  s.stream.expires_after(s.loop.opt.keep_alive_idle);  // a client that stops reading cannot pin us
+  auto [ec, n] = co_await bhttp::async_write(s.stream, out, kTuple);
+  (void)n;
+  if (!ec) metrics.responded(req.route, res.status);
+  s.loop.request_finished();
+  if (s.loop.opt.access_log)
+    spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
+  co_return !ec && keep_alive;
+}
+
+// One connection: read a request, handle it, write the response, until the client or the
+// server ends it (style.md 4).
 asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
-  auto self = loop.conns.insert(loop.conns.end(), Loop::Conn{&stream, false});
-  ++loop.stats.connections_open;
-  loop.stats.max_connections_open =
-      std::max(loop.stats.max_connections_open, loop.stats.connections_open);
-  const auto& opt = loop.opt;
-
-  for (;;) {
-    if (loop.stopping) break;
-    self->busy = false;
-    if (buffer.size() == 0) {
-      // Idle keep-alive wait: the read timeout starts with the first byte of the next request.
-      stream.expires_after(opt.keep_alive_idle);
-      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(8192), kTuple);
-      if (ec) break;
-      buffer.commit(n);
-    }
-    self->busy = true;
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
-    parser.body_limit(opt.max_body_bytes);
-    stream.expires_after(opt.read_timeout);
-    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kTuple);
-    (void)hn;
-    if (hec == bhttp::error::header_limit) {
-      co_await reject_and_close(loop, stream, 431,
-                                Response::detail(431, "Request header fields too large"));
-      break;
-    }
-    if (hec == bhttp::error::body_limit) {  // the head arrived; its Content-Length is too big
-      RequestMetrics metrics(loop.metrics.get(), parser.get());
-      co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
-                                parser.get()[bhttp::field::cookie], &metrics,
-                                route_of(loop, parser.get()));
-      break;
-    }
-    if (hec == beast::error::timeout || hec == bhttp::error::end_of_stream ||
-        hec == asio::error::eof || hec == asio::error::operation_aborted ||
-        hec == asio::error::connection_reset || hec == asio::error::bad_descriptor)
-      break;
-    if (hec) {
-      co_await reject_and_close(
-          loop, stream, 400,
-          Response::detail(400, boost::json::string("Invalid HTTP request: " + hec.message())));
-      break;
-    }
-    RequestMetrics metrics(loop.metrics.get(), parser.get());
-    if (auto expect = parser.get()[bhttp::field::expect]; beast::iequals(expect, "100-continue")) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      auto [cec, cn] = co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);
-      (void)cn;
-      if (cec) break;
-    }
-    bool body_failed = false;
-    while (!parser.is_done()) {
-      // A body must keep making progress; each read gets the full timeout again.
-      stream.expires_after(opt.read_timeout);
-      auto [bec, bn] = co_await bhttp::async_read_some(stream, buffer, parser, kTuple);
-      (void)bn;
-      if (bec == bhttp::error::body_limit) {
-        co_await reject_and_close(loop, stream, 413, body_too_large(opt.max_body_bytes),
-                                  parser.get()[bhttp::field::cookie], &metrics,
-                                  route_of(loop, parser.get()));
-      }
-      if (bec) {
-        body_failed = true;
-        break;
-      }
-    }
-    if (body_failed) break;
-    stream.expires_never();
-
-    bool keep_alive = parser.get().keep_alive();
+  Session s(loop, std::move(socket));
+  while (!loop.stopping) {
+    RequestParser parser;                   // a fresh parser per request
+    std::optional<RequestMetrics> metrics;  // from the head to the end of the response
+    if (!co_await read_request(s, parser, metrics)) break;
+    const bool keep_alive = parser.get().keep_alive();
     Request req = to_request(parser.release());
-    ++loop.active_requests;
-    ++loop.stats.requests;
-    Response res = co_await dispatch(loop, req);
-
-    bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(res.status), 11};
-    out.set(bhttp::field::content_type, res.content_type);
-    for (auto& h : res.headers) out.insert(h.name, h.value);
-    out.body() = std::move(res.body);
-    keep_alive = keep_alive && !loop.stopping;
-    out.keep_alive(keep_alive);
-    out.prepare_payload();
-    stream.expires_after(opt.keep_alive_idle);  // a client that stops reading cannot pin us
-    auto [wec, wn] = co_await bhttp::async_write(stream, out, kTuple);
-    (void)wn;
-    if (!wec) metrics.responded(req.route, res.status);
-    loop.request_finished();
-    if (opt.access_log) spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
-    if (wec || !keep_alive) break;
+    Response res = co_await handle(loop, req);
+    if (!co_await write_response(s, req, res, keep_alive, *metrics)) break;
   }
-  boost::system::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream.socket().close(ec);
-  loop.conns.erase(self);
-  --loop.stats.connections_open;
+  s.close();
 }
 
 void start_connection(Loop& loop, tcp::socket socket) {
@@ -524,102 +481,20 @@ int HttpServer::serve(const ServeHooks& hooks, int worker) {
     // kernel complete new connections that nobody serves).
     const int fd = std::exchange(listen_fd_, -1);
     Loop loop(io, router_, options_, stats_, fd);
-    asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::signal_set signals(io);
+    for (int sig : core::kTerminationSignals) signals.add(sig);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
       spdlog::info("received signal {}, shutting down", sig);
       loop.begin_shutdown();
     });
-    if (hooks.on_start) {
-      const telemetry::GymMetrics* metrics = hooks.on_start(io, worker);
-      if (metrics && metrics->enabled()) loop.metrics = std::make_unique<ServerSeries>(*metrics);
-    }
+    if (hooks.on_start) loop.bind_metrics(hooks.on_start(io, worker));
     asio::co_spawn(io, accept_loop(loop), asio::detached);
     io.run();
     if (hooks.on_stop) hooks.on_stop();
   }  // the loop's remaining coroutines (requests cut off at shutdown) are destroyed here
   if (hooks.on_exit) hooks.on_exit();
   return 0;
-}
-
-int HttpServer::supervise(const ServeHooks& hooks) {
-  // Signals are taken synchronously here; workers get the default mask back after fork.
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &set, &old);
-  const pid_t root = ::getpid();
-
-  auto spawn = [&](int worker) -> pid_t {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      sigprocmask(SIG_SETMASK, &old, nullptr);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != root) ::_exit(1);
-      int rc = serve(hooks, worker);
-      std::fflush(nullptr);
-      ::_exit(rc);
-    }
-    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-    return pid;
-  };
-
-  auto close_listener = [&] {
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-    listen_fd_ = -1;
-  };
-
-  std::map<pid_t, int> workers;  // pid -> worker index
-  for (int i = 0; i < options_.num_workers; ++i) workers[spawn(i)] = i;
-  spdlog::info("started {} workers", options_.num_workers);
-
-  std::deque<std::chrono::steady_clock::time_point> deaths;
-  int exit_code = 0;
-  bool stopping = false;
-  auto stop_deadline = std::chrono::steady_clock::time_point::max();
-  while (!workers.empty()) {
-    timespec timeout{0, 200'000'000};
-    int sig = ::sigtimedwait(&set, nullptr, &timeout);
-    if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
-      stopping = true;
-      close_listener();  // stop accepting: only the workers' copies remain, closed on their stop
-      stop_deadline = std::chrono::steady_clock::now() + options_.worker_stop_grace;
-      for (auto& [pid, idx] : workers) ::kill(pid, SIGTERM);
-    }
-    int status = 0;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      auto it = workers.find(pid);
-      if (it == workers.end()) continue;
-      int idx = it->second;
-      workers.erase(it);
-      if (stopping) continue;
-      auto now = std::chrono::steady_clock::now();
-      deaths.push_back(now);
-      while (!deaths.empty() && now - deaths.front() > std::chrono::seconds(60)) deaths.pop_front();
-      if (deaths.size() > 5) {
-        spdlog::error("workers died more than 5 times within 60 s; stopping");
-        exit_code = 1;
-        stopping = true;
-        close_listener();
-        stop_deadline = now + options_.worker_stop_grace;
-        for (auto& [p, i] : workers) ::kill(p, SIGTERM);
-        continue;
-      }
-      pid_t fresh = spawn(idx);
-      workers[fresh] = idx;
-      spdlog::warn("worker {} (pid {}) exited with status {}; restarted as pid {}", idx, pid,
-                   status, fresh);
-    }
-    if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
-      for (auto& [p, i] : workers) ::kill(p, SIGKILL);
-      stop_deadline = std::chrono::steady_clock::time_point::max();
-    }
-  }
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  return exit_code;
 }
 
 }  // namespace gym::http

@@ -1,7 +1,8 @@
 #pragma once
 // Async HTTP/1.1 server: one event loop per serving process, one coroutine per connection,
 // bounded inputs, graceful shutdown on SIGINT/SIGTERM, optional forked workers (runtime.md 3.7,
-// 3.8, 4.1-4.3). Beast stays inside server.cpp.
+// 3.8, 4.1-4.3). Beast stays inside server.cpp (and its internal server_metrics.h); the
+// supervisor of forked workers is server_workers.cpp.
 #include "http/router.h"
 
 #include <boost/asio/io_context.hpp>

@@ -2,8 +2,10 @@
 
 #include "core/json_text.h"
 #include "core/process_limits.h"
+#include "core/termination_signals.h"
 #include "core/yaml_json.h"
 #include "http/server.h"
+#include "http/url.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
 #include "orchestrator/spawn.h"
@@ -159,13 +161,7 @@ class Deployment::Impl {
   int start() {
     // Signals are taken synchronously by this thread; every thread started later inherits
     // the mask, and spawned servers restore theirs.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGCHLD);
-    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    signals_ = set;
+    signals_.emplace(core::TerminationSignals::Children::wake);
     core::raise_fd_limit();
     start_time_ = std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -254,7 +250,7 @@ class Deployment::Impl {
   telemetry::ProcessTelemetry* telemetry() { return telemetry_.get(); }
 
   int poll(std::chrono::milliseconds wait) {
-    if (int sig = take_signal(wait)) return signal_exit(sig);
+    if (int code = take_signal(wait)) return code;
     if (const Child* c = exited()) {
       report_exit(*c, "unexpectedly");
       return 2;
@@ -286,13 +282,12 @@ class Deployment::Impl {
     return out;
   }
 
-  // A pending SIGINT/SIGTERM, or 0. Reaps exited children on SIGCHLD.
+  // The exit code of a pending SIGINT/SIGTERM (130, 143), or 0. Reaps exited children (a
+  // SIGCHLD ends the wait early).
   int take_signal(std::chrono::milliseconds wait) {
-    timespec ts{static_cast<time_t>(wait.count() / 1000),
-                static_cast<long>((wait.count() % 1000) * 1'000'000)};
-    int sig = ::sigtimedwait(&signals_, nullptr, &ts);
+    int code = signals_ ? signals_->take(wait) : 0;
     reap();
-    return sig == SIGINT || sig == SIGTERM ? sig : 0;
+    return code;
   }
 
   void reap() {
@@ -313,14 +308,12 @@ class Deployment::Impl {
     for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
   }
 
-  static int signal_exit(int sig) { return sig == SIGINT ? 130 : 143; }
-
   int wait_ready() {
     const double timeout_s = core::get_double(cfg_, "server_readiness_timeout_seconds", 300, 0, 1e9);
     const auto start = Clock::now();
     auto last_report = start;
     for (;;) {
-      if (int sig = take_signal(std::chrono::milliseconds(0))) return signal_exit(sig);
+      if (int code = take_signal(std::chrono::milliseconds(0))) return code;
       if (const Child* c = exited()) {
         report_exit(*c, "during start-up");
         return 2;
@@ -349,7 +342,7 @@ class Deployment::Impl {
           if (!c.ready) waiting += " " + c.instance.name;
         spdlog::info("still starting:{}", waiting);
       }
-      if (int sig = take_signal(std::chrono::milliseconds(200))) return signal_exit(sig);
+      if (int code = take_signal(std::chrono::milliseconds(200))) return code;
     }
   }
 
@@ -384,15 +377,17 @@ class Deployment::Impl {
       std::string url = e.url;
       while (url.ends_with("/")) url.pop_back();
       if (url.ends_with("/v1")) url += "/models";
-      auto parsed = parse_endpoint(url);
+      std::string why;
+      auto parsed = http::parse_url(url, why);
       if (!parsed) {
         std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(), e.url.c_str());
         return 2;
       }
       for (bool reported = false;;) {
-        if (int sig = take_signal(std::chrono::milliseconds(0))) return signal_exit(sig);
+        if (int code = take_signal(std::chrono::milliseconds(0))) return code;
         // https: a completed TCP connect counts (gym-cpp has no TLS client yet).
-        auto r = http_get(parsed->host, parsed->port, parsed->path, std::chrono::seconds(5));
+        auto r = http_get(parsed->host, std::atoi(parsed->port.c_str()), parsed->target,
+                          std::chrono::seconds(5));
         bool answered = r.outcome == ProbeOutcome::success ||
                         (parsed->tls && r.outcome != ProbeOutcome::connection_error);
         if (answered) break;
@@ -412,41 +407,10 @@ class Deployment::Impl {
                        e.key.c_str(), e.url.c_str(), timeout_s);
           return 2;
         }
-        if (int sig = take_signal(std::chrono::milliseconds(3000))) return signal_exit(sig);
+        if (int code = take_signal(std::chrono::milliseconds(3000))) return code;
       }
     }
     return 0;
-  }
-
-  struct Endpoint {
-    std::string host;
-    int port = 80;
-    std::string path = "/";
-    bool tls = false;
-  };
-  static std::optional<Endpoint> parse_endpoint(const std::string& url) {
-    Endpoint e;
-    std::string rest;
-    if (url.rfind("http://", 0) == 0) {
-      rest = url.substr(7);
-    } else if (url.rfind("https://", 0) == 0) {
-      rest = url.substr(8);
-      e.tls = true;
-      e.port = 443;
-    } else {
-      return std::nullopt;
-    }
-    auto slash = rest.find('/');
-    std::string authority = rest.substr(0, slash);
-    if (slash != std::string::npos) e.path = rest.substr(slash);
-    auto colon = authority.rfind(':');
-    if (colon != std::string::npos && authority.find(']') == std::string::npos) {
-      e.port = std::atoi(authority.c_str() + colon + 1);
-      authority.resize(colon);
-    }
-    e.host = authority;
-    if (e.host.empty()) return std::nullopt;
-    return e;
   }
 
   void print_table() const {
@@ -519,7 +483,7 @@ class Deployment::Impl {
   std::unique_ptr<telemetry::MemorySampler> sampler_;  // with memory profiling only
   std::unique_ptr<telemetry::ProcessTelemetry> telemetry_;
   json::object cfg_;
-  sigset_t signals_{};
+  std::optional<core::TerminationSignals> signals_;  // from start() on
   double start_time_ = 0;
   std::vector<Child> children_;
   std::unique_ptr<OutputPump> pump_;

@@ -127,7 +127,7 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     status = resp.status;
     body = std::move(resp.body);
     if (resp.status < 200 || resp.status >= 300) {
-      bool transient = resp.status == 429 || resp.status == 502 || resp.status == 503 || resp.status == 504;
+      bool transient = http::is_transient_status(resp.status);
       failure_class = transient ? "agent_request_failed" : "agent_run_error";
       error = "/run answered HTTP " + std::to_string(resp.status);
     } else {

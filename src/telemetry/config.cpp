@@ -12,6 +12,7 @@
 #include <set>
 
 #include <boost/json.hpp>
+#include <boost/url/parse.hpp>
 #include <fmt/format.h>
 
 namespace gym::telemetry {
@@ -34,6 +35,14 @@ std::string lower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
+}
+
+// An absolute http:// or https:// URL (the scheme in any case), parsed by Boost.URL.
+bool is_http_url(std::string_view url) {
+  auto u = boost::urls::parse_uri(url);
+  if (!u || !u->has_authority()) return false;
+  return u->scheme_id() == boost::urls::scheme::http ||
+         u->scheme_id() == boost::urls::scheme::https;
 }
 
 struct EnvValue {
@@ -473,8 +482,7 @@ OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& geten
     while (!base.empty() && base.back() == '/') base.pop_back();
     out.url = base + (signal == Signal::metrics ? "/v1/metrics" : "/v1/traces");
   }
-  std::string scheme = lower(out.url.substr(0, out.url.find("://")));
-  if (out.url.find("://") == std::string::npos || (scheme != "http" && scheme != "https")) {
+  if (!is_http_url(out.url)) {
     throw ConfigError(
         fmt::format("config error: {}: the OTLP endpoint '{}' must be an http:// or "
                     "https:// URL",

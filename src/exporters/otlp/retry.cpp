@@ -7,6 +7,8 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include "http/retry_policy.h"
+
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 
 namespace gym::exporters {
@@ -14,9 +16,7 @@ namespace gym::exporters {
 AttemptOutcome classify(std::optional<int> status) {
   if (!status) return AttemptOutcome::retryable;
   if (*status >= 200 && *status < 300) return AttemptOutcome::success;
-  if (*status == 429 || *status == 502 || *status == 503 || *status == 504) {
-    return AttemptOutcome::retryable;
-  }
+  if (http::is_transient_status(*status)) return AttemptOutcome::retryable;
   return AttemptOutcome::permanent;
 }
 

@@ -391,6 +391,14 @@ TEST(OtlpSettings, InvalidValuesAreStartupErrors) {
   env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318");
   message = error_of([&] { resolve_settings(config("{}"), env.get()); });
   EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_ENDPOINT")) << message;
+  EXPECT_TRUE(contains(message, "must be an http:// or https:// URL")) << message;
+  for (const char* bad : {"ftp://collector:4318", "http:/collector:4318", "http://col lector"}) {
+    env.set("OTEL_EXPORTER_OTLP_ENDPOINT", bad);
+    message = error_of([&] { resolve_settings(config("{}"), env.get()); });
+    EXPECT_TRUE(contains(message, "must be an http:// or https:// URL")) << bad << ": " << message;
+  }
+  env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "HTTPS://collector:4318");  // a scheme in any case
+  EXPECT_NO_THROW(resolve_settings(config("{}"), env.get()));
   env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "");
   env.set("OTEL_EXPORTER_OTLP_TIMEOUT", "-5");
   message = error_of([&] { resolve_settings(config("{}"), env.get()); });

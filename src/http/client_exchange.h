@@ -1,0 +1,36 @@
+#pragma once
+// One request and its response on an open client connection (runtime.md 8.2): the request
+// written, the response read, and when that failed, how (a connection closed before any response
+// may be retried; a reused keep-alive connection closed under us is stale). Internal to the HTTP
+// client. Loop thread only.
+#include "http/client.h"
+#include "http/client_connection.h"
+#include "http/url.h"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <optional>
+#include <string>
+
+namespace gym::http {
+
+struct Exchange {
+  std::optional<ClientResponse> response;  // none: `error` says why
+  bool keep_alive = false;                 // the response lets the connection be reused
+  TransportError error;
+};
+
+// Sends `method` `u.target` with `body` and the headers and cookies of `req` on `c`, and reads
+// the response, within req.timeout (none: no limit). `reused`: `c` served earlier requests (a
+// failure before any byte of the response then means the server had closed it). On failure
+// `c` is to be closed; on success its deadline is cleared.
+boost::asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u,
+                                          const ClientRequest& req, Method method,
+                                          const std::string& body, bool reused);
+
+// Refused, reset, or closed before a response (a TLS peer too that closed without
+// close_notify): retried for every call (runtime.md 8.3).
+bool closed_before_response(const boost::system::error_code& ec);
+
+}  // namespace gym::http

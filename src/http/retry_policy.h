@@ -1,0 +1,108 @@
+#pragma once
+// When an HTTP call is tried again (runtime.md 8.3), as a pure decision: no sockets, no timers,
+// the time is passed in. It owns the statuses that mean "try again later" for every caller: the
+// client's external calls, the OTLP exporter (exporters/otlp/retry.h) and the collector's failure
+// classes (rollouts/collector.cpp).
+//
+// | Outcome of an attempt           | internal call        | external call                       |
+// | ------------------------------- | -------------------- | ----------------------------------- |
+// | any HTTP status                 | returned             | 429 502 503 504 520: retried,       |
+// |                                 |                      | not counted; 500: 3 tries in total; |
+// |                                 |                      | others returned                     |
+// | refused / reset / closed before | retried              | retried                             |
+// | a response                      |                      |                                     |
+// | stale keep-alive connection     | retried at once      | retried at once                     |
+// | TLS handshake refused           | fails (TlsError)     | fails (TlsError)                    |
+// | other transport errors          | retried              | 3 tries in total                    |
+//
+// Retries wait kRetryWait and stop when the retry budget (a deadline) would pass during the wait.
+// A call made with retry = false gets one attempt: its response is returned, its failure thrown.
+// Not thread-safe: one policy per logical request.
+#include <chrono>
+#include <optional>
+#include <string_view>
+
+namespace gym::http {
+
+// Gym-internal calls return every HTTP status to the caller; external calls (to upstream model
+// endpoints) retry 429/5xx as runtime.md 8.3 says.
+enum class CallKind { internal, external };
+
+// Why an attempt got no response.
+enum class AttemptFailure {
+  refused_or_closed,  // refused, reset, closed before a response: retried for every call
+  stale,              // a reused keep-alive connection closed under us: retried at once
+  tls,                // TLS handshake refused (certificate, host name, protocol): never retried
+  other,              // other transport errors (timeout, name resolution, pool wait given up)
+};
+
+// The statuses of a server that asks to be tried again later: rate limited (429), or a gateway
+// in front of it failed (502, 503, 504). Retried by the OTLP exporter and by external calls;
+// a /run answered with one is an agent_request_failed row, not an agent_run_error.
+bool is_transient_status(int status);
+
+// What an external call retries without counting a try: the transient statuses and 520 (the
+// "unknown error" of the Cloudflare proxies in front of hosted model APIs). Only external calls
+// retry 520; every other caller treats it as a final answer.
+bool is_transient_external_status(int status);
+
+enum class RetryAction {
+  done,              // give the response to the caller
+  fail,              // throw RequestError with the attempt's error
+  fail_tls,          // throw TlsError with the attempt's error
+  retry_now,         // a stale connection: try again at once, with a fresh connection
+  retry_after_wait,  // wait `wait`, then try again
+  budget_exhausted,  // a retry was due, but the budget would run out during the wait
+};
+
+// Why a retry is due (the `kind` of the model_retry log line for statuses).
+enum class RetryReason {
+  none,              // no retry
+  rate_limit,        // HTTP 429
+  server_error,      // another retried HTTP status
+  connection,        // refused, reset or closed before a response
+  stale_connection,  // a reused keep-alive connection closed under us
+  transport,         // another transport error
+};
+std::string_view to_string(RetryReason reason);
+
+struct RetryDecision {
+  RetryAction action = RetryAction::done;
+  RetryReason reason = RetryReason::none;
+  std::chrono::milliseconds wait{0};  // for retry_after_wait
+  int try_number = 0;  // external calls: the try this attempt counts as (1, 2, ...), for logs
+};
+
+class RetryPolicy {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kRetryWait{500};
+  static constexpr int kExternalMaxTries = 3;  // 500s and transport errors of external calls
+
+  // `retry` false: one attempt. `deadline`: end of the retry budget, none for unbounded.
+  RetryPolicy(CallKind kind, bool retry, std::optional<Clock::time_point> deadline);
+
+  // The retry budget of a call starting at `start`: `budget_seconds` after it, none when the
+  // budget is 0 (unbounded) or the call is not retried.
+  static std::optional<Clock::time_point> budget_deadline(Clock::time_point start,
+                                                          double budget_seconds, bool retry);
+
+  // After an attempt that got a response with `status` (redirects already followed).
+  RetryDecision after_response(int status, Clock::time_point now);
+  // After an attempt that got no response.
+  RetryDecision after_failure(AttemptFailure failure, Clock::time_point now);
+
+  std::optional<Clock::time_point> deadline() const { return deadline_; }
+  int counted_tries() const { return counted_tries_; }
+
+ private:
+  // A retry after the usual wait, counted as a try or not; budget_exhausted past the deadline.
+  RetryDecision retry_later(RetryReason reason, bool counted, Clock::time_point now);
+
+  CallKind kind_;
+  bool retry_;
+  std::optional<Clock::time_point> deadline_;
+  int counted_tries_ = 0;
+};
+
+}  // namespace gym::http
