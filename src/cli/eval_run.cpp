@@ -5,6 +5,7 @@
 #include "cli/builtins.h"
 #include "core/json_text.h"
 #include "core/process_limits.h"
+#include "core/termination_signals.h"
 #include "core/yaml_json.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/probe.h"
@@ -14,8 +15,6 @@
 #include "rollouts/plan.h"
 
 #include <boost/json.hpp>
-
-#include <signal.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -59,25 +58,6 @@ std::map<std::string, std::string> agent_urls(const json::object& cfg) {
   std::map<std::string, std::string> urls;
   for (const auto& name : agent_names(cfg)) urls[name] = core::instance_url(cfg, name);
   return urls;
-}
-
-// SIGINT/SIGTERM are taken synchronously by the thread that supervises the collection.
-void block_termination_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-int take_termination_signal(std::chrono::milliseconds wait) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  timespec ts{static_cast<time_t>(wait.count() / 1000), static_cast<long>(wait.count() % 1000) * 1'000'000};
-  int sig = ::sigtimedwait(&set, nullptr, &ts);
-  return sig == SIGINT ? 130 : sig == SIGTERM ? 143 : 0;
 }
 
 // The telemetry of a --no-serve collector (T2, T3): its own `telemetry:` block, else the served
@@ -135,9 +115,11 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
     // The deployment's client keys (retry budget, pool limits) unless set here.
     json::object pool_cfg = served;
     core::deep_merge(pool_cfg, local);
-    block_termination_signals();
-    return rollouts::run_collection(pool_cfg, agent_urls(served), std::move(plan), options, paths,
-                                    telemetry->metrics(), take_termination_signal);
+    // SIGINT/SIGTERM are taken by this thread, which supervises the collection.
+    const core::TerminationSignals signals;
+    return rollouts::run_collection(
+        pool_cfg, agent_urls(served), std::move(plan), options, paths, telemetry->metrics(),
+        [&signals](std::chrono::milliseconds wait) { return signals.take(wait); });
   }
 
   core::validate_server_instances(local, builtin_registry().catalog());

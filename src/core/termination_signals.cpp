@@ -34,13 +34,4 @@ int TerminationSignals::take(std::chrono::milliseconds wait) const { return take
 
 void TerminationSignals::restore() const { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
 
-void block_termination_signals() {
-  const sigset_t set = signal_set(TerminationSignals::Children::ignore);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-int take_termination_signal(std::chrono::milliseconds wait) {
-  return take_from(signal_set(TerminationSignals::Children::ignore), wait);
-}
-
 }  // namespace gym::core

@@ -46,9 +46,4 @@ class TerminationSignals {
   sigset_t previous_{};
 };
 
-// The same for a thread that takes SIGINT and SIGTERM only (the supervisor of a collection):
-// blocks them in the calling thread, and takes one within `wait` (130, 143, or 0).
-void block_termination_signals();
-int take_termination_signal(std::chrono::milliseconds wait);
-
 }  // namespace gym::core

@@ -56,12 +56,12 @@ TEST(TerminationSignals, ChildExitEndsTheWaitWithoutAnExitCode) {
   EXPECT_EQ(blocked(SIGCHLD), chld_before);
 }
 
-TEST(TerminationSignals, FreeFunctionsOfACollection) {
-  gym::core::block_termination_signals();
+TEST(TerminationSignals, ACollectionsSupervisorTakesSigintAndSigtermOnly) {
+  const gym::core::TerminationSignals signals;
   EXPECT_TRUE(blocked(SIGINT));
   EXPECT_TRUE(blocked(SIGTERM));
-  EXPECT_FALSE(blocked(SIGCHLD));
   ::raise(SIGINT);
-  EXPECT_EQ(gym::core::take_termination_signal(0ms), 130);
-  EXPECT_EQ(gym::core::take_termination_signal(0ms), 0);
+  EXPECT_EQ(signals.take(0ms), 130);
+  EXPECT_EQ(signals.take(0ms), 0);
+  signals.restore();
 }
