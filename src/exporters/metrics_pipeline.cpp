@@ -81,10 +81,21 @@ MetricsPipeline::Stats MetricsPipeline::stats() const {
   return s;
 }
 
+void check_exporter_settings(const telemetry::TelemetrySettings& settings,
+                             const telemetry::GetEnv& getenv) {
+  if (settings.metrics_active() && settings.exporter == telemetry::ExporterKind::otlp) {
+    telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics);
+  }
+}
+
 std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv) {
   return std::make_unique<MetricsPipeline>(settings, identity, run_id, getenv);
+}
+
+telemetry::PipelineFactory metrics_pipelines() {
+  return {check_exporter_settings, make_metrics_pipeline};
 }
 
 }  // namespace gym::exporters

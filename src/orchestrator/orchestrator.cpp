@@ -247,7 +247,7 @@ class Deployment::Impl {
     // telemetry from the merged config. Invalid telemetry values stop us here, before anything starts (ConfigError).
     std::vector<std::string> child_env;
     const auto getenv = telemetry::process_env();
-    auto telemetry_settings = telemetry::resolve_settings(cfg_, getenv);
+    auto telemetry_settings = telemetry::resolve_checked_settings(cfg_, getenv, pipelines_);
     const auto run_id = telemetry::resolve_run_id(telemetry_settings, getenv);
     for (const auto& [key, value] : telemetry::child_environment(telemetry_settings, run_id))
       child_env.push_back(key + "=" + value);
