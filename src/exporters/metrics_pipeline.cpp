@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_settings.h"
 #include "telemetry/export/console_exporter.h"
 
 namespace gym::exporters {
@@ -23,9 +24,8 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
   if (settings.exporter == telemetry::ExporterKind::console) {
     exporter = std::make_unique<telemetry::ConsoleExporter>(settings.console_path);
   } else {
-    auto otlp = std::make_unique<OtlpHttpExporter>(
-        telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics),
-        settings.export_interval);
+    auto otlp = std::make_unique<OtlpHttpExporter>(resolve_otlp(settings, getenv, Signal::metrics),
+                                                   settings.export_interval);
     otlp_ = otlp.get();
     exporter = std::move(otlp);
   }
@@ -84,7 +84,7 @@ MetricsPipeline::Stats MetricsPipeline::stats() const {
 void check_exporter_settings(const telemetry::TelemetrySettings& settings,
                              const telemetry::GetEnv& getenv) {
   if (settings.metrics_active() && settings.exporter == telemetry::ExporterKind::otlp) {
-    telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics);
+    resolve_otlp(settings, getenv, Signal::metrics);
   }
 }
 
