@@ -1,4 +1,4 @@
-#include "telemetry/report.h"
+#include "report/report.h"
 
 #include "telemetry/gym_metrics.h"
 
@@ -17,14 +17,20 @@
 
 #include "core/json_text.h"
 
-namespace gym::telemetry {
+namespace gym::report {
 namespace json = boost::json;
+using telemetry::Attribute;
+using telemetry::AttributeSet;
+using telemetry::AttributeValue;
+using telemetry::AttributeView;
+using telemetry::MetricType;
+using telemetry::NumberPoint;
 
 namespace {
 
 // The exported names the report reads come from the facade (gym_metrics.h); the resource
 // attribute keys are those of telemetry.md 4.
-namespace metric = metric_names;
+namespace metric = telemetry::metric_names;
 
 namespace key {
 constexpr std::string_view kInstanceId = "service.instance.id";
@@ -33,11 +39,11 @@ constexpr std::string_view kServerName = "nemo.gym.server.name";
 constexpr std::string_view kServerType = "nemo.gym.server.type";
 constexpr std::string_view kPid = "process.pid";
 constexpr std::string_view kHostName = "host.name";
-using attribute_keys::kDestination;
-using attribute_keys::kMemoryType;
-using attribute_keys::kQueueOutcome;
-using attribute_keys::kRoute;
-using attribute_keys::kStatusCode;
+using telemetry::attribute_keys::kDestination;
+using telemetry::attribute_keys::kMemoryType;
+using telemetry::attribute_keys::kQueueOutcome;
+using telemetry::attribute_keys::kRoute;
+using telemetry::attribute_keys::kStatusCode;
 }  // namespace key
 
 constexpr std::string_view kAbandoned = "abandoned";
@@ -681,4 +687,4 @@ TelemetryReport read_report(std::istream& in, std::string_view source) {
   return reader.build();
 }
 
-}  // namespace gym::telemetry
+}  // namespace gym::report

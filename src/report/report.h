@@ -7,7 +7,7 @@
 // summed. Lines that are not metrics exports (log text, span lines) are skipped and counted, and
 // a broken export line never stops the report.
 //
-// Pure: no I/O besides the streams handed in, no shared state.
+// Pure: no I/O besides the streams handed in, no shared state. Rendering: report_format.h.
 #include <cstddef>
 #include <cstdint>
 #include <istream>
@@ -17,11 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/json/value.hpp>
-
 #include "telemetry/export/metric_data.h"
 
-namespace gym::telemetry {
+namespace gym::report {
 
 // Explicit-bucket histogram data as exported (or the sum of several such points).
 struct BucketHistogram {
@@ -178,17 +176,17 @@ class ReportReader {
 
   // The result of parsing one export; public so the implementation's helpers can name it.
   struct HistogramPointData {
-    AttributeSet attributes;
+    telemetry::AttributeSet attributes;
     BucketHistogram histogram;
   };
   struct ExportedMetric {
     std::string name;
-    MetricType type = MetricType::gauge;
-    std::vector<NumberPoint> numbers;
+    telemetry::MetricType type = telemetry::MetricType::gauge;
+    std::vector<telemetry::NumberPoint> numbers;
     std::vector<HistogramPointData> histograms;
   };
   struct ProcessExport {
-    AttributeSet resource;
+    telemetry::AttributeSet resource;
     std::vector<ExportedMetric> metrics;
   };
 
@@ -210,11 +208,4 @@ class ReportReader {
 // Convenience: one stream.
 TelemetryReport read_report(std::istream& in, std::string_view source = "input");
 
-// The report as plain text for a terminal (about 90 columns): a summary of the input, then the
-// sections of telemetry.md 7.7 in order, each a small aligned table or one "no data" line.
-std::string format_report(const TelemetryReport& report);
-
-// The same figures as one JSON object (`gym telemetry report --json`).
-boost::json::value report_json(const TelemetryReport& report);
-
-}  // namespace gym::telemetry
+}  // namespace gym::report

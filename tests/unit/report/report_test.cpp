@@ -1,6 +1,6 @@
 // `gym telemetry report` (telemetry.md 7.7): the percentile estimate, histogram sums, and the
 // whole report read back from a console-exporter file that real providers wrote.
-#include "telemetry/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 
 #include <boost/json.hpp>
 
+#include "report/report_format.h"
 #include "telemetry/export/console_exporter.h"
 #include "telemetry/export/otlp_json.h"
 #include "telemetry/gym_metrics.h"
@@ -22,8 +23,10 @@
 #include "telemetry/resource.h"
 #include "telemetry_test_support.h"
 
-namespace gym::telemetry {
+namespace gym::report {
 namespace {
+
+using namespace telemetry;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -808,4 +811,4 @@ TEST(ReportReading, WorkersWithOtherBoundsAreLeftOutWithANote) {
 }
 
 }  // namespace
-}  // namespace gym::telemetry
+}  // namespace gym::report
