@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "exporters/console/console_exporter.h"
 #include "exporters/otlp/otlp_http_exporter.h"
 #include "exporters/otlp/otlp_settings.h"
-#include "telemetry/export/console_exporter.h"
 
 namespace gym::exporters {
 
@@ -22,7 +22,7 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
 
   std::unique_ptr<telemetry::MetricExporter> exporter;
   if (settings.exporter == telemetry::ExporterKind::console) {
-    exporter = std::make_unique<telemetry::ConsoleExporter>(settings.console_path);
+    exporter = std::make_unique<ConsoleExporter>(settings.console_path);
   } else {
     auto otlp = std::make_unique<OtlpHttpExporter>(resolve_otlp(settings, getenv, Signal::metrics),
                                                    settings.export_interval);

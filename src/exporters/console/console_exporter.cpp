@@ -1,4 +1,4 @@
-#include "telemetry/export/console_exporter.h"
+#include "exporters/console/console_exporter.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,12 @@
 
 #include "telemetry/export/otlp_json.h"
 
-namespace gym::telemetry {
+namespace gym::exporters {
+
+using telemetry::Deadline;
+using telemetry::ExportResult;
+using telemetry::MetricsSnapshot;
+using telemetry::otlp_json_text;
 
 ConsoleExporter::ConsoleExporter(std::optional<std::string> path) : path_(std::move(path)) {
   if (!path_) return;
@@ -67,4 +72,4 @@ ExportResult ConsoleExporter::export_metrics(const MetricsSnapshot& snapshot,
 
 void ConsoleExporter::shutdown(Deadline /*deadline*/) noexcept { shut_down_ = true; }
 
-}  // namespace gym::telemetry
+}  // namespace gym::exporters

@@ -14,8 +14,8 @@
 
 #include <boost/json.hpp>
 
+#include "exporters/console/console_exporter.h"
 #include "report/report_format.h"
-#include "telemetry/export/console_exporter.h"
 #include "telemetry/export/otlp_json.h"
 #include "telemetry/gym_metrics.h"
 #include "telemetry/memory_sampler.h"
@@ -249,7 +249,7 @@ class RunProcess {
 
   MeterProvider provider_;
   std::optional<GymMetrics> metrics_;
-  ConsoleExporter exporter_;
+  exporters::ConsoleExporter exporter_;
 };
 
 class TempFile {

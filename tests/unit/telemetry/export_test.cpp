@@ -1,18 +1,13 @@
-// OTLP/JSON encoding, the console exporter (with a real file) and the periodic reader.
+// OTLP/JSON encoding and the periodic reader.
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include <boost/json.hpp>
 
-#include "telemetry/export/console_exporter.h"
 #include "telemetry/export/otlp_json.h"
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
@@ -118,86 +113,6 @@ TEST(OtlpJson, OneCompactLine) {
   EXPECT_EQ(text.find('\n'), std::string::npos);
   EXPECT_EQ(text.find(": "), std::string::npos);
   EXPECT_EQ(text.rfind("{\"resourceMetrics\":[", 0), 0u) << text.substr(0, 40);
-}
-
-class TempFile {
- public:
-  TempFile()
-      : path_(std::filesystem::temp_directory_path() /
-              ("gym_telemetry_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) +
-               ".jsonl")) {
-    std::filesystem::remove(path_);
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  std::string path() const { return path_.string(); }
-  std::vector<std::string> lines() const {
-    std::ifstream in(path_);
-    std::vector<std::string> out;
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
-
-std::int64_t counter_in_line(const std::string& line, std::string_view name) {
-  json::value v = json::parse(line);
-  const auto& m = metric_named(v, name);
-  return std::stoll(std::string(m.at("sum").at("dataPoints").at(0).at("asInt").as_string()));
-}
-
-TEST(ConsoleExporter, AppendsOneLinePerExportToAFile) {
-  TempFile file;
-  { std::ofstream(file.path()) << "existing line\n"; }
-  MeterProvider provider;
-  auto c = provider.create_counter<std::int64_t>("t.requests");
-  PeriodicReader reader(provider, std::make_unique<ConsoleExporter>(file.path()),
-                        {std::chrono::hours(1), std::chrono::hours(1)});
-  c.add(3);
-  EXPECT_TRUE(reader.force_flush());
-  c.add(4);
-  EXPECT_TRUE(reader.shutdown());
-  auto lines = file.lines();
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "existing line");
-  EXPECT_EQ(counter_in_line(lines[1], "t.requests"), 3);
-  EXPECT_EQ(counter_in_line(lines[2], "t.requests"), 7);  // cumulative
-  EXPECT_EQ(reader.stats().exports, 2u);
-  EXPECT_EQ(reader.stats().failures, 0u);
-}
-
-TEST(ConsoleExporter, ProcessesSharingAFileNeverInterleave) {
-  TempFile file;
-  constexpr int kWriters = 4;
-  constexpr int kExports = 50;
-  std::vector<std::thread> writers;
-  for (int w = 0; w < kWriters; ++w) {
-    writers.emplace_back([&, w] {
-      MeterProvider provider;
-      auto c = provider.create_counter<std::int64_t>("t.writer");
-      // Long lines: many attribute sets.
-      for (int i = 0; i < 100; ++i) c.add(w, {{"series", i}});
-      ConsoleExporter exporter(file.path());
-      for (int e = 0; e < kExports; ++e) {
-        exporter.export_metrics(provider.collect(), Deadline::max());
-      }
-    });
-  }
-  for (auto& t : writers) t.join();
-  auto lines = file.lines();
-  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kWriters * kExports));
-  for (const auto& line : lines) EXPECT_NO_THROW(json::parse(line));
-}
-
-TEST(ConsoleExporter, UnopenableFileIsAnError) {
-  try {
-    ConsoleExporter exporter(std::string("/nonexistent-dir/x.jsonl"));
-    FAIL();
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.jsonl"), std::string::npos);
-  }
 }
 
 // Captures snapshots; can be made to block until released.
@@ -325,7 +240,9 @@ TEST(PeriodicReader, ShutdownLeavesTheExporterTimeToGiveUpWithinTheBound) {
 
 TEST(PeriodicReader, RejectsBadOptions) {
   MeterProvider provider;
-  auto exporter = [] { return std::make_unique<ConsoleExporter>(); };
+  auto exporter = [] {
+    return std::make_unique<CapturingExporter>(std::make_shared<CapturingExporter::Shared>());
+  };
   EXPECT_THROW(PeriodicReader(provider, exporter(), {1000ms, 2000ms}), std::invalid_argument);
   EXPECT_THROW(PeriodicReader(provider, exporter(), {0ms, 0ms}), std::invalid_argument);
   EXPECT_THROW(PeriodicReader(provider, nullptr, {1000ms, 1000ms}), std::invalid_argument);
