@@ -10,14 +10,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "telemetry/export/otlp_json.h"
+#include "exporters/otlp/otlp_json.h"
 
 namespace gym::exporters {
 
 using telemetry::Deadline;
 using telemetry::ExportResult;
 using telemetry::MetricsSnapshot;
-using telemetry::otlp_json_text;
 
 ConsoleExporter::ConsoleExporter(std::optional<std::string> path) : path_(std::move(path)) {
   if (!path_) return;

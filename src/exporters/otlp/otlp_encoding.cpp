@@ -2,7 +2,7 @@
 
 #include <google/protobuf/arena.h>
 
-#include "telemetry/export/otlp_json.h"
+#include "exporters/otlp/otlp_json.h"
 
 namespace gym::exporters {
 namespace {
@@ -117,7 +117,7 @@ ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snap
 }
 
 std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProtocol protocol) {
-  if (protocol == OtlpProtocol::http_json) return telemetry::otlp_json_text(snapshot);
+  if (protocol == OtlpProtocol::http_json) return otlp_json_text(snapshot);
   // An arena turns the thousands of small message allocations into a few blocks.
   google::protobuf::Arena arena;
   auto* request = google::protobuf::Arena::CreateMessage<ExportMetricsServiceRequest>(&arena);

@@ -15,8 +15,8 @@
 #include <boost/json.hpp>
 
 #include "exporters/console/console_exporter.h"
+#include "exporters/otlp/otlp_json.h"
 #include "report/report_format.h"
-#include "telemetry/export/otlp_json.h"
 #include "telemetry/gym_metrics.h"
 #include "telemetry/memory_sampler.h"
 #include "telemetry/metrics/meter_provider.h"
@@ -320,7 +320,7 @@ void write_run(const TempFile& file) {
   agent_b.wait("policy_model", QueueConstraint::per_host, QueueOutcome::ok, 1.5);
   {
     // A line cut short (a process killed while writing): skipped, counted, not fatal.
-    std::string line = otlp_json_text(agent_b.provider().collect());
+    std::string line = exporters::otlp_json_text(agent_b.provider().collect());
     file.append(line.substr(0, line.size() / 2));
   }
   agent_b.export_now();
