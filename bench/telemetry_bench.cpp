@@ -26,6 +26,7 @@
 namespace {
 
 using namespace gym::telemetry;
+using gym::exporters::OtlpProtocol;
 
 // http.server.request.duration buckets (telemetry.md 6.1).
 const std::vector<double> kSecondsBuckets{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,

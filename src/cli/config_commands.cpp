@@ -75,7 +75,7 @@ int run_serve() {
   }
   auto tree = core::parse_yaml(yaml, origin);
   if (!tree.is_object()) throw core::ConfigError(origin + " is not a mapping");
-  return servers::serve_instance(tree.get_object(), instance, exporters::make_metrics_pipeline,
+  return servers::serve_instance(tree.get_object(), instance, exporters::metrics_pipelines(),
                                  builtin_registry());
 }
 

@@ -48,8 +48,7 @@ int run_demo(const DemoOptions& opt) {
   // report sees the servers running, not only the final exports at shutdown.
   ::setenv("OTEL_METRIC_EXPORT_INTERVAL", "1000", /*overwrite=*/0);
   flags.overrides.insert(flags.overrides.begin(), overrides.begin(), overrides.end());
-  int code = run_eval(to_sources(flags), /*no_serve=*/false,
-                                exporters::make_metrics_pipeline);
+  int code = run_eval(to_sources(flags), /*no_serve=*/false, exporters::metrics_pipelines());
 
   std::printf("\nDemo files:\n  %s\n  %s\n", data.input.c_str(), data.rollouts.c_str());
   const std::string stem = (dir / "rollouts" / "demo").string();

@@ -80,7 +80,7 @@ std::unique_ptr<telemetry::ProcessTelemetry> collector_telemetry(
       source["telemetry"] = std::move(block);
     }
   }
-  auto settings = telemetry::resolve_settings(source, getenv);
+  auto settings = telemetry::resolve_checked_settings(source, getenv, pipelines);
   auto run_id = telemetry::resolve_run_id(settings, getenv, served_run_id);
   return std::make_unique<telemetry::ProcessTelemetry>(
       pipelines, std::move(settings),

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
     if (*serve) return gym::cli::run_serve();
     if (*env_start)
       return gym::orchestrator::run_env_start(gym::cli::to_sources(flags),
-                                              gym::exporters::make_metrics_pipeline,
+                                              gym::exporters::metrics_pipelines(),
                                               gym::cli::builtin_registry().catalog());
     if (*env_status) return gym::orchestrator::run_env_status(gym::cli::to_sources(flags), json);
     if (*show) return gym::cli::run_config_show(flags);
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
       auto eval_overrides = eval_flags.overrides();
       flags.overrides.insert(flags.overrides.begin(), eval_overrides.begin(), eval_overrides.end());
       return gym::cli::run_eval(gym::cli::to_sources(flags), eval_flags.no_serve,
-                                     gym::exporters::make_metrics_pipeline);
+                                     gym::exporters::metrics_pipelines());
     }
     if (*demo) {
       demo_opts.config = flags;

@@ -1,9 +1,10 @@
 // `gym telemetry report FILE...` (runtime.md 9.4a): reads console-exporter files and prints the
-// summary of telemetry.md 7.7. The reading and the figures live in gym_telemetry (report.h);
+// summary of telemetry.md 7.7. The reading and the figures live in gym_report (report.h);
 // this file only opens the files and picks the output.
 #include "cli/commands.h"
 #include "core/json_text.h"
-#include "telemetry/report.h"
+#include "report/report.h"
+#include "report/report_format.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -15,7 +16,7 @@
 namespace gym::cli {
 
 int run_telemetry_report(const std::vector<std::string>& files, bool json) {
-  telemetry::ReportReader reader;
+  report::ReportReader reader;
   for (const std::string& file : files) {
     if (file == "-") {
       reader.add_stream(std::cin, "<stdin>");
@@ -40,7 +41,7 @@ int run_telemetry_report(const std::vector<std::string>& files, bool json) {
       return 1;
     }
   }
-  const telemetry::TelemetryReport report = reader.build();
+  const report::TelemetryReport report = reader.build();
   // Nothing to summarise is an error (runtime.md 9.4a): most often the file is a log of a run
   // whose telemetry was off or used the OTLP exporter.
   if (report.input.exports == 0) {
@@ -55,9 +56,9 @@ int run_telemetry_report(const std::vector<std::string>& files, bool json) {
     return 1;
   }
   if (json) {
-    std::cout << core::render_json_indented(telemetry::report_json(report), 2) << '\n';
+    std::cout << core::render_json_indented(report::report_json(report), 2) << '\n';
   } else {
-    std::cout << telemetry::format_report(report);
+    std::cout << report::format_report(report);
   }
   return 0;
 }

@@ -2,8 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "exporters/console/console_exporter.h"
 #include "exporters/otlp/otlp_http_exporter.h"
-#include "telemetry/export/console_exporter.h"
+#include "exporters/otlp/otlp_settings.h"
 
 namespace gym::exporters {
 
@@ -21,11 +22,10 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
 
   std::unique_ptr<telemetry::MetricExporter> exporter;
   if (settings.exporter == telemetry::ExporterKind::console) {
-    exporter = std::make_unique<telemetry::ConsoleExporter>(settings.console_path);
+    exporter = std::make_unique<ConsoleExporter>(settings.console_path);
   } else {
-    auto otlp = std::make_unique<OtlpHttpExporter>(
-        telemetry::resolve_otlp(settings, getenv, telemetry::Signal::metrics),
-        settings.export_interval);
+    auto otlp = std::make_unique<OtlpHttpExporter>(resolve_otlp(settings, getenv, Signal::metrics),
+                                                   settings.export_interval);
     otlp_ = otlp.get();
     exporter = std::move(otlp);
   }
@@ -81,10 +81,21 @@ MetricsPipeline::Stats MetricsPipeline::stats() const {
   return s;
 }
 
+void check_exporter_settings(const telemetry::TelemetrySettings& settings,
+                             const telemetry::GetEnv& getenv) {
+  if (settings.metrics_active() && settings.exporter == telemetry::ExporterKind::otlp) {
+    resolve_otlp(settings, getenv, Signal::metrics);
+  }
+}
+
 std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv) {
   return std::make_unique<MetricsPipeline>(settings, identity, run_id, getenv);
+}
+
+telemetry::PipelineFactory metrics_pipelines() {
+  return {check_exporter_settings, make_metrics_pipeline};
 }
 
 }  // namespace gym::exporters

@@ -62,9 +62,19 @@ class MetricsPipeline final : public telemetry::MetricsPipelineBase {
   std::unique_ptr<PrometheusEndpoint> prometheus_;  // null unless prometheus.port is set
 };
 
-// The telemetry::PipelineFactory of the `gym` binary: a MetricsPipeline.
+// Checks the settings of the exporter `settings` choose, without starting anything: with metrics
+// active and the OTLP exporter, the OTLP settings (resolve_otlp). Throws core::ConfigError naming
+// the key or variable, the same error MetricsPipeline's constructor would throw.
+void check_exporter_settings(const telemetry::TelemetrySettings& settings,
+                             const telemetry::GetEnv& getenv);
+
+// A MetricsPipeline, as a telemetry::PipelineFactory::Build.
 std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv);
+
+// The telemetry::PipelineFactory of the `gym` binary: check_exporter_settings and
+// make_metrics_pipeline.
+telemetry::PipelineFactory metrics_pipelines();
 
 }  // namespace gym::exporters

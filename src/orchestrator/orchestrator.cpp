@@ -177,7 +177,7 @@ class Deployment::Impl {
           "--resources-server example_single_tool_call");
     // Invalid telemetry values stop us here, before anything starts (ConfigError).
     const auto getenv = telemetry::process_env();
-    auto telemetry_settings = telemetry::resolve_settings(cfg_, getenv);
+    auto telemetry_settings = telemetry::resolve_checked_settings(cfg_, getenv, pipelines_);
     const bool prometheus = telemetry_settings.metrics_active() && telemetry_settings.prometheus_port;
     // runtime.md 3.3: random server ports avoid the Prometheus ports of telemetry.md 7.5.
     assign_ports(cfg_, instances,

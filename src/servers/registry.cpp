@@ -82,7 +82,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   // Telemetry settings are checked here, before serving (T1); each serving process starts its
   // own providers after any fork (T6).
   const auto getenv = telemetry::process_env();
-  const auto settings = telemetry::resolve_settings(global, getenv);
+  const auto settings = telemetry::resolve_checked_settings(global, getenv, pipelines);
   const auto run_id = telemetry::resolve_run_id(settings, getenv);
   const auto role = telemetry::role_of_server_type(it->server_type);
   ServerContext ctx{global, *it};

@@ -1,4 +1,4 @@
-// Telemetry settings: the `telemetry:` block, its variables, span groups, run id, OTLP settings.
+// Telemetry settings: the `telemetry:` block, its variables, span groups, run id.
 #include "telemetry/config.h"
 
 #include <algorithm>
@@ -12,7 +12,6 @@
 #include <set>
 
 #include <boost/json.hpp>
-#include <boost/url/parse.hpp>
 #include <fmt/format.h>
 
 namespace gym::telemetry {
@@ -35,32 +34,6 @@ std::string lower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-// An absolute http:// or https:// URL (the scheme in any case), parsed by Boost.URL.
-bool is_http_url(std::string_view url) {
-  auto u = boost::urls::parse_uri(url);
-  if (!u || !u->has_authority()) return false;
-  return u->scheme_id() == boost::urls::scheme::http ||
-         u->scheme_id() == boost::urls::scheme::https;
-}
-
-struct EnvValue {
-  std::string name;
-  std::string value;  // trimmed, not empty
-};
-
-// The first of `names` that is set to something other than whitespace.
-std::optional<EnvValue> first_env(const GetEnv& getenv,
-                                  std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names) {
-    if (n.empty()) continue;
-    if (auto v = getenv(std::string(n))) {
-      std::string t = trim(*v);
-      if (!t.empty()) return EnvValue{std::string(n), std::move(t)};
-    }
-  }
-  return std::nullopt;
 }
 
 std::string key_path(std::string_view key) { return fmt::format("{}.{}", kBlock, key); }
@@ -94,15 +67,6 @@ std::optional<T> parse_number(std::string_view s) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-std::chrono::milliseconds positive_ms(const EnvValue& e) {
-  auto v = parse_number<std::int64_t>(e.value);
-  if (!v || *v <= 0) {
-    throw ConfigError(fmt::format(
-        "config error: {}='{}' must be a positive whole number of milliseconds", e.name, e.value));
-  }
-  return std::chrono::milliseconds(*v);
 }
 
 // Top-level keys of the block and of its two sub-blocks.
@@ -227,8 +191,6 @@ std::string valid_group_names() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-std::string_view signal_name(Signal s) { return s == Signal::metrics ? "METRICS" : "TRACES"; }
-
 }  // namespace
 
 GetEnv process_env() {
@@ -237,6 +199,27 @@ GetEnv process_env() {
     if (!v) return std::nullopt;
     return std::string(v);
   };
+}
+
+std::optional<EnvValue> first_env(const GetEnv& getenv,
+                                  std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
+    if (n.empty()) continue;
+    if (auto v = getenv(std::string(n))) {
+      std::string t = trim(*v);
+      if (!t.empty()) return EnvValue{std::string(n), std::move(t)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::chrono::milliseconds parse_positive_ms(const EnvValue& e) {
+  auto v = parse_number<std::int64_t>(e.value);
+  if (!v || *v <= 0) {
+    throw ConfigError(fmt::format(
+        "config error: {}='{}' must be a positive whole number of milliseconds", e.name, e.value));
+  }
+  return std::chrono::milliseconds(*v);
 }
 
 bool parse_bool(std::string_view variable, std::string_view value) {
@@ -351,11 +334,11 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
   s.console_path = resolve_string(cfg, getenv, "console_path", {"NEMO_GYM_OTEL_CONSOLE_PATH"});
 
   if (auto e = first_env(getenv, {"OTEL_METRIC_EXPORT_INTERVAL"})) {
-    s.export_interval = positive_ms(*e);
+    s.export_interval = parse_positive_ms(*e);
   }
   s.export_timeout = std::min(std::chrono::milliseconds(30'000), s.export_interval);
   if (auto e = first_env(getenv, {"OTEL_METRIC_EXPORT_TIMEOUT"})) {
-    s.export_timeout = positive_ms(*e);
+    s.export_timeout = parse_positive_ms(*e);
     if (s.export_timeout > s.export_interval) {
       throw ConfigError(
           fmt::format("config error: OTEL_METRIC_EXPORT_TIMEOUT={} must not exceed "
@@ -364,9 +347,6 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
     }
   }
 
-  if (s.metrics_active() && s.exporter == ExporterKind::otlp) {
-    resolve_otlp(s, getenv, Signal::metrics);  // fails now rather than at the first export
-  }
   return s;
 }
 
@@ -426,99 +406,6 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parse_key_values
     std::string key = trim(entry.substr(0, eq));
     if (key.empty()) return std::nullopt;
     out.emplace_back(std::move(key), percent_decode(trim(entry.substr(eq + 1))));
-  }
-  return out;
-}
-
-OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& getenv_in,
-                          Signal signal) {
-  const GetEnv getenv = getenv_in ? getenv_in : process_env();
-  const std::string sig(signal_name(signal));
-  auto var = [&](std::string_view what) {
-    return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", sig, what);
-  };
-  auto generic = [](std::string_view what) { return fmt::format("OTEL_EXPORTER_OTLP_{}", what); };
-  OtlpSettings out;
-
-  // Protocol.
-  std::optional<EnvValue> protocol = first_env(getenv, {var("PROTOCOL"), generic("PROTOCOL")});
-  if (!protocol && settings.otlp_protocol) {
-    protocol = EnvValue{"config key `telemetry.otlp_protocol`", *settings.otlp_protocol};
-  }
-  if (protocol) {
-    std::string p = lower(protocol->value);
-    if (p == "http/protobuf") {
-      out.protocol = OtlpProtocol::http_protobuf;
-    } else if (p == "http/json") {
-      out.protocol = OtlpProtocol::http_json;
-    } else if (p == "grpc") {
-      throw ConfigError(
-          fmt::format("config error: {}=grpc: gRPC is not supported yet; use "
-                      "http/protobuf (port 4318) or http/json",
-                      protocol->name));
-    } else {
-      throw ConfigError(
-          fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
-                      "values: http/protobuf, http/json",
-                      protocol->name, protocol->value));
-    }
-  }
-
-  // URL.
-  std::string url_source;
-  if (auto e = first_env(getenv, {var("ENDPOINT")})) {
-    out.url = e->value;
-    url_source = e->name;
-  } else {
-    std::string base = "http://localhost:4318";
-    url_source = "the default endpoint";
-    if (auto g = first_env(getenv, {generic("ENDPOINT")})) {
-      base = g->value;
-      url_source = g->name;
-    } else if (settings.otlp_endpoint) {
-      base = *settings.otlp_endpoint;
-      url_source = "config key `telemetry.otlp_endpoint`";
-    }
-    while (!base.empty() && base.back() == '/') base.pop_back();
-    out.url = base + (signal == Signal::metrics ? "/v1/metrics" : "/v1/traces");
-  }
-  if (!is_http_url(out.url)) {
-    throw ConfigError(
-        fmt::format("config error: {}: the OTLP endpoint '{}' must be an http:// or "
-                    "https:// URL",
-                    url_source, out.url));
-  }
-
-  // Headers.
-  std::optional<EnvValue> headers = first_env(getenv, {var("HEADERS"), generic("HEADERS")});
-  if (!headers && settings.otlp_headers) {
-    headers = EnvValue{"config key `telemetry.otlp_headers`", *settings.otlp_headers};
-  }
-  if (headers) {
-    auto parsed = parse_key_values(headers->value);
-    if (!parsed) {
-      // The value may hold secrets: name the source only.
-      throw ConfigError(
-          fmt::format("config error: {}: every entry must be key=value, separated "
-                      "by commas",
-                      headers->name));
-    }
-    out.headers = std::move(*parsed);
-  }
-
-  if (auto e = first_env(getenv, {var("TIMEOUT"), generic("TIMEOUT")}))
-    out.timeout = positive_ms(*e);
-
-  if (auto e = first_env(getenv, {var("COMPRESSION"), generic("COMPRESSION")})) {
-    std::string c = lower(e->value);
-    if (c == "gzip") {
-      out.compression = Compression::gzip;
-    } else if (c == "none") {
-      out.compression = Compression::none;
-    } else {
-      throw ConfigError(
-          fmt::format("config error: {}='{}': valid values are gzip and none", e->name, e->value));
-    }
   }
   return out;
 }

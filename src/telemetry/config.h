@@ -1,11 +1,13 @@
 #pragma once
 // Telemetry settings of one process (telemetry.md section 3): the `telemetry:` block of the
 // merged config, overridden per key by NEMO_GYM_OTEL_<KEY> > NEMO_LENS_<KEY> (decision D1), the
-// standard OTEL_* variables, span-group resolution, the run id, and the OTLP/HTTP settings of
-// section 7.2. Every invalid value is a core::ConfigError whose message names the key or the
-// variable (T1); nothing silently falls back to a default.
+// standard OTEL_* variables, span-group resolution and the run id. Every invalid value is a
+// core::ConfigError whose message names the key or the variable (T1); nothing silently falls
+// back to a default. The OTLP settings of section 7.2 are resolved beside the exporter
+// (exporters/otlp/otlp_settings.h).
 #include <bitset>
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,7 +92,9 @@ struct TelemetrySettings {
 
 // Resolves every key of telemetry.md 3.1 with the precedence of 3.2 from `config` (the merged
 // config; its `telemetry` block may be absent or null) and `getenv`. Throws core::ConfigError.
-// The OTLP settings are checked too when metrics are active and the exporter is otlp.
+// The OTLP settings (otlp_endpoint, otlp_protocol, otlp_headers and OTEL_EXPORTER_OTLP_*) are
+// checked by the exporters (exporters::check_exporter_settings, through
+// resolve_checked_settings() in process_telemetry.h).
 TelemetrySettings resolve_settings(const boost::json::object& config, const GetEnv& getenv);
 
 // ---- Run id (telemetry.md 3.4) ----
@@ -109,26 +113,21 @@ std::string resolve_run_id(const TelemetrySettings& settings, const GetEnv& gete
 std::vector<std::pair<std::string, std::string>> child_environment(
     const TelemetrySettings& settings, const std::string& run_id);
 
-// ---- OTLP/HTTP settings (telemetry.md 7.2) ----
+// ---- Helpers shared with the exporter settings (exporters/otlp/otlp_settings.h) ----
 
-enum class OtlpProtocol { http_protobuf, http_json };
-enum class Compression { none, gzip };
-enum class Signal { metrics, traces };
-
-struct OtlpSettings {
-  OtlpProtocol protocol = OtlpProtocol::http_protobuf;
-  std::string url;  // e.g. http://localhost:4318/v1/metrics
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::chrono::milliseconds timeout{10'000};
-  Compression compression = Compression::none;
+// A variable that is set: its name and its value, trimmed (never empty).
+struct EnvValue {
+  std::string name;
+  std::string value;
 };
 
-// The settings of `signal`: the signal-specific OTEL_EXPORTER_OTLP_<SIGNAL>_* variable, then
-// OTEL_EXPORTER_OTLP_*, then telemetry.otlp_* (protocol, endpoint, headers), then the default.
-// `grpc` and any other unknown protocol, a URL that is not http(s), a header entry that is not
-// key=value, a non-positive timeout and an unknown compression are ConfigErrors.
-OtlpSettings resolve_otlp(const TelemetrySettings& settings, const GetEnv& getenv,
-                          Signal signal = Signal::metrics);
+// The first of `names` that is set to something other than whitespace; empty names are skipped.
+std::optional<EnvValue> first_env(const GetEnv& getenv,
+                                  std::initializer_list<std::string_view> names);
+
+// The value of `e` as a positive whole number of milliseconds; anything else is a ConfigError
+// naming the variable and the value.
+std::chrono::milliseconds parse_positive_ms(const EnvValue& e);
 
 // `k=v,k2=v2`: keys and values trimmed, values percent-decoded. nullopt when an entry has no
 // '=' or an empty key.

@@ -2,12 +2,19 @@
 
 namespace gym::telemetry {
 
+TelemetrySettings resolve_checked_settings(const boost::json::object& config, const GetEnv& getenv,
+                                           const PipelineFactory& pipelines) {
+  TelemetrySettings settings = resolve_settings(config, getenv);
+  if (pipelines.check) pipelines.check(settings, getenv ? getenv : process_env());
+  return settings;
+}
+
 ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySettings settings,
                                    ProcessIdentity identity, std::string run_id, ProcessRole role,
                                    const GetEnv& getenv)
     : settings_(std::move(settings)), identity_(std::move(identity)), run_id_(std::move(run_id)) {
-  if (settings_.metrics_active() && factory) {
-    pipeline_ = factory(settings_, identity_, run_id_, getenv);
+  if (settings_.metrics_active() && factory.build) {
+    pipeline_ = factory.build(settings_, identity_, run_id_, getenv);
   }
   MeterProvider* provider = nullptr;
   if (pipeline_) {

@@ -6,8 +6,8 @@
 // D5).
 //
 // The pipeline comes from a factory because the exporters live above the HTTP
-// layer (architecture.md): the `gym` binary passes
-// exporters::make_metrics_pipeline down to the components that start processes.
+// layer (architecture.md): the `gym` binary passes exporters::metrics_pipelines()
+// down to the components that start processes.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -36,10 +36,27 @@ class MetricsPipelineBase {
   virtual bool shutdown(std::chrono::milliseconds wait) = 0;
 };
 
-// Builds the pipeline of a process; throws core::ConfigError (invalid settings)
-// or std::runtime_error (a file or port that cannot be opened).
-using PipelineFactory = std::function<std::unique_ptr<MetricsPipelineBase>(
-    const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
+// What the `gym` binary hands down (exporters::metrics_pipelines()): how to check the
+// settings of the exporter a process will use, and how to build its pipeline.
+struct PipelineFactory {
+  // Throws core::ConfigError when the settings of the exporter that `settings` choose are
+  // invalid (e.g. an OTEL_EXPORTER_OTLP_* value, telemetry.md 7.2); starts nothing. May be
+  // empty: nothing to check.
+  using Check = std::function<void(const TelemetrySettings&, const GetEnv&)>;
+  // Builds the pipeline of a process; throws core::ConfigError (invalid settings) or
+  // std::runtime_error (a file or port that cannot be opened). May be empty: no pipeline.
+  using Build = std::function<std::unique_ptr<MetricsPipelineBase>(
+      const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
+
+  Check check;
+  Build build;
+};
+
+// resolve_settings(), then the factory's check of the exporter settings: every telemetry value
+// of a process is checked when it starts, before it serves or spawns anything (T1). Throws
+// core::ConfigError.
+TelemetrySettings resolve_checked_settings(const boost::json::object& config, const GetEnv& getenv,
+                                           const PipelineFactory& pipelines);
 
 class ProcessTelemetry {
  public:

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_settings.h"
 #include "http/client.h"
 #include "otlp_receiver.h"
 #include "process.h"
@@ -38,7 +39,10 @@ namespace {
 namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace gym::telemetry;
+using gym::exporters::Compression;
 using gym::exporters::OtlpHttpExporter;
+using gym::exporters::OtlpProtocol;
+using gym::exporters::OtlpSettings;
 using gym::test::ChildProcess;
 using gym::test::OtlpReceiver;
 using gym::test::OtlpRequest;

@@ -2,7 +2,7 @@
 
 #include <google/protobuf/arena.h>
 
-#include "telemetry/export/otlp_json.h"
+#include "exporters/otlp/otlp_json.h"
 
 namespace gym::exporters {
 namespace {
@@ -116,9 +116,8 @@ ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snap
   return request;
 }
 
-std::string encode_request(const telemetry::MetricsSnapshot& snapshot,
-                           telemetry::OtlpProtocol protocol) {
-  if (protocol == telemetry::OtlpProtocol::http_json) return telemetry::otlp_json_text(snapshot);
+std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProtocol protocol) {
+  if (protocol == OtlpProtocol::http_json) return otlp_json_text(snapshot);
   // An arena turns the thousands of small message allocations into a few blocks.
   google::protobuf::Arena arena;
   auto* request = google::protobuf::Arena::CreateMessage<ExportMetricsServiceRequest>(&arena);
@@ -126,9 +125,8 @@ std::string encode_request(const telemetry::MetricsSnapshot& snapshot,
   return request->SerializeAsString();
 }
 
-const char* content_type(telemetry::OtlpProtocol protocol) {
-  return protocol == telemetry::OtlpProtocol::http_json ? "application/json"
-                                                        : "application/x-protobuf";
+const char* content_type(OtlpProtocol protocol) {
+  return protocol == OtlpProtocol::http_json ? "application/json" : "application/x-protobuf";
 }
 
 }  // namespace gym::exporters

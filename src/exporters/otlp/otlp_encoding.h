@@ -3,8 +3,8 @@
 // OTLP/HTTP encoding. Pure functions over the plain-data snapshot: no I/O, no shared state.
 #include <string>
 
+#include "exporters/otlp/otlp_settings.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
-#include "telemetry/config.h"
 #include "telemetry/export/metric_data.h"
 
 namespace gym::exporters {
@@ -20,10 +20,9 @@ void fill_otlp_proto(const telemetry::MetricsSnapshot& snapshot,
                      ExportMetricsServiceRequest& request);
 
 // The request body for `protocol`: binary protobuf (http/protobuf) or OTLP/JSON (http/json).
-std::string encode_request(const telemetry::MetricsSnapshot& snapshot,
-                           telemetry::OtlpProtocol protocol);
+std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProtocol protocol);
 
 // The Content-Type header of `protocol`.
-const char* content_type(telemetry::OtlpProtocol protocol);
+const char* content_type(OtlpProtocol protocol);
 
 }  // namespace gym::exporters

@@ -46,7 +46,7 @@ struct SendResult {
 }  // namespace
 
 struct OtlpHttpExporter::Impl {
-  Impl(telemetry::OtlpSettings s, std::chrono::milliseconds log_interval)
+  Impl(OtlpSettings s, std::chrono::milliseconds log_interval)
       : settings(std::move(s)), failure_log(log_interval), work(asio::make_work_guard(io)) {
     http::PoolParams params;
     params.total_limit = 2;
@@ -73,7 +73,7 @@ struct OtlpHttpExporter::Impl {
       req.timeout = std::chrono::ceil<std::chrono::milliseconds>(end - now);
       req.headers.push_back({"Content-Type", content_type(settings.protocol)});
       req.headers.push_back({"User-Agent", "gym-cpp/" GYM_VERSION});
-      if (settings.compression == telemetry::Compression::gzip) {
+      if (settings.compression == Compression::gzip) {
         req.headers.push_back({"Content-Encoding", "gzip"});
       }
       for (const auto& [k, v] : settings.headers) req.headers.push_back({k, v});
@@ -152,7 +152,7 @@ struct OtlpHttpExporter::Impl {
     thread.join();
   }
 
-  const telemetry::OtlpSettings settings;
+  const OtlpSettings settings;
   mutable std::mutex mutex;  // stats, failure_log
   Stats stats;
   FailureLog failure_log;
@@ -165,8 +165,7 @@ struct OtlpHttpExporter::Impl {
   bool stopped = false;
 };
 
-OtlpHttpExporter::OtlpHttpExporter(telemetry::OtlpSettings settings,
-                                   std::chrono::milliseconds log_interval)
+OtlpHttpExporter::OtlpHttpExporter(OtlpSettings settings, std::chrono::milliseconds log_interval)
     : impl_(std::make_unique<Impl>(std::move(settings), log_interval)) {}
 
 OtlpHttpExporter::~OtlpHttpExporter() { impl_->stop(Clock::now() + std::chrono::seconds(1)); }
@@ -181,7 +180,7 @@ ExportResult OtlpHttpExporter::export_metrics(const telemetry::MetricsSnapshot& 
   }
   try {
     std::string body = encode_request(snapshot, s.settings.protocol);
-    if (s.settings.compression == telemetry::Compression::gzip) body = gzip(body);
+    if (s.settings.compression == Compression::gzip) body = gzip(body);
     const auto end = std::min(deadline, Clock::now() + s.settings.timeout);
     auto result = asio::co_spawn(s.io, s.send(std::move(body), end), asio::use_future);
     // The send gives up by `end` itself; the margin covers the loop's scheduling.

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "telemetry/config.h"
+#include "exporters/otlp/otlp_settings.h"
 #include "telemetry/export/exporter.h"
 
 namespace gym::exporters {
@@ -26,7 +26,7 @@ namespace gym::exporters {
 class OtlpHttpExporter final : public telemetry::MetricExporter {
  public:
   // `log_interval`: at most one failure summary per this period (the export interval).
-  explicit OtlpHttpExporter(telemetry::OtlpSettings settings,
+  explicit OtlpHttpExporter(OtlpSettings settings,
                             std::chrono::milliseconds log_interval = std::chrono::seconds(10));
   ~OtlpHttpExporter() override;
 

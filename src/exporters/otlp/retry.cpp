@@ -40,11 +40,10 @@ std::chrono::milliseconds backoff(int retry, double jitter,
   return std::chrono::milliseconds(static_cast<std::int64_t>(scaled));
 }
 
-std::optional<PartialSuccess> parse_partial_success(std::string_view body,
-                                                    telemetry::OtlpProtocol protocol) {
+std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpProtocol protocol) {
   if (body.empty()) return std::nullopt;
   PartialSuccess out;
-  if (protocol == telemetry::OtlpProtocol::http_protobuf) {
+  if (protocol == OtlpProtocol::http_protobuf) {
     opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse response;
     if (!response.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
         !response.has_partial_success()) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "telemetry/config.h"
+#include "exporters/otlp/otlp_settings.h"
 
 namespace gym::exporters {
 
@@ -37,8 +37,7 @@ struct PartialSuccess {
 
 // The partial_success of a 2xx ExportMetricsServiceResponse body (protobuf or OTLP/JSON, per
 // `protocol`); nullopt when the body is empty, unparseable, or reports nothing.
-std::optional<PartialSuccess> parse_partial_success(std::string_view body,
-                                                    telemetry::OtlpProtocol protocol);
+std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpProtocol protocol);
 
 // Rate-limited failure reporting (D9): the first failure of a run is reported at once, later
 // ones at most once per interval as a summary of what was dropped since the last line.

@@ -17,7 +17,6 @@ namespace metrics = opentelemetry::proto::metrics::v1;
 using telemetry::MeterProvider;
 using telemetry::MeterProviderOptions;
 using telemetry::ObservableResult;
-using telemetry::OtlpProtocol;
 
 telemetry::MetricsSnapshot known_snapshot() {
   MeterProviderOptions o;

@@ -104,8 +104,8 @@ telemetry::MetricsSnapshot snapshot() {
   return provider.collect();
 }
 
-telemetry::OtlpSettings settings_for(const std::string& url) {
-  telemetry::OtlpSettings s;
+OtlpSettings settings_for(const std::string& url) {
+  OtlpSettings s;
   s.url = url;
   s.timeout = 5000ms;
   return s;
@@ -139,8 +139,8 @@ TEST(OtlpHttpExporter, SendsProtobufWithHeaders) {
 TEST(OtlpHttpExporter, SendsJsonAndGzip) {
   Receiver receiver;
   auto s = settings_for(receiver.url());
-  s.protocol = telemetry::OtlpProtocol::http_json;
-  s.compression = telemetry::Compression::gzip;
+  s.protocol = OtlpProtocol::http_json;
+  s.compression = Compression::gzip;
   OtlpHttpExporter exporter(s);
   auto snap = snapshot();
   EXPECT_EQ(exporter.export_metrics(snap, telemetry::Deadline::max()), ExportResult::success);

@@ -10,7 +10,6 @@ namespace gym::exporters {
 namespace {
 
 using namespace std::chrono_literals;
-using telemetry::OtlpProtocol;
 
 TEST(Retry, Classification) {
   EXPECT_EQ(classify(200), AttemptOutcome::success);

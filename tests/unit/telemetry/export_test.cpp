@@ -1,19 +1,11 @@
-// OTLP/JSON encoding, the console exporter (with a real file) and the periodic reader.
+// The periodic reader.
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
-#include <boost/json.hpp>
-
-#include "telemetry/export/console_exporter.h"
-#include "telemetry/export/otlp_json.h"
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry_test_support.h"
@@ -21,184 +13,7 @@
 namespace gym::telemetry {
 namespace {
 
-namespace json = boost::json;
 using namespace std::chrono_literals;
-
-// Every kind of instrument with known values.
-void record_known_values(MeterProvider& p) {
-  p.create_counter<std::int64_t>("t.counter", "{request}", "requests")
-      .add(5, {{"route", "/run"}, {"ok", true}});
-  p.create_up_down_counter<std::int64_t>("t.updown", "{request}").add(-2);
-  p.create_gauge<double>("t.gauge").record(0.75, {{"ratio", 0.5}, {"n", 3}});
-  auto h = p.create_histogram("t.hist", "ms", "durations", {1, 10});
-  h.record(0.5);
-  h.record(10);
-  h.record(11);
-  p.create_observable_counter<std::int64_t>("t.ocounter", "{connection}", "",
-                                            [](ObservableResult<std::int64_t>& r) {
-                                              r.observe(42, {{"dest", "model"}});
-                                            });
-  p.create_observable_gauge<double>("t.ogauge", "By", "",
-                                    [](ObservableResult<double>& r) { r.observe(2.5); });
-}
-
-const json::object& metric_named(const json::value& request, std::string_view name) {
-  for (const auto& m :
-       request.at("resourceMetrics").at(0).at("scopeMetrics").at(0).at("metrics").as_array()) {
-    if (m.at("name").as_string() == name) return m.as_object();
-  }
-  throw std::runtime_error("no metric " + std::string(name));
-}
-
-TEST(OtlpJson, EncodesEveryKindInTheOtlpJsonMapping) {
-  MeterProviderOptions o;
-  o.resource.attributes = AttributeSet{{"service.name", "svc"}, {"process.pid", 7}};
-  MeterProvider p(o);
-  record_known_values(p);
-  auto snapshot = p.collect();
-  json::value v = json::parse(otlp_json_text(snapshot));
-
-  const auto& rm = v.at("resourceMetrics").at(0);
-  const auto& res = rm.at("resource").at("attributes").as_array();
-  ASSERT_EQ(res.size(), 2u);
-  EXPECT_EQ(res[0].at("key").as_string(), "process.pid");
-  EXPECT_EQ(res[0].at("value").at("intValue").as_string(), "7");
-  EXPECT_EQ(res[1].at("value").at("stringValue").as_string(), "svc");
-  EXPECT_EQ(rm.at("scopeMetrics").at(0).at("scope").at("name").as_string(), "gym-cpp");
-  EXPECT_EQ(rm.at("scopeMetrics").at(0).at("scope").at("version").as_string(), GYM_VERSION);
-
-  const auto& counter = metric_named(v, "t.counter");
-  EXPECT_EQ(counter.at("unit").as_string(), "{request}");
-  EXPECT_EQ(counter.at("description").as_string(), "requests");
-  const auto& sum = counter.at("sum");
-  EXPECT_EQ(sum.at("aggregationTemporality").as_int64(), 2);
-  EXPECT_EQ(sum.at("isMonotonic").as_bool(), true);
-  const auto& cp = sum.at("dataPoints").at(0);
-  EXPECT_EQ(cp.at("asInt").as_string(), "5");
-  EXPECT_EQ(cp.at("startTimeUnixNano").as_string(),
-            std::to_string(snapshot.metrics[0].start_time_unix_nano));
-  EXPECT_EQ(cp.at("timeUnixNano").as_string(), std::to_string(snapshot.metrics[0].time_unix_nano));
-  const auto& attrs = cp.at("attributes").as_array();
-  ASSERT_EQ(attrs.size(), 2u);
-  EXPECT_EQ(attrs[0].at("key").as_string(), "ok");
-  EXPECT_EQ(attrs[0].at("value").at("boolValue").as_bool(), true);
-  EXPECT_EQ(attrs[1].at("value").at("stringValue").as_string(), "/run");
-
-  const auto& updown = metric_named(v, "t.updown").at("sum");
-  EXPECT_EQ(updown.at("isMonotonic").as_bool(), false);
-  EXPECT_EQ(updown.at("dataPoints").at(0).at("asInt").as_string(), "-2");
-
-  const auto& gauge = metric_named(v, "t.gauge").at("gauge").at("dataPoints").at(0);
-  EXPECT_EQ(gauge.at("asDouble").as_double(), 0.75);
-  EXPECT_FALSE(gauge.as_object().contains("startTimeUnixNano"));
-  EXPECT_EQ(gauge.at("attributes").at(0).at("value").at("intValue").as_string(), "3");
-  EXPECT_EQ(gauge.at("attributes").at(1).at("value").at("doubleValue").as_double(), 0.5);
-
-  const auto& hist = metric_named(v, "t.hist").at("histogram");
-  EXPECT_EQ(hist.at("aggregationTemporality").as_int64(), 2);
-  const auto& hp = hist.at("dataPoints").at(0);
-  EXPECT_EQ(hp.at("count").as_string(), "3");
-  EXPECT_EQ(hp.at("sum").as_double(), 21.5);
-  EXPECT_EQ(hp.at("min").as_double(), 0.5);
-  EXPECT_EQ(hp.at("max").as_double(), 11.0);
-  EXPECT_EQ(hp.at("bucketCounts"), (json::array{"1", "1", "1"}));
-  EXPECT_EQ(hp.at("explicitBounds"), (json::array{1.0, 10.0}));
-
-  const auto& oc = metric_named(v, "t.ocounter").at("sum");
-  EXPECT_EQ(oc.at("isMonotonic").as_bool(), true);
-  EXPECT_EQ(oc.at("dataPoints").at(0).at("asInt").as_string(), "42");
-  const auto& og = metric_named(v, "t.ogauge").at("gauge");
-  EXPECT_EQ(og.at("dataPoints").at(0).at("asDouble").as_double(), 2.5);
-}
-
-TEST(OtlpJson, OneCompactLine) {
-  MeterProvider p;
-  record_known_values(p);
-  std::string text = otlp_json_text(p.collect());
-  EXPECT_EQ(text.find('\n'), std::string::npos);
-  EXPECT_EQ(text.find(": "), std::string::npos);
-  EXPECT_EQ(text.rfind("{\"resourceMetrics\":[", 0), 0u) << text.substr(0, 40);
-}
-
-class TempFile {
- public:
-  TempFile()
-      : path_(std::filesystem::temp_directory_path() /
-              ("gym_telemetry_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) +
-               ".jsonl")) {
-    std::filesystem::remove(path_);
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  std::string path() const { return path_.string(); }
-  std::vector<std::string> lines() const {
-    std::ifstream in(path_);
-    std::vector<std::string> out;
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
-
-std::int64_t counter_in_line(const std::string& line, std::string_view name) {
-  json::value v = json::parse(line);
-  const auto& m = metric_named(v, name);
-  return std::stoll(std::string(m.at("sum").at("dataPoints").at(0).at("asInt").as_string()));
-}
-
-TEST(ConsoleExporter, AppendsOneLinePerExportToAFile) {
-  TempFile file;
-  { std::ofstream(file.path()) << "existing line\n"; }
-  MeterProvider provider;
-  auto c = provider.create_counter<std::int64_t>("t.requests");
-  PeriodicReader reader(provider, std::make_unique<ConsoleExporter>(file.path()),
-                        {std::chrono::hours(1), std::chrono::hours(1)});
-  c.add(3);
-  EXPECT_TRUE(reader.force_flush());
-  c.add(4);
-  EXPECT_TRUE(reader.shutdown());
-  auto lines = file.lines();
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "existing line");
-  EXPECT_EQ(counter_in_line(lines[1], "t.requests"), 3);
-  EXPECT_EQ(counter_in_line(lines[2], "t.requests"), 7);  // cumulative
-  EXPECT_EQ(reader.stats().exports, 2u);
-  EXPECT_EQ(reader.stats().failures, 0u);
-}
-
-TEST(ConsoleExporter, ProcessesSharingAFileNeverInterleave) {
-  TempFile file;
-  constexpr int kWriters = 4;
-  constexpr int kExports = 50;
-  std::vector<std::thread> writers;
-  for (int w = 0; w < kWriters; ++w) {
-    writers.emplace_back([&, w] {
-      MeterProvider provider;
-      auto c = provider.create_counter<std::int64_t>("t.writer");
-      // Long lines: many attribute sets.
-      for (int i = 0; i < 100; ++i) c.add(w, {{"series", i}});
-      ConsoleExporter exporter(file.path());
-      for (int e = 0; e < kExports; ++e) {
-        exporter.export_metrics(provider.collect(), Deadline::max());
-      }
-    });
-  }
-  for (auto& t : writers) t.join();
-  auto lines = file.lines();
-  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kWriters * kExports));
-  for (const auto& line : lines) EXPECT_NO_THROW(json::parse(line));
-}
-
-TEST(ConsoleExporter, UnopenableFileIsAnError) {
-  try {
-    ConsoleExporter exporter(std::string("/nonexistent-dir/x.jsonl"));
-    FAIL();
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.jsonl"), std::string::npos);
-  }
-}
 
 // Captures snapshots; can be made to block until released.
 class CapturingExporter : public MetricExporter {
@@ -325,7 +140,9 @@ TEST(PeriodicReader, ShutdownLeavesTheExporterTimeToGiveUpWithinTheBound) {
 
 TEST(PeriodicReader, RejectsBadOptions) {
   MeterProvider provider;
-  auto exporter = [] { return std::make_unique<ConsoleExporter>(); };
+  auto exporter = [] {
+    return std::make_unique<CapturingExporter>(std::make_shared<CapturingExporter::Shared>());
+  };
   EXPECT_THROW(PeriodicReader(provider, exporter(), {1000ms, 2000ms}), std::invalid_argument);
   EXPECT_THROW(PeriodicReader(provider, exporter(), {0ms, 0ms}), std::invalid_argument);
   EXPECT_THROW(PeriodicReader(provider, nullptr, {1000ms, 1000ms}), std::invalid_argument);

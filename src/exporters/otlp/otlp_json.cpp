@@ -1,11 +1,19 @@
-#include "telemetry/export/otlp_json.h"
+#include "exporters/otlp/otlp_json.h"
 
 #include <boost/json.hpp>
 
 #include "core/json_text.h"
 
-namespace gym::telemetry {
+namespace gym::exporters {
 namespace json = boost::json;
+using telemetry::Attribute;
+using telemetry::AttributeSet;
+using telemetry::AttributeValue;
+using telemetry::HistogramPoint;
+using telemetry::MetricData;
+using telemetry::MetricsSnapshot;
+using telemetry::MetricType;
+using telemetry::NumberPoint;
 
 namespace {
 
@@ -131,4 +139,4 @@ std::string otlp_json_text(const MetricsSnapshot& snapshot) {
   return out;
 }
 
-}  // namespace gym::telemetry
+}  // namespace gym::exporters

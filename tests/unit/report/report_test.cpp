@@ -1,6 +1,6 @@
 // `gym telemetry report` (telemetry.md 7.7): the percentile estimate, histogram sums, and the
 // whole report read back from a console-exporter file that real providers wrote.
-#include "telemetry/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 
@@ -14,16 +14,19 @@
 
 #include <boost/json.hpp>
 
-#include "telemetry/export/console_exporter.h"
-#include "telemetry/export/otlp_json.h"
+#include "exporters/console/console_exporter.h"
+#include "exporters/otlp/otlp_json.h"
+#include "report/report_format.h"
 #include "telemetry/gym_metrics.h"
 #include "telemetry/memory_sampler.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry/resource.h"
 #include "telemetry_test_support.h"
 
-namespace gym::telemetry {
+namespace gym::report {
 namespace {
+
+using namespace telemetry;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -246,7 +249,7 @@ class RunProcess {
 
   MeterProvider provider_;
   std::optional<GymMetrics> metrics_;
-  ConsoleExporter exporter_;
+  exporters::ConsoleExporter exporter_;
 };
 
 class TempFile {
@@ -317,7 +320,7 @@ void write_run(const TempFile& file) {
   agent_b.wait("policy_model", QueueConstraint::per_host, QueueOutcome::ok, 1.5);
   {
     // A line cut short (a process killed while writing): skipped, counted, not fatal.
-    std::string line = otlp_json_text(agent_b.provider().collect());
+    std::string line = exporters::otlp_json_text(agent_b.provider().collect());
     file.append(line.substr(0, line.size() / 2));
   }
   agent_b.export_now();
@@ -808,4 +811,4 @@ TEST(ReportReading, WorkersWithOtherBoundsAreLeftOutWithANote) {
 }
 
 }  // namespace
-}  // namespace gym::telemetry
+}  // namespace gym::report

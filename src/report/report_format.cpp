@@ -1,5 +1,5 @@
 // The report as text and as JSON (telemetry.md 7.7): rendering only, from TelemetryReport.
-#include "telemetry/report.h"
+#include "report/report_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
-namespace gym::telemetry {
+namespace gym::report {
 namespace json = boost::json;
 
 namespace {
@@ -406,4 +406,4 @@ json::value report_json(const TelemetryReport& r) {
   };
 }
 
-}  // namespace gym::telemetry
+}  // namespace gym::report

@@ -1,4 +1,4 @@
-#include "telemetry/report.h"
+#include "report/report.h"
 
 #include "telemetry/gym_metrics.h"
 
@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 #include <set>
-#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -16,15 +15,19 @@
 #include <boost/json.hpp>
 
 #include "core/json_text.h"
+#include "exporters/otlp/otlp_json_decode.h"
 
-namespace gym::telemetry {
+namespace gym::report {
 namespace json = boost::json;
+using telemetry::AttributeSet;
+using telemetry::AttributeValue;
+using telemetry::NumberPoint;
 
 namespace {
 
 // The exported names the report reads come from the facade (gym_metrics.h); the resource
 // attribute keys are those of telemetry.md 4.
-namespace metric = metric_names;
+namespace metric = telemetry::metric_names;
 
 namespace key {
 constexpr std::string_view kInstanceId = "service.instance.id";
@@ -33,11 +36,11 @@ constexpr std::string_view kServerName = "nemo.gym.server.name";
 constexpr std::string_view kServerType = "nemo.gym.server.type";
 constexpr std::string_view kPid = "process.pid";
 constexpr std::string_view kHostName = "host.name";
-using attribute_keys::kDestination;
-using attribute_keys::kMemoryType;
-using attribute_keys::kQueueOutcome;
-using attribute_keys::kRoute;
-using attribute_keys::kStatusCode;
+using telemetry::attribute_keys::kDestination;
+using telemetry::attribute_keys::kMemoryType;
+using telemetry::attribute_keys::kQueueOutcome;
+using telemetry::attribute_keys::kRoute;
+using telemetry::attribute_keys::kStatusCode;
 }  // namespace key
 
 constexpr std::string_view kAbandoned = "abandoned";
@@ -45,175 +48,8 @@ constexpr std::size_t kMalformedExamples = 3;
 
 using ProcessExport = ReportReader::ProcessExport;
 using ExportedMetric = ReportReader::ExportedMetric;
-using HistogramPointData = ReportReader::HistogramPointData;
 
-// ---- decoding one OTLP/JSON line ----
-
-struct Malformed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-const json::value* member(const json::object& o, std::string_view name) {
-  return o.if_contains(name);
-}
-
-const json::array* array_member(const json::object& o, std::string_view name,
-                                std::string_view what) {
-  const json::value* v = member(o, name);
-  if (!v) return nullptr;  // OTLP/JSON omits empty repeated fields
-  if (!v->is_array()) throw Malformed(fmt::format("{} of {} is not an array", name, what));
-  return &v->get_array();
-}
-
-const json::object& as_object(const json::value& v, std::string_view what) {
-  if (!v.is_object()) throw Malformed(fmt::format("{} is not an object", what));
-  return v.get_object();
-}
-
-// 64-bit integers are decimal strings in OTLP/JSON; plain numbers are accepted as well.
-std::int64_t to_int64(const json::value& v, std::string_view what) {
-  if (const auto* s = v.if_string()) {
-    std::int64_t out = 0;
-    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), out);
-    if (ec == std::errc() && end == s->data() + s->size()) return out;
-  } else if (const auto* i = v.if_int64()) {
-    return *i;
-  } else if (const auto* u = v.if_uint64()) {
-    if (*u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      return static_cast<std::int64_t>(*u);
-    }
-  } else if (const auto* d = v.if_double()) {
-    if (std::isfinite(*d) && *d == std::trunc(*d) && std::fabs(*d) < 9.2e18) {
-      return static_cast<std::int64_t>(*d);
-    }
-  }
-  throw Malformed(fmt::format("{} is not a 64-bit integer", what));
-}
-
-std::uint64_t to_uint64(const json::value& v, std::string_view what) {
-  if (const auto* s = v.if_string()) {
-    std::uint64_t out = 0;
-    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), out);
-    if (ec == std::errc() && end == s->data() + s->size()) return out;
-    throw Malformed(fmt::format("{} is not an unsigned 64-bit integer", what));
-  }
-  if (const auto* u = v.if_uint64()) return *u;
-  std::int64_t i = to_int64(v, what);
-  if (i < 0) throw Malformed(fmt::format("{} is negative", what));
-  return static_cast<std::uint64_t>(i);
-}
-
-// Doubles are JSON numbers; the protobuf JSON mapping writes non-finite ones as strings.
-double to_double(const json::value& v, std::string_view what) {
-  if (const auto* d = v.if_double()) return *d;
-  if (const auto* i = v.if_int64()) return static_cast<double>(*i);
-  if (const auto* u = v.if_uint64()) return static_cast<double>(*u);
-  if (const auto* s = v.if_string()) {
-    if (*s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-    if (*s == "Infinity") return std::numeric_limits<double>::infinity();
-    if (*s == "-Infinity") return -std::numeric_limits<double>::infinity();
-  }
-  throw Malformed(fmt::format("{} is not a number", what));
-}
-
-// An attribute list; values other than string, bool, int and double (arrays, maps, bytes) carry
-// nothing the report reads and are left out.
-AttributeSet to_attributes(const json::object& holder, std::string_view what) {
-  const json::array* list = array_member(holder, "attributes", what);
-  if (!list) return {};
-  std::vector<Attribute> owned;
-  owned.reserve(list->size());
-  for (const json::value& item : *list) {
-    const json::object& kv = as_object(item, "an attribute");
-    const json::value* k = member(kv, "key");
-    const json::value* v = member(kv, "value");
-    if (!k || !k->is_string()) throw Malformed(fmt::format("an attribute of {} has no key", what));
-    if (!v || !v->is_object()) continue;  // an empty AnyValue
-    const json::object& any = v->get_object();
-    std::string name(k->get_string());
-    if (const json::value* s = member(any, "stringValue"); s && s->is_string()) {
-      owned.push_back({std::move(name), std::string(s->get_string())});
-    } else if (const json::value* i = member(any, "intValue")) {
-      owned.push_back({std::move(name), to_int64(*i, "intValue")});
-    } else if (const json::value* d = member(any, "doubleValue")) {
-      owned.push_back({std::move(name), to_double(*d, "doubleValue")});
-    } else if (const json::value* b = member(any, "boolValue"); b && b->is_bool()) {
-      owned.push_back({std::move(name), b->get_bool()});
-    }
-  }
-  std::vector<AttributeView> views;
-  views.reserve(owned.size());
-  for (const Attribute& a : owned) views.emplace_back(a);
-  return AttributeSet(std::span<const AttributeView>(views));
-}
-
-NumberPoint to_number_point(const json::object& p) {
-  NumberPoint out;
-  out.attributes = to_attributes(p, "a data point");
-  if (const json::value* i = member(p, "asInt")) {
-    out.value = to_int64(*i, "asInt");
-  } else if (const json::value* d = member(p, "asDouble")) {
-    out.value = to_double(*d, "asDouble");
-  } else {
-    throw Malformed("a number data point has neither asInt nor asDouble");
-  }
-  return out;
-}
-
-HistogramPointData to_histogram_point(const json::object& p) {
-  HistogramPointData out;
-  out.attributes = to_attributes(p, "a data point");
-  BucketHistogram& h = out.histogram;
-  if (const json::value* c = member(p, "count")) h.count = to_uint64(*c, "count");
-  if (const json::value* s = member(p, "sum")) h.sum = to_double(*s, "sum");
-  if (const json::value* m = member(p, "min")) h.min = to_double(*m, "min");
-  if (const json::value* m = member(p, "max")) h.max = to_double(*m, "max");
-  if (const json::array* b = array_member(p, "explicitBounds", "a histogram point")) {
-    for (const json::value& v : *b) h.bounds.push_back(to_double(v, "explicitBounds"));
-  }
-  if (const json::array* b = array_member(p, "bucketCounts", "a histogram point")) {
-    for (const json::value& v : *b) h.bucket_counts.push_back(to_uint64(v, "bucketCounts"));
-  }
-  // OTLP allows a point without buckets (count and sum only); anything else must line up.
-  if (!h.bucket_counts.empty() && h.bucket_counts.size() != h.bounds.size() + 1) {
-    throw Malformed(fmt::format("a histogram point has {} bucket counts for {} bounds",
-                                h.bucket_counts.size(), h.bounds.size()));
-  }
-  return out;
-}
-
-// Metrics of a type the report does not read (exponential histograms, summaries) yield nullopt.
-std::optional<ExportedMetric> to_metric(const json::object& m) {
-  const json::value* name = member(m, "name");
-  if (!name || !name->is_string()) throw Malformed("a metric has no name");
-  ExportedMetric out;
-  out.name = std::string(name->get_string());
-  const std::string what = "metric " + out.name;
-  const json::object* data = nullptr;
-  if (const json::value* v = member(m, "histogram")) {
-    out.type = MetricType::histogram;
-    data = &as_object(*v, what);
-  } else if (const json::value* v = member(m, "sum")) {
-    out.type = MetricType::sum;
-    data = &as_object(*v, what);
-  } else if (const json::value* v = member(m, "gauge")) {
-    out.type = MetricType::gauge;
-    data = &as_object(*v, what);
-  } else {
-    return std::nullopt;
-  }
-  if (const json::array* points = array_member(*data, "dataPoints", what)) {
-    for (const json::value& p : *points) {
-      const json::object& point = as_object(p, "a data point of " + out.name);
-      if (out.type == MetricType::histogram) {
-        out.histograms.push_back(to_histogram_point(point));
-      } else {
-        out.numbers.push_back(to_number_point(point));
-      }
-    }
-  }
-  return out;
-}
+// ---- the processes of one export line ----
 
 const std::string* string_attribute(const AttributeSet& set, std::string_view name) {
   const AttributeValue* v = set.find(name);
@@ -248,28 +84,10 @@ std::string process_key(const AttributeSet& resource) {
 }
 
 // One ExportMetricsServiceRequest: its resourceMetrics entries, those of one process merged.
+// Throws exporters::OtlpJsonError for a request the decoder cannot read.
 std::vector<std::pair<std::string, ProcessExport>> to_exports(const json::object& request) {
   std::vector<std::pair<std::string, ProcessExport>> out;
-  const json::array* entries = array_member(request, "resourceMetrics", "the request");
-  if (!entries) return out;
-  for (const json::value& e : *entries) {
-    const json::object& entry = as_object(e, "a resourceMetrics entry");
-    ProcessExport data;
-    if (const json::value* r = member(entry, "resource")) {
-      data.resource = to_attributes(as_object(*r, "a resource"), "the resource");
-    }
-    if (const json::array* scopes = array_member(entry, "scopeMetrics", "resourceMetrics")) {
-      for (const json::value& s : *scopes) {
-        const json::object& scope = as_object(s, "a scopeMetrics entry");
-        const json::array* metrics = array_member(scope, "metrics", "scopeMetrics");
-        if (!metrics) continue;
-        for (const json::value& m : *metrics) {
-          if (auto parsed = to_metric(as_object(m, "a metric"))) {
-            data.metrics.push_back(std::move(*parsed));
-          }
-        }
-      }
-    }
+  for (ProcessExport& data : exporters::decode_otlp_json(request)) {
     std::string k = process_key(data.resource);
     auto same = std::find_if(out.begin(), out.end(), [&](const auto& x) { return x.first == k; });
     if (same == out.end()) {
@@ -681,4 +499,4 @@ TelemetryReport read_report(std::istream& in, std::string_view source) {
   return reader.build();
 }
 
-}  // namespace gym::telemetry
+}  // namespace gym::report

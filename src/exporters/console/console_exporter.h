@@ -9,17 +9,18 @@
 
 #include "telemetry/export/exporter.h"
 
-namespace gym::telemetry {
+namespace gym::exporters {
 
-class ConsoleExporter final : public MetricExporter {
+class ConsoleExporter final : public telemetry::MetricExporter {
  public:
   // No path: stdout. A path is opened (created with mode 0644) now; failing to open it throws
   // std::runtime_error naming the path and the reason.
   explicit ConsoleExporter(std::optional<std::string> path = std::nullopt);
   ~ConsoleExporter() override;
 
-  ExportResult export_metrics(const MetricsSnapshot& snapshot, Deadline deadline) noexcept override;
-  void shutdown(Deadline deadline) noexcept override;
+  telemetry::ExportResult export_metrics(const telemetry::MetricsSnapshot& snapshot,
+                                         telemetry::Deadline deadline) noexcept override;
+  void shutdown(telemetry::Deadline deadline) noexcept override;
 
   std::uint64_t failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
 
@@ -33,4 +34,4 @@ class ConsoleExporter final : public MetricExporter {
   std::atomic<std::uint64_t> failures_{0};
 };
 
-}  // namespace gym::telemetry
+}  // namespace gym::exporters

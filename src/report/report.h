@@ -5,9 +5,10 @@
 // (`service.instance.id`), its last export: data are cumulative, so the last export holds the
 // whole run. Processes are then grouped by `nemo.gym.server.name`; the workers of one server are
 // summed. Lines that are not metrics exports (log text, span lines) are skipped and counted, and
-// a broken export line never stops the report.
+// a broken export line never stops the report. Each export line is decoded by the OTLP/JSON
+// decoder of the exporters (exporters/otlp/otlp_json_decode.h).
 //
-// Pure: no I/O besides the streams handed in, no shared state.
+// Pure: no I/O besides the streams handed in, no shared state. Rendering: report_format.h.
 #include <cstddef>
 #include <cstdint>
 #include <istream>
@@ -17,21 +18,13 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/json/value.hpp>
+#include "exporters/otlp/otlp_json_decode.h"
 
-#include "telemetry/export/metric_data.h"
+namespace gym::report {
 
-namespace gym::telemetry {
-
-// Explicit-bucket histogram data as exported (or the sum of several such points).
-struct BucketHistogram {
-  std::vector<double> bounds;                // inclusive upper edges, strictly increasing
-  std::vector<std::uint64_t> bucket_counts;  // bounds.size() + 1 entries; the last is overflow
-  std::uint64_t count = 0;
-  double sum = 0;
-  std::optional<double> min;  // OTLP makes min and max optional; absent means unknown
-  std::optional<double> max;
-};
+// Explicit-bucket histogram data as exported (or the sum of several such points), as the OTLP/JSON
+// decoder gives it.
+using exporters::BucketHistogram;
 
 // A percentile estimated from bucket counts.
 struct PercentileEstimate {
@@ -176,21 +169,10 @@ class ReportReader {
 
   TelemetryReport build() const;
 
-  // The result of parsing one export; public so the implementation's helpers can name it.
-  struct HistogramPointData {
-    AttributeSet attributes;
-    BucketHistogram histogram;
-  };
-  struct ExportedMetric {
-    std::string name;
-    MetricType type = MetricType::gauge;
-    std::vector<NumberPoint> numbers;
-    std::vector<HistogramPointData> histograms;
-  };
-  struct ProcessExport {
-    AttributeSet resource;
-    std::vector<ExportedMetric> metrics;
-  };
+  // One process's export as the OTLP/JSON decoder gives it (its resourceMetrics entries of one
+  // line merged); public so the implementation's helpers can name it.
+  using ExportedMetric = exporters::DecodedMetric;
+  using ProcessExport = exporters::DecodedResourceMetrics;
 
  private:
   struct Process {
@@ -210,11 +192,4 @@ class ReportReader {
 // Convenience: one stream.
 TelemetryReport read_report(std::istream& in, std::string_view source = "input");
 
-// The report as plain text for a terminal (about 90 columns): a summary of the input, then the
-// sections of telemetry.md 7.7 in order, each a small aligned table or one "no data" line.
-std::string format_report(const TelemetryReport& report);
-
-// The same figures as one JSON object (`gym telemetry report --json`).
-boost::json::value report_json(const TelemetryReport& report);
-
-}  // namespace gym::telemetry
+}  // namespace gym::report

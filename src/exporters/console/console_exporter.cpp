@@ -1,4 +1,4 @@
-#include "telemetry/export/console_exporter.h"
+#include "exporters/console/console_exporter.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,9 +10,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "telemetry/export/otlp_json.h"
+#include "exporters/otlp/otlp_json.h"
 
-namespace gym::telemetry {
+namespace gym::exporters {
+
+using telemetry::Deadline;
+using telemetry::ExportResult;
+using telemetry::MetricsSnapshot;
 
 ConsoleExporter::ConsoleExporter(std::optional<std::string> path) : path_(std::move(path)) {
   if (!path_) return;
@@ -67,4 +71,4 @@ ExportResult ConsoleExporter::export_metrics(const MetricsSnapshot& snapshot,
 
 void ConsoleExporter::shutdown(Deadline /*deadline*/) noexcept { shut_down_ = true; }
 
-}  // namespace gym::telemetry
+}  // namespace gym::exporters
