@@ -94,9 +94,18 @@ std::string normalize_for_match(std::string_view s) { return py_collapse_whitesp
 // Arabic, Bengali and full-width letters become " A".." D", then strip.
 std::string normalize_letters(std::string_view text) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kMap{{
-      {"أ", " A"}, {"ب", " B"}, {"ج", " C"}, {"د", " D"},
-      {"অ", " A"}, {"ব", " B"}, {"ড", " C"}, {"ঢ", " D"},
-      {"Ａ", " A"}, {"Ｂ", " B"}, {"Ｃ", " C"}, {"Ｄ", " D"},
+      {"أ", " A"},
+      {"ب", " B"},
+      {"ج", " C"},
+      {"د", " D"},
+      {"অ", " A"},
+      {"ব", " B"},
+      {"ড", " C"},
+      {"ঢ", " D"},
+      {"Ａ", " A"},
+      {"Ｂ", " B"},
+      {"Ｃ", " C"},
+      {"Ｄ", " D"},
   }};
   std::string out(text);
   for (const auto& [from, to] : kMap) out = py_replace(out, from, to);
@@ -327,32 +336,34 @@ std::optional<std::string> config_grading_mode(const json::object& config) {
 }  // namespace
 
 void register_mcqa(servers::Registry& registry) {
-  servers::register_environment(registry, {
-      "mcqa",
-      "MCQAResourcesServer",
-      [](servers::ServerContext& ctx, http::Router&) -> servers::VerifyRoute {
-        auto mode = config_grading_mode(ctx.instance.config);
-        Schema option_entry = Schema::of(Schema::Kind::dict);
-        option_entry.items = std::make_shared<const Schema>(Schema::of(Schema::Kind::string, true));
-        auto verify_schema = servers::verify_request_schema({
-            {"uuid", Schema::of(Schema::Kind::string, true), false},
-            {"options", Schema::list_of(option_entry, true), false},
-            {"expected_answer", Schema::of(Schema::Kind::string, true), false},
-            {"metadata", Schema::of(Schema::Kind::dict, true), false},
-            {"grading_mode",
-             Schema::literal_of({std::string(kStrict), std::string(kLenientBoxed),
-                                 std::string(kAnswerColon)}),
-             false},
-            {"template_metadata", Schema::of(Schema::Kind::dict, true), false},
-        });
-        return {[mode](Request&, json::value& body) -> asio::awaitable<Response> {
-                          co_return Response::json(verify(body.get_object(), mode));
-                        },
-                verify_schema};
-      },
-      "stateless",
-      mcqa_aggregate_hooks(),
-  });
+  servers::register_environment(
+      registry, {
+                    "mcqa",
+                    "MCQAResourcesServer",
+                    [](servers::ServerContext& ctx, http::Router&) -> servers::VerifyRoute {
+                      auto mode = config_grading_mode(ctx.instance.config);
+                      Schema option_entry = Schema::of(Schema::Kind::dict);
+                      option_entry.items =
+                          std::make_shared<const Schema>(Schema::of(Schema::Kind::string, true));
+                      auto verify_schema = servers::verify_request_schema({
+                          {"uuid", Schema::of(Schema::Kind::string, true), false},
+                          {"options", Schema::list_of(option_entry, true), false},
+                          {"expected_answer", Schema::of(Schema::Kind::string, true), false},
+                          {"metadata", Schema::of(Schema::Kind::dict, true), false},
+                          {"grading_mode",
+                           Schema::literal_of({std::string(kStrict), std::string(kLenientBoxed),
+                                               std::string(kAnswerColon)}),
+                           false},
+                          {"template_metadata", Schema::of(Schema::Kind::dict, true), false},
+                      });
+                      return {[mode](Request&, json::value& body) -> asio::awaitable<Response> {
+                                co_return Response::json(verify(body.get_object(), mode));
+                              },
+                              verify_schema};
+                    },
+                    "stateless",
+                    mcqa_aggregate_hooks(),
+                });
 }
 
 }  // namespace gym::environments

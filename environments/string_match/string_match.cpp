@@ -175,8 +175,8 @@ std::string remove_latex_command(std::string text, std::string_view cmd) {
 // L: LaTeX text commands, math delimiters and $ removed, whitespace collapsed.
 std::string normalize_latex(std::string text) {
   static constexpr std::array<std::string_view, 13> kCommands{
-      "\\boxed", "\\text",   "\\textbf", "\\textit", "\\texttt", "\\mathrm", "\\mathbf",
-      "\\mathit", "\\mathsf", "\\mathbb", "\\mathcal", "\\emph",  "\\url"};
+      "\\boxed",  "\\text",   "\\textbf", "\\textit",  "\\texttt", "\\mathrm", "\\mathbf",
+      "\\mathit", "\\mathsf", "\\mathbb", "\\mathcal", "\\emph",   "\\url"};
   for (auto cmd : kCommands) text = remove_latex_command(std::move(text), cmd);
   for (auto token : {"\\(", "\\)", "\\[", "\\]"}) text = py_replace(text, token, "");
   text = py_replace(text, "$", "");
@@ -186,19 +186,56 @@ std::string normalize_latex(std::string text) {
 // U: US state names (multi-word first) become their codes, then S, then lower-case.
 std::string normalize_states(std::string text) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 51> kStates{{
-      {"district of columbia", "DC"}, {"new hampshire", "NH"}, {"new jersey", "NJ"},
-      {"new mexico", "NM"}, {"new york", "NY"}, {"north carolina", "NC"},
-      {"north dakota", "ND"}, {"rhode island", "RI"}, {"south carolina", "SC"},
-      {"south dakota", "SD"}, {"west virginia", "WV"}, {"alabama", "AL"}, {"alaska", "AK"},
-      {"arizona", "AZ"}, {"arkansas", "AR"}, {"california", "CA"}, {"colorado", "CO"},
-      {"connecticut", "CT"}, {"delaware", "DE"}, {"florida", "FL"}, {"georgia", "GA"},
-      {"hawaii", "HI"}, {"idaho", "ID"}, {"illinois", "IL"}, {"indiana", "IN"}, {"iowa", "IA"},
-      {"kansas", "KS"}, {"kentucky", "KY"}, {"louisiana", "LA"}, {"maine", "ME"},
-      {"maryland", "MD"}, {"massachusetts", "MA"}, {"michigan", "MI"}, {"minnesota", "MN"},
-      {"mississippi", "MS"}, {"missouri", "MO"}, {"montana", "MT"}, {"nebraska", "NE"},
-      {"nevada", "NV"}, {"ohio", "OH"}, {"oklahoma", "OK"}, {"oregon", "OR"},
-      {"pennsylvania", "PA"}, {"tennessee", "TN"}, {"texas", "TX"}, {"utah", "UT"},
-      {"vermont", "VT"}, {"virginia", "VA"}, {"washington", "WA"}, {"wisconsin", "WI"},
+      {"district of columbia", "DC"},
+      {"new hampshire", "NH"},
+      {"new jersey", "NJ"},
+      {"new mexico", "NM"},
+      {"new york", "NY"},
+      {"north carolina", "NC"},
+      {"north dakota", "ND"},
+      {"rhode island", "RI"},
+      {"south carolina", "SC"},
+      {"south dakota", "SD"},
+      {"west virginia", "WV"},
+      {"alabama", "AL"},
+      {"alaska", "AK"},
+      {"arizona", "AZ"},
+      {"arkansas", "AR"},
+      {"california", "CA"},
+      {"colorado", "CO"},
+      {"connecticut", "CT"},
+      {"delaware", "DE"},
+      {"florida", "FL"},
+      {"georgia", "GA"},
+      {"hawaii", "HI"},
+      {"idaho", "ID"},
+      {"illinois", "IL"},
+      {"indiana", "IN"},
+      {"iowa", "IA"},
+      {"kansas", "KS"},
+      {"kentucky", "KY"},
+      {"louisiana", "LA"},
+      {"maine", "ME"},
+      {"maryland", "MD"},
+      {"massachusetts", "MA"},
+      {"michigan", "MI"},
+      {"minnesota", "MN"},
+      {"mississippi", "MS"},
+      {"missouri", "MO"},
+      {"montana", "MT"},
+      {"nebraska", "NE"},
+      {"nevada", "NV"},
+      {"ohio", "OH"},
+      {"oklahoma", "OK"},
+      {"oregon", "OR"},
+      {"pennsylvania", "PA"},
+      {"tennessee", "TN"},
+      {"texas", "TX"},
+      {"utah", "UT"},
+      {"vermont", "VT"},
+      {"virginia", "VA"},
+      {"washington", "WA"},
+      {"wisconsin", "WI"},
       {"wyoming", "WY"},
   }};
   for (const auto& [name, code] : kStates) text = py_replace(text, name, code);
@@ -207,9 +244,23 @@ std::string normalize_states(std::string text) {
 
 std::string normalize_unicode_math(std::string text) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kMap{{
-      {"°", "^\\circ"}, {"²", "^2"}, {"³", "^3"}, {"⁴", "^4"}, {"⁵", "^5"}, {"⁶", "^6"},
-      {"⁷", "^7"}, {"⁸", "^8"}, {"⁹", "^9"}, {"√", "\\sqrt"}, {"﹣", "-"}, {"﹢", "+"},
-      {"﹦", "="}, {"﹤", "<"}, {"﹥", ">"}, {"：", ":"}, {"π", "\\pi"},
+      {"°", "^\\circ"},
+      {"²", "^2"},
+      {"³", "^3"},
+      {"⁴", "^4"},
+      {"⁵", "^5"},
+      {"⁶", "^6"},
+      {"⁷", "^7"},
+      {"⁸", "^8"},
+      {"⁹", "^9"},
+      {"√", "\\sqrt"},
+      {"﹣", "-"},
+      {"﹢", "+"},
+      {"﹦", "="},
+      {"﹤", "<"},
+      {"﹥", ">"},
+      {"：", ":"},
+      {"π", "\\pi"},
   }};
   for (const auto& [from, to] : kMap) text = py_replace(text, from, to);
   return text;
@@ -281,23 +332,26 @@ json::object verify(const json::object& row) {
 }  // namespace
 
 void register_string_match(servers::Registry& registry) {
-  servers::register_environment(registry, {
-      "string_match",
-      "StringMatchResourcesServer",
-      [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
-        auto verify_schema = servers::verify_request_schema({
-            {"expected_answer", Schema::of(Schema::Kind::string), true},
-            {"extraction_mode",
-             Schema::literal_of({"boxed", "final_answer", "last_line", "full_response"}), false},
-            {"case_sensitive", Schema::of(Schema::Kind::boolean), false},
-            {"metadata", Schema::of(Schema::Kind::dict, true), false},
-        });
-        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
-                          co_return Response::json(verify(body.get_object()));
-                        },
-                verify_schema};
-      },
-  });
+  servers::register_environment(
+      registry,
+      {
+          "string_match",
+          "StringMatchResourcesServer",
+          [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
+            auto verify_schema = servers::verify_request_schema({
+                {"expected_answer", Schema::of(Schema::Kind::string), true},
+                {"extraction_mode",
+                 Schema::literal_of({"boxed", "final_answer", "last_line", "full_response"}),
+                 false},
+                {"case_sensitive", Schema::of(Schema::Kind::boolean), false},
+                {"metadata", Schema::of(Schema::Kind::dict, true), false},
+            });
+            return {[](Request&, json::value& body) -> asio::awaitable<Response> {
+                      co_return Response::json(verify(body.get_object()));
+                    },
+                    verify_schema};
+          },
+      });
 }
 
 }  // namespace gym::environments

@@ -120,18 +120,20 @@ json::object verify(const json::object& row) {
 }  // namespace
 
 void register_xlam_fc(servers::Registry& registry) {
-  servers::register_environment(registry, {
-      "xlam_fc",
-      "XlamFcResourcesServer",
-      [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
-        auto verify_schema = servers::verify_request_schema(
-            {{"expected_answers", Schema::list_of(Schema::of(Schema::Kind::dict)), false}});
-        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
-                          co_return Response::json(verify(body.get_object()));
-                        },
-                verify_schema};
-      },
-  });
+  servers::register_environment(
+      registry,
+      {
+          "xlam_fc",
+          "XlamFcResourcesServer",
+          [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
+            auto verify_schema = servers::verify_request_schema(
+                {{"expected_answers", Schema::list_of(Schema::of(Schema::Kind::dict)), false}});
+            return {[](Request&, json::value& body) -> asio::awaitable<Response> {
+                      co_return Response::json(verify(body.get_object()));
+                    },
+                    verify_schema};
+          },
+      });
 }
 
 }  // namespace gym::environments

@@ -96,7 +96,8 @@ struct Agent {
     }
     json::object verify_body = std::move(expanded);
     verify_body["response"] = std::move(response);
-    auto verified = co_await post(resources, "/verify", core::render_json(verify_body), turn.cookies);
+    auto verified =
+        co_await post(resources, "/verify", core::render_json(verify_body), turn.cookies);
     servers::require_success(verified);
     Response res;  // the verify answer, byte for byte
     res.body = std::move(verified.body);
@@ -133,7 +134,8 @@ struct Agent {
       auto& mr = model_response.as_object();
       const auto& turn_output = mr.at("output").as_array();
       for (const auto& item : turn_output) outputs.push_back(item);
-      usage = servers::accumulate_usage(usage, mr.contains("usage") ? mr.at("usage") : json::value());
+      usage =
+          servers::accumulate_usage(usage, mr.contains("usage") ? mr.at("usage") : json::value());
       last = model_response;  // copied into the arena: `mr` is still read below
       if (auto* inc = mr.if_contains("incomplete_details"); inc && !inc->is_null()) break;
 
@@ -143,7 +145,8 @@ struct Agent {
         const auto& o = item.as_object();
         auto type = o.at("type").as_string();
         if (type == "function_call") calls.push_back(&o);
-        if (type == "message" && o.contains("role") && o.at("role") == "assistant") has_message = true;
+        if (type == "message" && o.contains("role") && o.at("role") == "assistant")
+          has_message = true;
       }
       if (calls.empty() && has_message) break;
       // Copies: `outputs` grows while the calls run.
@@ -207,13 +210,15 @@ void register_simple_agent(servers::Registry& registry) {
       "SimpleAgent",
       [](servers::ServerContext& ctx, http::Router& router) {
         const auto& cfg = ctx.instance.config;
-        auto agent = std::make_shared<Agent>(Agent{ctx, ctx.instance.name,
-                                                   "SimpleAgent___" + ctx.instance.name,
-                                                   reference_name(cfg, "resources_server", "resources_servers"),
-                                                   reference_name(cfg, "model_server", "responses_api_models")});
-        agent->max_steps = core::get_int(cfg, "max_steps", 0, 0, std::numeric_limits<std::int64_t>::max());
+        auto agent = std::make_shared<Agent>(
+            Agent{ctx, ctx.instance.name, "SimpleAgent___" + ctx.instance.name,
+                  reference_name(cfg, "resources_server", "resources_servers"),
+                  reference_name(cfg, "model_server", "responses_api_models")});
+        agent->max_steps =
+            core::get_int(cfg, "max_steps", 0, 0, std::numeric_limits<std::int64_t>::max());
         agent->skip_verification = core::get_bool(cfg, "skip_verification", false);
-        agent->skip_verification_reward = core::get_double(cfg, "skip_verification_reward", 0.0, -1e300, 1e300);
+        agent->skip_verification_reward =
+            core::get_double(cfg, "skip_verification_reward", 0.0, -1e300, 1e300);
         servers::add_agent_base_routes(router);
 
         auto guarded = [agent](auto method) {
@@ -227,15 +232,16 @@ void register_simple_agent(servers::Registry& registry) {
         };
         servers::add_run_route(ctx, router, guarded(&Agent::run));
         router.post("/v1/responses", http::json_route(guarded(&Agent::responses)));
-        router.post("/aggregate_metrics",
-                    http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {
-                      auto r = co_await agent->post(agent->resources, "/aggregate_metrics",
-                                                    core::render_json(body), request_cookies(req));
-                      Response res;
-                      res.status = r.status;
-                      res.body = std::move(r.body);
-                      co_return res;
-                    }));
+        router.post(
+            "/aggregate_metrics",
+            http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {
+              auto r = co_await agent->post(agent->resources, "/aggregate_metrics",
+                                            core::render_json(body), request_cookies(req));
+              Response res;
+              res.status = r.status;
+              res.body = std::move(r.body);
+              co_return res;
+            }));
       },
   });
 }

@@ -9,14 +9,14 @@ namespace gym::cli {
 
 // Flags shared by the verbs that load a config (runtime.md 9.1).
 struct ConfigFlags {
-  std::vector<std::string> config_paths;       // --config
-  std::vector<std::string> resources_servers;  // --resources-server NAME[/flavor]
-  std::vector<std::string> model_types;        // --model-type NAME[/flavor]
-  std::vector<std::string> search_dirs;        // --search-dir (NEMO_GYM_EXTRA_ROOTS)
-  std::string model, model_url, model_api_key; // -m, --model-url, --model-api-key
+  std::vector<std::string> config_paths;        // --config
+  std::vector<std::string> resources_servers;   // --resources-server NAME[/flavor]
+  std::vector<std::string> model_types;         // --model-type NAME[/flavor]
+  std::vector<std::string> search_dirs;         // --search-dir (NEMO_GYM_EXTRA_ROOTS)
+  std::string model, model_url, model_api_key;  // -m, --model-url, --model-api-key
   bool verbose = false;
-  std::vector<std::string> overrides;          // anything that is not a flag
-  std::vector<std::string> parse_order;        // option names in command-line order
+  std::vector<std::string> overrides;    // anything that is not a flag
+  std::vector<std::string> parse_order;  // option names in command-line order
 };
 // Sources for the config loader: config files and selector presets coalesced into one list in
 // flag order (runtime.md 6.3), flags turned into ++overrides, then the user's overrides.

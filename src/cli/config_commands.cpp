@@ -1,8 +1,8 @@
 // `gym serve` (a spawned server) and `gym config show`.
-#include "cli/commands.h"
 #include "cli/builtins.h"
-#include "exporters/metrics_pipeline.h"
+#include "cli/commands.h"
 #include "core/yaml_json.h"
+#include "exporters/metrics_pipeline.h"
 #include "orchestrator/presets.h"
 
 #include <cstdio>
@@ -16,7 +16,8 @@ core::ConfigSources to_sources(const ConfigFlags& flags) {
   if (!flags.search_dirs.empty()) {
     std::string roots;
     for (const auto& d : flags.search_dirs) roots += (roots.empty() ? "" : ":") + d;
-    if (const char* old = std::getenv("NEMO_GYM_EXTRA_ROOTS"); old && *old) roots += std::string(":") + old;
+    if (const char* old = std::getenv("NEMO_GYM_EXTRA_ROOTS"); old && *old)
+      roots += std::string(":") + old;
     ::setenv("NEMO_GYM_EXTRA_ROOTS", roots.c_str(), 1);  // children resolve paths alike
   }
   auto s = core::default_sources();
@@ -56,8 +57,9 @@ int run_serve() {
   // Children never re-merge: they read the fully resolved config (runtime.md 3.4, R2).
   const char* instance = std::getenv("NEMO_GYM_CONFIG_PATH");
   if (!instance || !*instance)
-    throw core::ConfigError("gym serve: NEMO_GYM_CONFIG_PATH (the instance to serve) is not set; "
-                            "servers are started by `gym env start`");
+    throw core::ConfigError(
+        "gym serve: NEMO_GYM_CONFIG_PATH (the instance to serve) is not set; "
+        "servers are started by `gym env start`");
   std::string yaml;
   std::string origin = "<NEMO_GYM_CONFIG_DICT>";
   if (const char* file = std::getenv("NEMO_GYM_CONFIG_DICT_FILE"); file && *file) {
@@ -70,8 +72,9 @@ int run_serve() {
   } else if (const char* dict = std::getenv("NEMO_GYM_CONFIG_DICT"); dict && *dict) {
     yaml = dict;
   } else {
-    throw core::ConfigError("gym serve: neither NEMO_GYM_CONFIG_DICT nor "
-                            "NEMO_GYM_CONFIG_DICT_FILE is set");
+    throw core::ConfigError(
+        "gym serve: neither NEMO_GYM_CONFIG_DICT nor "
+        "NEMO_GYM_CONFIG_DICT_FILE is set");
   }
   auto tree = core::parse_yaml(yaml, origin);
   if (!tree.is_object()) throw core::ConfigError(origin + " is not a mapping");

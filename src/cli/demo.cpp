@@ -21,7 +21,8 @@ int run_demo(const DemoOptions& opt) {
   std::printf("Generated %zu environments of demo tasks in %s:\n", data.environments.size(),
               (dir / "data").c_str());
   for (const auto& env : data.environments)
-    std::printf("  %-28s %d tasks, agent %s\n", env.resources_server.c_str(), env.tasks, env.agent.c_str());
+    std::printf("  %-28s %d tasks, agent %s\n", env.resources_server.c_str(), env.tasks,
+                env.agent.c_str());
   std::fflush(stdout);
 
   ConfigFlags flags = opt.config;
@@ -52,8 +53,8 @@ int run_demo(const DemoOptions& opt) {
 
   std::printf("\nDemo files:\n  %s\n  %s\n", data.input.c_str(), data.rollouts.c_str());
   const std::string stem = (dir / "rollouts" / "demo").string();
-  for (const char* suffix : {".jsonl", "_materialized_inputs.jsonl", "_failures.jsonl",
-                             "_aggregate_metrics.json"})
+  for (const char* suffix :
+       {".jsonl", "_materialized_inputs.jsonl", "_failures.jsonl", "_aggregate_metrics.json"})
     if (fs::exists(stem + suffix)) std::printf("  %s%s\n", stem.c_str(), suffix);
   if (fs::exists(metrics)) {
     std::printf("  %s\n\nTelemetry (gym telemetry report %s):\n\n", metrics.c_str(),

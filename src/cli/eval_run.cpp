@@ -41,8 +41,9 @@ json::object served_config(const json::object& local) {
   // The head server answers the YAML as a JSON string, as upstream does.
   boost::system::error_code ec;
   auto text = core::parse_json(r.body, ec);
-  auto cfg = core::parse_yaml(!ec && text.is_string() ? std::string_view(text.get_string()) : r.body,
-                              "the head server's config");
+  auto cfg =
+      core::parse_yaml(!ec && text.is_string() ? std::string_view(text.get_string()) : r.body,
+                       "the head server's config");
   if (!cfg.is_object()) throw std::runtime_error("the head server's config is not a mapping");
   return std::move(cfg.as_object());
 }
@@ -97,7 +98,8 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
   auto options = CollectionOptions::from_config(local, no_serve);
   auto paths = OutputPaths::for_output(options.output);
   std::error_code ec;
-  if (paths.rollouts.has_parent_path()) std::filesystem::create_directories(paths.rollouts.parent_path(), ec);
+  if (paths.rollouts.has_parent_path())
+    std::filesystem::create_directories(paths.rollouts.parent_path(), ec);
   if (ec)
     throw core::ConfigError("output_jsonl_fpath: cannot create the directory " +
                             paths.rollouts.parent_path().string() + ": " + ec.message());

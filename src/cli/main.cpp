@@ -6,8 +6,8 @@
 #include "exporters/metrics_pipeline.h"
 #include "orchestrator/orchestrator.h"
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -92,11 +92,12 @@ int main(int argc, char** argv) {
   };
 
   auto* serve = app.add_subcommand("serve", "");  // internal: a spawned server process
-  serve->group("");                                // hidden from --help
+  serve->group("");                               // hidden from --help
 
   auto* env = app.add_subcommand("env", "Run servers");
   env->require_subcommand(1);
-  auto* env_start = env->add_subcommand("start", "Start the head server and every configured server");
+  auto* env_start =
+      env->add_subcommand("start", "Start the head server and every configured server");
   add_config_flags(env_start);
   auto* env_status = env->add_subcommand("status", "Show the servers of a running deployment");
   add_config_flags(env_status);
@@ -110,8 +111,9 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "Collect rollouts");
   eval->require_subcommand(1);
   auto* eval_run = eval->add_subcommand(
-      "run", "Collect rollouts: start the servers (or use a running deployment with --no-serve), "
-             "run every input row through its agent, aggregate");
+      "run",
+      "Collect rollouts: start the servers (or use a running deployment with --no-serve), "
+      "run every input row through its agent, aggregate");
   add_config_flags(eval_run);
   eval_run->add_flag("--no-serve", eval_flags.no_serve,
                      "Use the deployment behind the head server instead of starting servers");
@@ -123,7 +125,8 @@ int main(int argc, char** argv) {
   eval_run->add_option("--num-repeats", eval_flags.num_repeats, "Rollouts per row");
   eval_run->add_option("--concurrency", eval_flags.concurrency, "Rollouts in flight at most");
   eval_run->add_option("--split", eval_flags.split, "Dataset split to collate without --input");
-  eval_run->add_option("--temperature", eval_flags.temperature, "responses_create_params.temperature");
+  eval_run->add_option("--temperature", eval_flags.temperature,
+                       "responses_create_params.temperature");
   eval_run->add_option("--top-p", eval_flags.top_p, "responses_create_params.top_p");
   eval_run->add_option("--max-output-tokens", eval_flags.max_output_tokens,
                        "responses_create_params.max_output_tokens");
@@ -139,11 +142,14 @@ int main(int argc, char** argv) {
   demo->add_option("--output-dir", demo_opts.output_dir, "Where the demo writes its files")
       ->capture_default_str();
   demo->add_option("--tasks-per-env", demo_opts.tasks_per_env, "Demo tasks per environment")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   demo->add_option("--num-repeats", demo_opts.num_repeats, "Rollouts per task")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   demo->add_option("--concurrency", demo_opts.concurrency, "Rollouts in flight")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 
   std::vector<std::string> report_files;
   auto* telemetry = app.add_subcommand("telemetry", "Read the telemetry a run wrote");
@@ -189,7 +195,7 @@ int main(int argc, char** argv) {
       auto eval_overrides = eval_flags.overrides();
       flags.overrides.insert(flags.overrides.begin(), eval_overrides.begin(), eval_overrides.end());
       return gym::cli::run_eval(gym::cli::to_sources(flags), eval_flags.no_serve,
-                                     gym::exporters::metrics_pipelines());
+                                gym::exporters::metrics_pipelines());
     }
     if (*demo) {
       demo_opts.config = flags;

@@ -7,9 +7,9 @@
 #include <set>
 #include <utility>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include "core/config_steps.h"
 #include "core/yaml_json.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "core/config.h"
 #include "core/config_steps.h"
@@ -111,9 +111,10 @@ const json::value* present(const json::object& cfg, std::string_view dotted) {
 
 [[noreturn]] void bad_value(std::string_view dotted, std::string_view rule, const json::value& got,
                             std::string_view example) {
-  throw ConfigError(fmt::format("config error: config key `{}` must be {}, got {}; set it with "
-                                "++{}={}",
-                                dotted, rule, describe(got), dotted, example));
+  throw ConfigError(
+      fmt::format("config error: config key `{}` must be {}, got {}; set it with "
+                  "++{}={}",
+                  dotted, rule, describe(got), dotted, example));
 }
 
 template <typename T>

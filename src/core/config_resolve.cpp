@@ -4,8 +4,8 @@
 #include <set>
 #include <utility>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "core/config.h"
 #include "core/config_steps.h"
@@ -88,8 +88,8 @@ std::optional<Directive> string_directive(const json::value& v) {
   for (auto [prefix, move] : {std::pair{std::string_view("${inherit_from:"), true},
                               std::pair{std::string_view("${copy:"), false}}) {
     if (s.size() > prefix.size() && s.substr(0, prefix.size()) == prefix && s.back() == '}') {
-      return Directive{move, std::string(trim(s.substr(prefix.size(),
-                                                       s.size() - prefix.size() - 1)))};
+      return Directive{move,
+                       std::string(trim(s.substr(prefix.size(), s.size() - prefix.size() - 1)))};
     }
   }
   return std::nullopt;
@@ -140,9 +140,10 @@ class DirectiveResolver {
       const json::value* source = block.if_contains(key);
       if (!source) continue;
       if (d || !source->is_string()) {
-        throw ConfigError(fmt::format("{}key '{}' needs one of `_inherit_from` or `_copy`, "
-                                      "holding a dotted path such as policy_model",
-                                      error_prefix(&origins_, path), path));
+        throw ConfigError(
+            fmt::format("{}key '{}' needs one of `_inherit_from` or `_copy`, "
+                        "holding a dotted path such as policy_model",
+                        error_prefix(&origins_, path), path));
       }
       d = Directive{move, std::string(trim(source->get_string()))};
     }
@@ -152,9 +153,10 @@ class DirectiveResolver {
     v = inherit(*d, &own, path);
     for (const auto& key : deletes) {
       if (v.is_object() && v.as_object().stable_erase(key)) continue;
-      throw ConfigError(fmt::format("{}key '{}' has `_delete_key: {}`, but '{}' has no key '{}' "
-                                    "to delete",
-                                    error_prefix(&origins_, path), path, key, d->source, key));
+      throw ConfigError(
+          fmt::format("{}key '{}' has `_delete_key: {}`, but '{}' has no key '{}' "
+                      "to delete",
+                      error_prefix(&origins_, path), path, key, d->source, key));
     }
   }
 
@@ -163,9 +165,10 @@ class DirectiveResolver {
     json::value* v = block.if_contains("_delete_key");
     if (!v) return keys;
     if (!v->is_string()) {
-      throw ConfigError(fmt::format("{}key '{}._delete_key' must be a comma-separated string of "
-                                    "keys, e.g. \"k1, k2\"; got {}",
-                                    error_prefix(&origins_, path), path, describe(*v)));
+      throw ConfigError(
+          fmt::format("{}key '{}._delete_key' must be a comma-separated string of "
+                      "keys, e.g. \"k1, k2\"; got {}",
+                      error_prefix(&origins_, path), path, describe(*v)));
     }
     std::string_view rest = v->get_string();
     while (!rest.empty()) {
@@ -185,10 +188,10 @@ class DirectiveResolver {
       return "???";  // reported with every other unset value by check_missing_values
     }
     if (!found.node) {
-      throw ConfigError(fmt::format("{}key '{}' inherits from '{}', which does not exist{}; give "
-                                    "an absolute dotted path",
-                                    error_prefix(&origins_, path), path, d.source,
-                                    suggestion(found, parts)));
+      throw ConfigError(
+          fmt::format("{}key '{}' inherits from '{}', which does not exist{}; give "
+                      "an absolute dotted path",
+                      error_prefix(&origins_, path), path, d.source, suggestion(found, parts)));
     }
     if (std::find(active_.begin(), active_.end(), found.path) != active_.end()) {
       throw ConfigError(fmt::format("{}key '{}' inherits from '{}', which inherits back from it",
@@ -201,10 +204,10 @@ class DirectiveResolver {
     active_.pop_back();
     if (own && !own->empty()) {
       if (!result.is_object()) {
-        throw ConfigError(fmt::format("{}key '{}' merges its keys over '{}', which is {}, not a "
-                                      "mapping",
-                                      error_prefix(&origins_, path), path, d.source,
-                                      describe(result)));
+        throw ConfigError(
+            fmt::format("{}key '{}' merges its keys over '{}', which is {}, not a "
+                        "mapping",
+                        error_prefix(&origins_, path), path, d.source, describe(result)));
       }
       deep_merge(result.as_object(), *own);
     }
@@ -294,9 +297,10 @@ class Interpolator {
     if (auto it = std::find(stack_.begin(), stack_.end(), path); it != stack_.end()) {
       std::string chain;
       for (; it != stack_.end(); ++it) chain += *it + " -> ";
-      throw ConfigError(fmt::format("{}interpolation cycle: {}{}; set one of these keys to a plain "
-                                    "value",
-                                    error_prefix(&origins_, path), chain, path));
+      throw ConfigError(
+          fmt::format("{}interpolation cycle: {}{}; set one of these keys to a plain "
+                      "value",
+                      error_prefix(&origins_, path), chain, path));
     }
     stack_.push_back(path);
     json::value result = interpolate(std::string(slot.get_string()), path);
@@ -340,26 +344,28 @@ class Interpolator {
     if (expr.substr(0, 7) == "oc.env:") return env(expr.substr(7), path);
     if (std::size_t colon = expr.find(':'); colon != std::string_view::npos) {
       std::string_view name = expr.substr(0, colon);
-      std::string hint = name == "inherit_from" || name == "copy"
-                             ? fmt::format("${{{}:...}} only works as the whole value of a key",
-                                           name)
-                             : "gym-cpp resolves ${a.b}, ${oc.env:VAR} and ${oc.env:VAR,default}";
-      throw ConfigError(fmt::format("{}key '{}' uses the resolver '{}', which is not available "
-                                    "here; {}",
-                                    error_prefix(&origins_, path), path, name, hint));
+      std::string hint =
+          name == "inherit_from" || name == "copy"
+              ? fmt::format("${{{}:...}} only works as the whole value of a key", name)
+              : "gym-cpp resolves ${a.b}, ${oc.env:VAR} and ${oc.env:VAR,default}";
+      throw ConfigError(
+          fmt::format("{}key '{}' uses the resolver '{}', which is not available "
+                      "here; {}",
+                      error_prefix(&origins_, path), path, name, hint));
     }
     if (expr.empty() || expr.front() == '.') {
-      throw ConfigError(fmt::format("{}key '{}' has the interpolation ${{{}}}; only absolute "
-                                    "paths from the top of the config are supported",
-                                    error_prefix(&origins_, path), path, expr));
+      throw ConfigError(
+          fmt::format("{}key '{}' has the interpolation ${{{}}}; only absolute "
+                      "paths from the top of the config are supported",
+                      error_prefix(&origins_, path), path, expr));
     }
     std::vector<std::string> parts = split_path(expr);
     Lookup found = lookup(cfg_, parts);
     if (!found.node) {
-      throw ConfigError(fmt::format("{}key '{}' refers to ${{{}}}, but '{}' is not set{}; set it "
-                                    "with ++{}=<value>",
-                                    error_prefix(&origins_, path), path, expr, expr,
-                                    suggestion(found, parts), expr));
+      throw ConfigError(fmt::format(
+          "{}key '{}' refers to ${{{}}}, but '{}' is not set{}; set it "
+          "with ++{}=<value>",
+          error_prefix(&origins_, path), path, expr, expr, suggestion(found, parts), expr));
     }
     if (found.node->is_string()) {
       if (found.node->get_string().find("${") != json::string::npos && !done_.count(found.path)) {
@@ -386,12 +392,12 @@ class Interpolator {
       }
       return json::string(def);
     }
-    throw ConfigError(fmt::format("{}key '{}' reads the environment variable {} "
-                                  "(${{oc.env:{}}}), which is not set; export {}=<value>, give a "
-                                  "default with ${{oc.env:{},<default>}}, or set the key with "
-                                  "++{}=<value>",
-                                  error_prefix(&origins_, path), path, name, name, name, name,
-                                  path));
+    throw ConfigError(
+        fmt::format("{}key '{}' reads the environment variable {} "
+                    "(${{oc.env:{}}}), which is not set; export {}=<value>, give a "
+                    "default with ${{oc.env:{},<default>}}, or set the key with "
+                    "++{}=<value>",
+                    error_prefix(&origins_, path), path, name, name, name, name, path));
   }
 
   json::object& cfg_;
@@ -420,14 +426,14 @@ void check_missing_values(const json::object& cfg, const ConfigOrigins& origins)
     std::string origin = origins.find(key);
     list += fmt::format("\n  - {}{}", key, origin.empty() ? "" : " (from " + origin + ")");
   }
-  throw ConfigError(fmt::format("config error: {} keys are missing (\?\?\?):{}\nSet each on the "
-                                "command line (e.g. ++{}=<value>), in env.yaml, or in a config "
-                                "file.",
-                                missing.size(), list, missing[0]));
+  throw ConfigError(
+      fmt::format("config error: {} keys are missing (\?\?\?):{}\nSet each on the "
+                  "command line (e.g. ++{}=<value>), in env.yaml, or in a config "
+                  "file.",
+                  missing.size(), list, missing[0]));
 }
 
-void resolve_interpolations(json::object& cfg, const ConfigOrigins& origins,
-                            const GetEnv& getenv) {
+void resolve_interpolations(json::object& cfg, const ConfigOrigins& origins, const GetEnv& getenv) {
   Interpolator(cfg, origins, getenv).run();
 }
 

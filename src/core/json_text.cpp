@@ -27,13 +27,27 @@ void render_string(boost::json::string_view s, std::string& out) {
     if (p == end) break;
     const auto c = static_cast<unsigned char>(*p++);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:  // other control characters below 0x20; DEL (0x7f) stays literal, as in Python
         out += "\\u00";
         out.push_back(kHex[c >> 4]);
@@ -169,10 +183,18 @@ std::string python_float_repr(double d) {
 
 void render_json(const boost::json::value& v, std::string& out) {
   switch (v.kind()) {
-    case boost::json::kind::null: out += "null"; break;
-    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
-    case boost::json::kind::int64: out += std::to_string(v.get_int64()); break;
-    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
+    case boost::json::kind::null:
+      out += "null";
+      break;
+    case boost::json::kind::bool_:
+      out += v.get_bool() ? "true" : "false";
+      break;
+    case boost::json::kind::int64:
+      out += std::to_string(v.get_int64());
+      break;
+    case boost::json::kind::uint64:
+      out += std::to_string(v.get_uint64());
+      break;
     case boost::json::kind::double_:
       if (std::isfinite(v.get_double())) {
         out += python_float_repr(v.get_double());
@@ -180,7 +202,9 @@ void render_json(const boost::json::value& v, std::string& out) {
         out += "null";
       }
       break;
-    case boost::json::kind::string: render_string(v.get_string(), out); break;
+    case boost::json::kind::string:
+      render_string(v.get_string(), out);
+      break;
     case boost::json::kind::array: {
       out.push_back('[');
       bool first = true;

@@ -19,7 +19,8 @@ namespace gym::core {
 // `storage` holds the result's memory (default: the heap); a request-scoped arena avoids one
 // allocation per string, array and object.
 boost::json::value parse_json(std::string_view text, boost::system::error_code& ec,
-                              std::size_t* consumed = nullptr, boost::json::storage_ptr storage = {});
+                              std::size_t* consumed = nullptr,
+                              boost::json::storage_ptr storage = {});
 // Throws std::runtime_error naming the problem and its byte offset.
 boost::json::value parse_json(std::string_view text);
 

@@ -1,10 +1,10 @@
 // Server instance blocks, references and their validation (runtime.md 6.1).
 #include <algorithm>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include "core/config.h"
 #include "core/config_steps.h"
@@ -14,19 +14,46 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 35> kReservedKeys{
-    "config_paths", "entrypoint", "default_host", "head_server", "disallowed_ports",
-    "head_server_deps", "python_version", "pip_install_verbose", "use_absolute_ip",
-    "uv_pip_set_python", "skip_venv_if_present", "hf_token", "ray_head_node_address",
-    "port_range_low", "port_range_high", "dry_run", "model_endpoint_readiness_timeout_seconds",
-    "allow_openai_version_skew", "uv_cache_dir", "uv_venv_dir", "results_dir", "cache_dir",
-    "_inherit_from", "_copy", "nemo_gym_log_dir", "verbose", "json", "query",
-    "observability_enabled", "model_call_capture_dir", "token_id_capture", "component_name",
-    "skip_verification", "skip_verification_reward", "telemetry"};
+constexpr std::array<std::string_view, 35> kReservedKeys{"config_paths",
+                                                         "entrypoint",
+                                                         "default_host",
+                                                         "head_server",
+                                                         "disallowed_ports",
+                                                         "head_server_deps",
+                                                         "python_version",
+                                                         "pip_install_verbose",
+                                                         "use_absolute_ip",
+                                                         "uv_pip_set_python",
+                                                         "skip_venv_if_present",
+                                                         "hf_token",
+                                                         "ray_head_node_address",
+                                                         "port_range_low",
+                                                         "port_range_high",
+                                                         "dry_run",
+                                                         "model_endpoint_readiness_timeout_seconds",
+                                                         "allow_openai_version_skew",
+                                                         "uv_cache_dir",
+                                                         "uv_venv_dir",
+                                                         "results_dir",
+                                                         "cache_dir",
+                                                         "_inherit_from",
+                                                         "_copy",
+                                                         "nemo_gym_log_dir",
+                                                         "verbose",
+                                                         "json",
+                                                         "query",
+                                                         "observability_enabled",
+                                                         "model_call_capture_dir",
+                                                         "token_id_capture",
+                                                         "component_name",
+                                                         "skip_verification",
+                                                         "skip_verification_reward",
+                                                         "telemetry"};
 
 constexpr std::array<std::string_view, 12> kDomains{
-    "math", "coding", "agent", "knowledge", "instruction_following", "long_context",
-    "safety", "games", "translation", "e2e", "rlhf", "other"};
+    "math",         "coding", "agent", "knowledge",   "instruction_following",
+    "long_context", "safety", "games", "translation", "e2e",
+    "rlhf",         "other"};
 
 // R8: not supported in this release.
 constexpr std::array<std::string_view, 3> kUnsupportedKeys{"prompt_config", "skills",
@@ -51,9 +78,10 @@ std::string almost_server_problem(const json::object& block) {
   }
   const std::string& type = types.front();
   if (!others.empty()) {
-    return fmt::format("it has keys beside '{}' ({}); move them into the implementation block "
-                       "{}.<impl>",
-                       type, fmt::join(others, ", "), type);
+    return fmt::format(
+        "it has keys beside '{}' ({}); move them into the implementation block "
+        "{}.<impl>",
+        type, fmt::join(others, ", "), type);
   }
   const json::value& impls = block.at(type);
   if (!impls.is_object() || impls.get_object().size() != 1) {
@@ -61,13 +89,13 @@ std::string almost_server_problem(const json::object& block) {
     if (impls.is_object()) {
       for (const auto& entry : impls.get_object()) names.emplace_back(entry.key());
     }
-    return fmt::format("'{}' must hold exactly one implementation block such as "
-                       "{{{}: {{<impl>: {{...}}}}}}, got {}",
-                       type, type,
-                       !impls.is_object() ? describe(impls)
-                       : names.empty()    ? std::string("none")
-                                          : fmt::format("{} ({})", names.size(),
-                                                        fmt::join(names, ", ")));
+    return fmt::format(
+        "'{}' must hold exactly one implementation block such as "
+        "{{{}: {{<impl>: {{...}}}}}}, got {}",
+        type, type,
+        !impls.is_object() ? describe(impls)
+        : names.empty()    ? std::string("none")
+                           : fmt::format("{} ({})", names.size(), fmt::join(names, ", ")));
   }
   const auto& impl = *impls.get_object().begin();
   if (!impl.value().is_object()) {
@@ -83,8 +111,8 @@ std::string almost_server_problem(const json::object& block) {
                                  std::string_view footer) {
   if (problems.size() == 1) {
     throw ConfigError(fmt::format("{}{}{}", error_prefix(origins, problems[0].first),
-                                  problems[0].second, footer.empty() ? "" : "\n"
-                                  + std::string(footer)));
+                                  problems[0].second,
+                                  footer.empty() ? "" : "\n" + std::string(footer)));
   }
   std::string list;
   for (const auto& [key, problem] : problems) {
@@ -128,13 +156,12 @@ void check_references(const json::value& v, const std::string& path,
     } else if (std::find(names.begin(), names.end(), name->get_string()) == names.end()) {
       auto guess = did_you_mean(name->get_string(), names);
       problems.emplace_back(
-          path, fmt::format("'{}' refers to {} '{}', which is not defined; {}", path,
-                            std::string_view(type->get_string()),
-                            std::string_view(name->get_string()),
-                            guess ? fmt::format("did you mean '{}'?", *guess)
-                                  : fmt::format("available {}: {}",
-                                                std::string_view(type->get_string()),
-                                                quoted_list(names))));
+          path,
+          fmt::format("'{}' refers to {} '{}', which is not defined; {}", path,
+                      std::string_view(type->get_string()), std::string_view(name->get_string()),
+                      guess ? fmt::format("did you mean '{}'?", *guess)
+                            : fmt::format("available {}: {}", std::string_view(type->get_string()),
+                                          quoted_list(names))));
     }
   }
   for (const auto& entry : object) {
@@ -163,13 +190,13 @@ std::vector<ServerInstance> find_server_instances(const json::object& cfg,
     }
     if (block.size() != 1 || !is_server_type(block.begin()->key())) continue;
     const auto& impl = *block.begin()->value().get_object().begin();
-    instances.push_back(ServerInstance{std::string(entry.key()),
-                                       std::string(block.begin()->key()),
+    instances.push_back(ServerInstance{std::string(entry.key()), std::string(block.begin()->key()),
                                        std::string(impl.key()), impl.value().get_object()});
   }
   if (problems.empty()) return instances;
   if (get_bool(cfg, "error_on_almost_servers", true)) {
-    throw_problems(problems, origins, "top-level blocks look like server instances but are "
+    throw_problems(problems, origins,
+                   "top-level blocks look like server instances but are "
                    "malformed",
                    "An instance is <name>: {<server type>: {<impl>: {<settings>}}}; set "
                    "error_on_almost_servers: false to ignore such blocks.");
@@ -205,9 +232,9 @@ void validate_server_instances(const json::object& cfg, const ImplCatalog& catal
     }
     if (instance.server_type == "resources_servers") {
       const json::value* domain = instance.config.if_contains("domain");
-      bool valid = domain && domain->is_string() &&
-                   std::find(kDomains.begin(), kDomains.end(), domain->get_string()) !=
-                       kDomains.end();
+      bool valid =
+          domain && domain->is_string() &&
+          std::find(kDomains.begin(), kDomains.end(), domain->get_string()) != kDomains.end();
       if (!valid) {
         std::optional<std::string> guess;
         if (domain && domain->is_string()) {
@@ -226,9 +253,9 @@ void validate_server_instances(const json::object& cfg, const ImplCatalog& catal
     for (const auto& key : kUnsupportedKeys) {
       const json::value* v = instance.config.if_contains(key);
       if (v && !v->is_null()) {
-        problems.emplace_back(base + "." + std::string(key),
-                              fmt::format("'{}.{}' is not supported in this release; remove it",
-                                          base, key));
+        problems.emplace_back(
+            base + "." + std::string(key),
+            fmt::format("'{}.{}' is not supported in this release; remove it", base, key));
       }
     }
   }

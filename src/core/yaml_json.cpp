@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+#include <boost/json.hpp>
 
 #include "core/config.h"
 
@@ -156,17 +156,19 @@ void merge_defaults(json::object& out, const YAML::Node& value, std::string_view
   }
   for (const auto& source : sources) {
     if (!source.IsMap()) {
-      throw ConfigError(fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
-                                    "list of mappings",
-                                    origin, location(value.Mark())));
+      throw ConfigError(
+          fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
+                      "list of mappings",
+                      origin, location(value.Mark())));
     }
     json::value merged = convert(source, origin);
     for (auto& [k, v] : merged.as_object()) out[k] = std::move(v);
   }
   if (sources.empty()) {
-    throw ConfigError(fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
-                                  "list of mappings",
-                                  origin, location(value.Mark())));
+    throw ConfigError(
+        fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
+                    "list of mappings",
+                    origin, location(value.Mark())));
   }
 }
 
@@ -197,9 +199,10 @@ json::value convert(const YAML::Node& node, std::string_view origin) {
       try {
         return yaml_plain_scalar(node.Scalar());
       } catch (const std::out_of_range&) {
-        throw ConfigError(fmt::format("config error in {}{}: the number {} does not fit in 64 "
-                                      "bits; quote it to keep it as text",
-                                      origin, location(node.Mark()), node.Scalar()));
+        throw ConfigError(
+            fmt::format("config error in {}{}: the number {} does not fit in 64 "
+                        "bits; quote it to keep it as text",
+                        origin, location(node.Mark()), node.Scalar()));
       }
     }
     case YAML::NodeType::Null:
@@ -299,9 +302,10 @@ json::value parse_yaml(std::string_view text, std::string_view origin) {
                                   location(e.mark), e.msg));
   }
   if (docs.size() > 1) {
-    throw ConfigError(fmt::format("config error in {}: found {} YAML documents (separated by "
-                                  "---); a config holds exactly one",
-                                  origin, docs.size()));
+    throw ConfigError(
+        fmt::format("config error in {}: found {} YAML documents (separated by "
+                    "---); a config holds exactly one",
+                    origin, docs.size()));
   }
   return docs.empty() ? json::value(nullptr) : convert(docs.front(), origin);
 }

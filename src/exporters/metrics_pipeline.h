@@ -57,8 +57,8 @@ class MetricsPipeline final : public telemetry::MetricsPipelineBase {
  private:
   std::unique_ptr<telemetry::MeterProvider> provider_;
   std::unique_ptr<telemetry::PeriodicReader> reader_;  // null when inactive
-  const OtlpHttpExporter* otlp_ = nullptr;  // owned by reader_; valid while reader_ is set
-  Stats final_stats_;                       // taken by shutdown()
+  const OtlpHttpExporter* otlp_ = nullptr;          // owned by reader_; valid while reader_ is set
+  Stats final_stats_;                               // taken by shutdown()
   std::unique_ptr<PrometheusEndpoint> prometheus_;  // null unless prometheus.port is set
 };
 

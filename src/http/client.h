@@ -23,18 +23,18 @@ namespace gym::http {
 
 // Pool parameters (telemetry.md 6.7). Defaults are upstream's; every field is per process.
 struct PoolParams {
-  std::size_t total_limit = 102400;                 // connections in use; 0 = unlimited
-  std::size_t per_host_limit = 1024;                // per host:port; 0 = unlimited
-  std::chrono::milliseconds idle_timeout{15'000};   // idle keep-alive connections closed after
-  int tcp_keepalive_idle_seconds = 60;              // TCP_KEEPIDLE, 1..32767
-  int tcp_keepalive_interval_seconds = 10;          // TCP_KEEPINTVL, 1..32767
-  int tcp_keepalive_probes = 3;                     // TCP_KEEPCNT, 1..127
-  double retry_budget_seconds = 300;                // global_http_retry_budget_seconds; 0 = none
-  bool request_debug = false;                       // global_aiohttp_client_request_debug
+  std::size_t total_limit = 102400;                // connections in use; 0 = unlimited
+  std::size_t per_host_limit = 1024;               // per host:port; 0 = unlimited
+  std::chrono::milliseconds idle_timeout{15'000};  // idle keep-alive connections closed after
+  int tcp_keepalive_idle_seconds = 60;             // TCP_KEEPIDLE, 1..32767
+  int tcp_keepalive_interval_seconds = 10;         // TCP_KEEPINTVL, 1..32767
+  int tcp_keepalive_probes = 3;                    // TCP_KEEPCNT, 1..127
+  double retry_budget_seconds = 300;               // global_http_retry_budget_seconds; 0 = none
+  bool request_debug = false;                      // global_aiohttp_client_request_debug
 
   // Sizing inputs of the startup capacity report (telemetry.md 6.7); not enforced.
-  int workers = 1;                                  // max(1, num_workers)
-  std::size_t aggregate_total = 102400;             // before division by workers
+  int workers = 1;                       // max(1, num_workers)
+  std::size_t aggregate_total = 102400;  // before division by workers
   std::size_t aggregate_per_host = 1024;
   std::optional<std::size_t> intended_per_worker;           // ceil(intended / workers)
   std::optional<std::size_t> intended_per_host_per_worker;  // ceil(intended_per_host / workers)
@@ -63,13 +63,13 @@ class PoolObserver {
 
 struct ClientRequest {
   Method method = Method::post;
-  std::string url;                  // http(s)://host:port/path?query
-  std::string body;                 // sent as is; Content-Type application/json when non-empty
-  Cookies cookies;                  // sent as one Cookie header
-  std::vector<Header> headers;      // extra headers
+  std::string url;                       // http(s)://host:port/path?query
+  std::string body;                      // sent as is; Content-Type application/json when non-empty
+  Cookies cookies;                       // sent as one Cookie header
+  std::vector<Header> headers;           // extra headers
   std::string destination = "external";  // metric label: configured server name or "external"
-  CallKind kind = CallKind::internal;  // how it is retried: http/retry_policy.h
-  bool retry = true;                // false: one attempt (readiness and status probes)
+  CallKind kind = CallKind::internal;    // how it is retried: http/retry_policy.h
+  bool retry = true;                     // false: one attempt (readiness and status probes)
   std::optional<std::chrono::milliseconds> timeout;  // whole-attempt timeout; none by default
 };
 
@@ -101,14 +101,14 @@ class TlsError : public RequestError {
 };
 
 struct ClientStats {
-  std::uint64_t acquisitions = 0;        // connection acquisitions (one per attempt and hop)
-  std::uint64_t queued = 0;              // acquisitions that had to wait
-  std::uint64_t abandoned = 0;           // waits that ended without a connection
+  std::uint64_t acquisitions = 0;  // connection acquisitions (one per attempt and hop)
+  std::uint64_t queued = 0;        // acquisitions that had to wait
+  std::uint64_t abandoned = 0;     // waits that ended without a connection
   std::uint64_t connections_opened = 0;
   std::uint64_t connections_reused = 0;
   std::uint64_t retries = 0;
-  std::size_t max_in_use = 0;            // peak connections in use
-  std::size_t max_open = 0;              // peak open sockets (in use + idle)
+  std::size_t max_in_use = 0;  // peak connections in use
+  std::size_t max_open = 0;    // peak open sockets (in use + idle)
 };
 
 class HttpClient {

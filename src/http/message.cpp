@@ -27,14 +27,22 @@ std::string_view trim(std::string_view s) {
 
 std::string_view to_string(Method m) {
   switch (m) {
-    case Method::get: return "GET";
-    case Method::head: return "HEAD";
-    case Method::post: return "POST";
-    case Method::put: return "PUT";
-    case Method::patch: return "PATCH";
-    case Method::del: return "DELETE";
-    case Method::options: return "OPTIONS";
-    case Method::other: break;
+    case Method::get:
+      return "GET";
+    case Method::head:
+      return "HEAD";
+    case Method::post:
+      return "POST";
+    case Method::put:
+      return "PUT";
+    case Method::patch:
+      return "PATCH";
+    case Method::del:
+      return "DELETE";
+    case Method::options:
+      return "OPTIONS";
+    case Method::other:
+      break;
   }
   return "_OTHER";
 }

@@ -33,8 +33,8 @@ struct Request {
   std::string path;    // routing path: no query, rollout prefix stripped (runtime.md 4.1)
   std::vector<Header> headers;
   std::string body;
-  std::string session_id;      // set by the session middleware when the server has one
-  std::string_view route;      // matched route template ("/verify", "/{path}"); empty for 404/405
+  std::string session_id;  // set by the session middleware when the server has one
+  std::string_view route;  // matched route template ("/verify", "/{path}"); empty for 404/405
 
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
   std::string_view cookie(std::string_view name) const;

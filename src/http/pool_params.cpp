@@ -17,31 +17,33 @@ PoolParams PoolParams::from_config(const boost::json::object& cfg, int num_worke
     std::int64_t aggregate = core::get_int(cfg, key, def, 0, kMax);
     std::int64_t per_worker = aggregate / workers;
     if (aggregate > 0 && per_worker == 0)
-      throw core::ConfigError("config key `" + std::string(key) + "` = " +
-                              std::to_string(aggregate) + " is smaller than num_workers (" +
-                              std::to_string(workers) +
+      throw core::ConfigError("config key `" + std::string(key) +
+                              "` = " + std::to_string(aggregate) +
+                              " is smaller than num_workers (" + std::to_string(workers) +
                               "): each worker would get 0, which means unlimited; raise it to at "
                               "least the number of workers or set 0 for unlimited");
     return static_cast<std::size_t>(per_worker);
   };
   const PoolParams d;  // the defaults are the struct's
   PoolParams p;
-  p.total_limit = share("global_aiohttp_connector_limit", static_cast<std::int64_t>(d.aggregate_total));
-  p.per_host_limit =
-      share("global_aiohttp_connector_limit_per_host", static_cast<std::int64_t>(d.aggregate_per_host));
+  p.total_limit =
+      share("global_aiohttp_connector_limit", static_cast<std::int64_t>(d.aggregate_total));
+  p.per_host_limit = share("global_aiohttp_connector_limit_per_host",
+                           static_cast<std::int64_t>(d.aggregate_per_host));
   p.tcp_keepalive_idle_seconds = static_cast<int>(core::get_int(
       cfg, "global_aiohttp_tcp_keepalive_idle_seconds", d.tcp_keepalive_idle_seconds, 1, 32767));
-  p.tcp_keepalive_interval_seconds = static_cast<int>(
-      core::get_int(cfg, "global_aiohttp_tcp_keepalive_interval_seconds",
-                    d.tcp_keepalive_interval_seconds, 1, 32767));
+  p.tcp_keepalive_interval_seconds =
+      static_cast<int>(core::get_int(cfg, "global_aiohttp_tcp_keepalive_interval_seconds",
+                                     d.tcp_keepalive_interval_seconds, 1, 32767));
   p.tcp_keepalive_probes = static_cast<int>(
       core::get_int(cfg, "global_aiohttp_tcp_keepalive_probes", d.tcp_keepalive_probes, 1, 127));
   p.retry_budget_seconds =
       core::get_double(cfg, "global_http_retry_budget_seconds", d.retry_budget_seconds, 0.0, 1e9);
   p.request_debug = core::get_bool(cfg, "global_aiohttp_client_request_debug", d.request_debug);
   p.workers = static_cast<int>(workers);
-  p.aggregate_total = static_cast<std::size_t>(core::get_int(
-      cfg, "global_aiohttp_connector_limit", static_cast<std::int64_t>(d.aggregate_total), 0, kMax));
+  p.aggregate_total = static_cast<std::size_t>(
+      core::get_int(cfg, "global_aiohttp_connector_limit",
+                    static_cast<std::int64_t>(d.aggregate_total), 0, kMax));
   p.aggregate_per_host = static_cast<std::size_t>(
       core::get_int(cfg, "global_aiohttp_connector_limit_per_host",
                     static_cast<std::int64_t>(d.aggregate_per_host), 0, kMax));
@@ -67,9 +69,9 @@ std::vector<std::string> PoolParams::log_capacity_report() const {
     std::size_t low = 0, high = 0;
     if (in >> low >> high && high >= low) ports = high - low + 1;
   }
-  const std::size_t enforced_per_host =
-      per_host_limit == 0 ? total_limit : total_limit == 0 ? per_host_limit
-                                                           : std::min(total_limit, per_host_limit);
+  const std::size_t enforced_per_host = per_host_limit == 0 ? total_limit
+                                        : total_limit == 0  ? per_host_limit
+                                                            : std::min(total_limit, per_host_limit);
   spdlog::info(
       "http client pool: workers={} aggregate_total={} aggregate_per_host={} effective_total={} "
       "effective_per_host={} intended_per_worker={} intended_per_host_per_worker={} "

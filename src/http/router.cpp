@@ -42,7 +42,8 @@ Router::Match Router::lookup(const Entry& e, Method method) const {
 }
 
 Router::Match Router::match(Method method, std::string_view path) const {
-  if (auto it = exact_.find(std::string(path)); it != exact_.end()) return lookup(*it->second, method);
+  if (auto it = exact_.find(std::string(path)); it != exact_.end())
+    return lookup(*it->second, method);
   // The catch-all covers one path segment, as FastAPI's "/{path}" does.
   if (catch_all_ && path.size() > 1 && path.find('/', 1) == std::string_view::npos)
     return lookup(*catch_all_, method);
@@ -68,9 +69,8 @@ Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema) {
       std::size_t used = 0;
       body = core::parse_json(req.body, ec, &used, storage);
       if (ec) {
-        co_return Response::detail(
-            400, json::string("Malformed JSON body: " + ec.message() + " at byte " +
-                              std::to_string(used)));
+        co_return Response::detail(400, json::string("Malformed JSON body: " + ec.message() +
+                                                     " at byte " + std::to_string(used)));
       }
     } else if (schema) {
       json::array missing;

@@ -193,15 +193,21 @@ struct Validator {
   void check(const Schema& s, json::value& v) {
     if (v.is_null() && (s.nullable || s.kind == Schema::Kind::any)) return;
     switch (s.kind) {
-      case Schema::Kind::any: return;
-      case Schema::Kind::integer: return integer(v);
-      case Schema::Kind::number: return number(v);
+      case Schema::Kind::any:
+        return;
+      case Schema::Kind::integer:
+        return integer(v);
+      case Schema::Kind::number:
+        return number(v);
       case Schema::Kind::string:
         if (!v.is_string()) fail("string_type", "Input should be a valid string", v);
         return;
-      case Schema::Kind::boolean: return boolean(v);
-      case Schema::Kind::literal: return literal(s, v);
-      case Schema::Kind::object: return object(s, v);
+      case Schema::Kind::boolean:
+        return boolean(v);
+      case Schema::Kind::literal:
+        return literal(s, v);
+      case Schema::Kind::object:
+        return object(s, v);
       case Schema::Kind::list:
         if (!v.is_array()) {
           fail("list_type", "Input should be a valid list", v);

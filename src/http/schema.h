@@ -15,11 +15,11 @@ struct SchemaField;
 struct Schema {
   enum class Kind { any, integer, number, string, boolean, list, dict, object, literal };
   Kind kind = Kind::any;
-  bool nullable = false;                 // Optional[...]: null accepted
-  std::vector<SchemaField> fields;       // object: declared fields, in order
-  bool forbid_extra = false;             // object: unknown keys -> extra_forbidden
-  std::shared_ptr<const Schema> items;   // list elements / dict values (null = any)
-  std::vector<std::string> literals;     // literal: allowed string values
+  bool nullable = false;                // Optional[...]: null accepted
+  std::vector<SchemaField> fields;      // object: declared fields, in order
+  bool forbid_extra = false;            // object: unknown keys -> extra_forbidden
+  std::shared_ptr<const Schema> items;  // list elements / dict values (null = any)
+  std::vector<std::string> literals;    // literal: allowed string values
 
   static Schema of(Kind k, bool nullable = false);
   static Schema list_of(Schema item, bool nullable = false);

@@ -21,17 +21,17 @@ class GymMetrics;
 namespace gym::http {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";                          // D12: loopback unless configured
-  std::uint16_t port = 0;                                  // 0: the OS chooses
-  std::size_t max_body_bytes = 64ull << 20;                // http_max_request_body_bytes -> 413
-  std::size_t max_header_bytes = 64u << 10;                // request head limit -> 431
-  std::chrono::milliseconds read_timeout{30'000};          // http_request_read_timeout_seconds
-  std::chrono::milliseconds keep_alive_idle{30'000};       // idle connection lifetime
-  std::chrono::milliseconds shutdown_grace{500};           // in-flight requests at shutdown
-  std::chrono::milliseconds worker_stop_grace{7'000};      // root waits this long for workers
-  int num_workers = 1;                                     // > 1: forked workers (D13)
-  std::string session_cookie_name;                         // empty: no session middleware
-  bool access_log = false;                                 // uvicorn_logging_show_200_ok
+  std::string host = "127.0.0.1";                      // D12: loopback unless configured
+  std::uint16_t port = 0;                              // 0: the OS chooses
+  std::size_t max_body_bytes = 64ull << 20;            // http_max_request_body_bytes -> 413
+  std::size_t max_header_bytes = 64u << 10;            // request head limit -> 431
+  std::chrono::milliseconds read_timeout{30'000};      // http_request_read_timeout_seconds
+  std::chrono::milliseconds keep_alive_idle{30'000};   // idle connection lifetime
+  std::chrono::milliseconds shutdown_grace{500};       // in-flight requests at shutdown
+  std::chrono::milliseconds worker_stop_grace{7'000};  // root waits this long for workers
+  int num_workers = 1;                                 // > 1: forked workers (D13)
+  std::string session_cookie_name;                     // empty: no session middleware
+  bool access_log = false;                             // uvicorn_logging_show_200_ok
 };
 
 // Per-process counters, read by tests and (later) telemetry. Only touched on the loop thread.

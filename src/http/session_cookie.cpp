@@ -1,9 +1,9 @@
 #include "http/session_cookie.h"
 
-#include <boost/json.hpp>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <boost/json.hpp>
 
 #include <array>
 #include <stdexcept>

@@ -2,12 +2,12 @@
 
 #include "servers/model_server.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <memory>
@@ -98,8 +98,8 @@ ReplayModelConfig read_replay_model_config(const json::object& global,
     config.tool_output_check = ToolOutputCheck::off;
   } else {
     throw core::ConfigError("config error: " + check_key +
-                            " must be one of semantic, exact, off (got '" + check +
-                            "'); e.g. ++" + check_key + "=semantic");
+                            " must be one of semantic, exact, off (got '" + check + "'); e.g. ++" +
+                            check_key + "=semantic");
   }
 
   const std::string latency_key = prefix + ".replay_latency_ms";
@@ -108,8 +108,8 @@ ReplayModelConfig read_replay_model_config(const json::object& global,
     latency_ms = core::get_double(instance.config, "replay_latency_ms", 0, 0, 3'600'000);
   } catch (const core::ConfigError& e) {
     throw core::ConfigError("config error: " + latency_key +
-                            " must be a number of milliseconds between 0 and 3600000 (" +
-                            e.what() + ")");
+                            " must be a number of milliseconds between 0 and 3600000 (" + e.what() +
+                            ")");
   }
   config.latency = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double, std::milli>(latency_ms));
@@ -130,8 +130,7 @@ ReplayModelConfig read_replay_model_config(const json::object& global,
           "config error: " + files_key +
           " is empty and no recorded rollouts were found beside input_jsonl_fpath or any agent "
           "dataset's jsonl_fpath (<dir>/<name>.jsonl pairs with <dir>/<name>_rollouts.jsonl)" +
-          (looked.empty() ? std::string(": neither is configured")
-                          : ". Looked for:" + looked) +
+          (looked.empty() ? std::string(": neither is configured") : ". Looked for:" + looked) +
           "\nList the rollouts files explicitly, e.g. ++" + files_key +
           "=[path/to/example_rollouts.jsonl]");
     }
@@ -158,8 +157,9 @@ void register_replay_model(servers::Registry& registry) {
           spdlog::info("replay_model: {} recorded rows from {}", rows, file);
         }
         if (store->size() == 0)
-          spdlog::warn("replay_model: no usable recorded rows; every request will answer 409 "
-                       "replay_no_match");
+          spdlog::warn(
+              "replay_model: no usable recorded rows; every request will answer 409 "
+              "replay_no_match");
         servers::ModelServerHandlers handlers;
         handlers.responses = [store, latency = config.latency](
                                  Request& req, json::object& params) -> asio::awaitable<Response> {

@@ -4,8 +4,8 @@
 #include "core/json_text.h"
 #include "python_compat/json_equal.h"
 
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -102,8 +102,10 @@ std::optional<json::value> parse_json_text(const json::value& v) {
 
 bool tool_outputs_equal(const json::value& a, const json::value& b, ToolOutputCheck check) {
   switch (check) {
-    case ToolOutputCheck::off: return true;
-    case ToolOutputCheck::exact: return same_json(a, b);  // strings compare as text
+    case ToolOutputCheck::off:
+      return true;
+    case ToolOutputCheck::exact:
+      return same_json(a, b);  // strings compare as text
     case ToolOutputCheck::semantic: {
       auto pa = parse_json_text(a);
       auto pb = parse_json_text(b);
@@ -228,9 +230,10 @@ std::size_t ReplayStore::load_file(const std::string& path) {
     if (add_row(v.get_object(), path, line_no)) ++kept;
   }
   if (kept < rows)
-    spdlog::warn("replay_model: skipped {} of {} rows of '{}' (no responses_create_params.input, "
-                 "no response.output list, or a failure row with _ng_failure_class)",
-                 rows - kept, rows, path);
+    spdlog::warn(
+        "replay_model: skipped {} of {} rows of '{}' (no responses_create_params.input, "
+        "no response.output list, or a failure row with _ng_failure_class)",
+        rows - kept, rows, path);
   return kept;
 }
 
@@ -296,9 +299,8 @@ std::string ReplayStore::continuation_mismatch(const Row& row, const json::array
            std::to_string(input.size() - 1) + ") is '" + std::string(type_of(input.back())) +
            "', not a function_call_output";
   if (n < recorded.size() && type_of(recorded[n]) == kFunctionCallOutput)
-    return "the recording continues with a function_call_output (output item " +
-           std::to_string(n) + ") that the input (item " + std::to_string(input.size()) +
-           ") does not carry";
+    return "the recording continues with a function_call_output (output item " + std::to_string(n) +
+           ") that the input (item " + std::to_string(input.size()) + ") does not carry";
   return {};
 }
 
@@ -369,9 +371,8 @@ ReplayAnswer ReplayStore::respond(const Row& row, std::size_t continuation,
   // Missing required envelope fields (8.4 step 5).
   if (absent(body, "id")) body["id"] = "resp_replay_" + std::to_string(row.line);
   if (absent(body, "created_at"))
-    body["created_at"] = std::chrono::duration<double>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+    body["created_at"] =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (absent(body, "model")) {
     const auto& model = member(params, "model");
     body["model"] = model.is_string() ? model : json::value("replay_model");
@@ -412,10 +413,10 @@ ReplayAnswer ReplayStore::answer(const json::object& params, std::string_view se
   auto found = candidates(input);
   if (found.empty()) {
     std::string last = input.empty() ? std::string("none") : brief(input.back(), 200);
-    return failure("replay_no_match",
-                   "no recorded input is a prefix of the request's input (" +
-                       std::to_string(input.size()) + " items, the last one " + last + "); " +
-                       std::to_string(rows_.size()) + " recorded rows are loaded");
+    return failure("replay_no_match", "no recorded input is a prefix of the request's input (" +
+                                          std::to_string(input.size()) + " items, the last one " +
+                                          last + "); " + std::to_string(rows_.size()) +
+                                          " recorded rows are loaded");
   }
   auto bound = bindings_.find(session, now);
   const Candidate* chosen = nullptr;
@@ -438,8 +439,7 @@ ReplayAnswer ReplayStore::answer(const json::object& params, std::string_view se
       }
       if (c.mismatch_at > closest->mismatch_at) closest = &c;
     }
-    std::string message = "the request's input starts with " +
-                          std::to_string(found.size()) +
+    std::string message = "the request's input starts with " + std::to_string(found.size()) +
                           " recorded input(s) but continues differently from every recording; "
                           "closest: " +
                           where(rows_[closest->row]) + ": " + closest->mismatch;

@@ -13,9 +13,9 @@
 #include "telemetry/config.h"
 #include "telemetry/memory_sampler.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <poll.h>
 #include <signal.h>
@@ -27,11 +27,11 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
-#include <functional>
-#include <optional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -43,7 +43,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t kTailLines = 50;
-
 
 // One spawned server root and what it printed.
 struct Child {
@@ -154,7 +153,8 @@ class Deployment::Impl {
  public:
   Impl(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines,
        core::ImplCatalog implementations)
-      : sources_(sources), pipelines_(std::move(pipelines)),
+      : sources_(sources),
+        pipelines_(std::move(pipelines)),
         implementations_(std::move(implementations)) {}
   ~Impl() { shutdown(); }
 
@@ -163,9 +163,8 @@ class Deployment::Impl {
     // the mask, and spawned servers restore theirs.
     signals_.emplace(core::TerminationSignals::Children::wake);
     core::raise_fd_limit();
-    start_time_ = std::chrono::duration<double>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+    start_time_ =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
     core::ConfigOrigins origins;
     cfg_ = core::load_config(sources_, &origins);
@@ -178,7 +177,8 @@ class Deployment::Impl {
     // Invalid telemetry values stop us here, before anything starts (ConfigError).
     const auto getenv = telemetry::process_env();
     auto telemetry_settings = telemetry::resolve_checked_settings(cfg_, getenv, pipelines_);
-    const bool prometheus = telemetry_settings.metrics_active() && telemetry_settings.prometheus_port;
+    const bool prometheus =
+        telemetry_settings.metrics_active() && telemetry_settings.prometheus_port;
     // runtime.md 3.3: random server ports avoid the Prometheus ports of telemetry.md 7.5.
     assign_ports(cfg_, instances,
                  prometheus ? prometheus_ports(instances, *telemetry_settings.prometheus_port)
@@ -270,7 +270,8 @@ class Deployment::Impl {
       o["name"] = c.instance.impl;
       o["pid"] = c.process.pid;
       o["port"] = c.port;
-      if (auto* ports = c.instance.config.if_contains("prometheus_ports")) o["prometheus_ports"] = *ports;
+      if (auto* ports = c.instance.config.if_contains("prometheus_ports"))
+        o["prometheus_ports"] = *ports;
       o["process_name"] = c.instance.name;
       o["server_type"] = c.instance.server_type;
       o["start_time"] = start_time_;
@@ -309,7 +310,8 @@ class Deployment::Impl {
   }
 
   int wait_ready() {
-    const double timeout_s = core::get_double(cfg_, "server_readiness_timeout_seconds", 300, 0, 1e9);
+    const double timeout_s =
+        core::get_double(cfg_, "server_readiness_timeout_seconds", 300, 0, 1e9);
     const auto start = Clock::now();
     auto last_report = start;
     for (;;) {
@@ -355,22 +357,24 @@ class Deployment::Impl {
       std::string key, url;
     };
     std::vector<Endpoint> endpoints;
-    std::function<void(const json::value&, const std::string&)> walk = [&](const json::value& v,
-                                                                            const std::string& path) {
-      if (!v.is_object()) return;
-      for (const auto& kv : v.get_object()) {
-        std::string key = path + "." + std::string(kv.key());
-        bool is_url_key = kv.key().ends_with("base_url");
-        if (is_url_key && kv.value().is_string()) endpoints.push_back({key, std::string(kv.value().get_string())});
-        if (is_url_key && kv.value().is_array())
-          for (const auto& u : kv.value().get_array())
-            if (u.is_string()) endpoints.push_back({key, std::string(u.get_string())});
-        walk(kv.value(), key);
-      }
-    };
+    std::function<void(const json::value&, const std::string&)> walk =
+        [&](const json::value& v, const std::string& path) {
+          if (!v.is_object()) return;
+          for (const auto& kv : v.get_object()) {
+            std::string key = path + "." + std::string(kv.key());
+            bool is_url_key = kv.key().ends_with("base_url");
+            if (is_url_key && kv.value().is_string())
+              endpoints.push_back({key, std::string(kv.value().get_string())});
+            if (is_url_key && kv.value().is_array())
+              for (const auto& u : kv.value().get_array())
+                if (u.is_string()) endpoints.push_back({key, std::string(u.get_string())});
+            walk(kv.value(), key);
+          }
+        };
     for (const auto& c : children_)
       if (c.instance.server_type == "responses_api_models")
-        walk(c.instance.config, c.instance.name + "." + c.instance.server_type + "." + c.instance.impl);
+        walk(c.instance.config,
+             c.instance.name + "." + c.instance.server_type + "." + c.instance.impl);
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s));
     for (const auto& e : endpoints) {
@@ -380,7 +384,8 @@ class Deployment::Impl {
       std::string why;
       auto parsed = http::parse_url(url, why);
       if (!parsed) {
-        std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(), e.url.c_str());
+        std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(),
+                     e.url.c_str());
         return 2;
       }
       for (bool reported = false;;) {
@@ -431,7 +436,8 @@ class Deployment::Impl {
     }
     std::vector<telemetry::MemoryTarget> targets;
     for (const auto& c : children_)
-      targets.push_back({c.instance.name, c.instance.server_type, static_cast<long>(c.process.pid)});
+      targets.push_back(
+          {c.instance.name, c.instance.server_type, static_cast<long>(c.process.pid)});
     sampler_ = std::make_unique<telemetry::MemorySampler>(
         std::move(targets),
         std::chrono::duration<double>(settings.memory_profiling_interval_seconds));
@@ -530,14 +536,16 @@ int run_env_status(const core::ConfigSources& sources, bool as_json) {
   const int port = addresses.head_port;
   auto head = http_get(host, port, "/server_instances", std::chrono::seconds(5));
   boost::system::error_code ec;
-  json::value list = head.outcome == ProbeOutcome::success ? core::parse_json(head.body, ec) : nullptr;
+  json::value list =
+      head.outcome == ProbeOutcome::success ? core::parse_json(head.body, ec) : nullptr;
   if (head.outcome != ProbeOutcome::success || ec || !list.is_array()) {
     spdlog::warn("no head server answered at http://{}:{} ({})", host, port,
                  head.error.empty() ? "unexpected answer" : head.error);
     std::puts(as_json ? "[]" : "No NeMo Gym servers found running.");
     return 0;
   }
-  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   int healthy = 0;
   auto& servers = list.as_array();
   for (auto& v : servers) {
@@ -563,14 +571,15 @@ int run_env_status(const core::ConfigSources& sources, bool as_json) {
              : v->is_string()   ? std::string(v->as_string())
                                 : core::render_json(*v);
     };
-    std::printf("[%zu] %s %s (%s/%s)\n", i + 1, ok ? "\u2713" : "\u2717", text("process_name").c_str(),
-                text("server_type").c_str(), text("name").c_str());
-    std::printf("    server_type: %s\n    name: %s\n    port: %s\n    pid: %s\n    uptime_seconds: %s\n",
-                text("server_type").c_str(), text("name").c_str(), text("port").c_str(),
-                text("pid").c_str(),
-                s.at("uptime_seconds").is_number()
-                    ? uptime_text(s.at("uptime_seconds").to_number<double>()).c_str()
-                    : "-");
+    std::printf("[%zu] %s %s (%s/%s)\n", i + 1, ok ? "\u2713" : "\u2717",
+                text("process_name").c_str(), text("server_type").c_str(), text("name").c_str());
+    std::printf(
+        "    server_type: %s\n    name: %s\n    port: %s\n    pid: %s\n    uptime_seconds: %s\n",
+        text("server_type").c_str(), text("name").c_str(), text("port").c_str(),
+        text("pid").c_str(),
+        s.at("uptime_seconds").is_number()
+            ? uptime_text(s.at("uptime_seconds").to_number<double>()).c_str()
+            : "-");
   }
   std::printf("%zu servers found (%d healthy, %zu unhealthy)\n", servers.size(), healthy,
               servers.size() - static_cast<std::size_t>(healthy));

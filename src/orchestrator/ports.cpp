@@ -63,7 +63,7 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
       taken.insert(core::get_int(inst.config, "port", 0, 0, 65535));
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<std::int64_t> pick(addresses.port_range_low,
-                                                    addresses.port_range_high);
+                                                   addresses.port_range_high);
   json::array disallowed;
   for (const auto& t : taken) disallowed.push_back(t);
   for (const auto& inst : instances) {
@@ -72,10 +72,12 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
     if (auto* p = block.if_contains("port"); p && !p->is_null()) {
       // Another process answering there would pass our readiness check for this server.
       auto port = core::get_int(inst.config, "port", 0, 0, 65535);
-      if (port != 0 && !port_free(std::string(block.at("host").as_string()), static_cast<int>(port)))
-        throw std::runtime_error("port " + std::to_string(port) + " of server " + inst.name +
-                                 " is already in use; stop what listens there or set another with ++" +
-                                 inst.name + "." + inst.server_type + "." + inst.impl + ".port=<port>");
+      if (port != 0 &&
+          !port_free(std::string(block.at("host").as_string()), static_cast<int>(port)))
+        throw std::runtime_error(
+            "port " + std::to_string(port) + " of server " + inst.name +
+            " is already in use; stop what listens there or set another with ++" + inst.name + "." +
+            inst.server_type + "." + inst.impl + ".port=<port>");
       continue;
     }
     std::string host(block.at("host").as_string());
@@ -87,8 +89,10 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
         port = candidate;
     }
     if (port == 0)
-      throw std::runtime_error("no free port for " + inst.name + " in [" + std::to_string(addresses.port_range_low) +
-                               ", " + std::to_string(addresses.port_range_high) + "] after 50 attempts; widen "
+      throw std::runtime_error("no free port for " + inst.name + " in [" +
+                               std::to_string(addresses.port_range_low) + ", " +
+                               std::to_string(addresses.port_range_high) +
+                               "] after 50 attempts; widen "
                                "port_range_low/port_range_high");
     block["port"] = port;
     taken.insert(port);

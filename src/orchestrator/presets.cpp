@@ -46,7 +46,8 @@ std::string selector_config_path(const std::string& server_type, const std::stri
   for (const auto& p : bundled_presets()) {
     if (p.server_type != server_type) continue;
     if (p.name == name && p.flavor == flavor) return materialize(p);
-    known.push_back(p.name == std::string(p.flavor) ? p.name : std::string(p.name) + "/" + p.flavor);
+    known.push_back(p.name == std::string(p.flavor) ? p.name
+                                                    : std::string(p.name) + "/" + p.flavor);
   }
   std::string msg = "no config for " + server_type + " '" + selector + "': " + relative +
                     " is not in the search roots and no preset is built in";

@@ -14,10 +14,14 @@ using Clock = std::chrono::steady_clock;
 
 std::string to_string(ProbeOutcome o) {
   switch (o) {
-    case ProbeOutcome::success: return "success";
-    case ProbeOutcome::connection_error: return "connection_error";
-    case ProbeOutcome::timeout: return "timeout";
-    case ProbeOutcome::unknown_error: break;
+    case ProbeOutcome::success:
+      return "success";
+    case ProbeOutcome::connection_error:
+      return "connection_error";
+    case ProbeOutcome::timeout:
+      return "timeout";
+    case ProbeOutcome::unknown_error:
+      break;
   }
   return "unknown_error";
 }
@@ -65,7 +69,8 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
     r.error = std::move(why);
     return r;
   };
-  if (rc != 0 && errno != EINPROGRESS) return fail(ProbeOutcome::connection_error, std::strerror(errno));
+  if (rc != 0 && errno != EINPROGRESS)
+    return fail(ProbeOutcome::connection_error, std::strerror(errno));
   if (!wait_for(fd, POLLOUT, deadline)) return fail(ProbeOutcome::timeout, "connect timed out");
   int err = 0;
   socklen_t len = sizeof err;

@@ -39,7 +39,8 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
   if (config_yaml.size() > kMaxInlineConfig) {
     char path[] = "/tmp/gym-config-XXXXXX";
     int fd = ::mkstemp(path);  // mode 0600
-    if (fd < 0) throw std::runtime_error(std::string("cannot write config file: ") + strerror(errno));
+    if (fd < 0)
+      throw std::runtime_error(std::string("cannot write config file: ") + strerror(errno));
     if (::write(fd, config_yaml.data(), config_yaml.size()) !=
         static_cast<ssize_t>(config_yaml.size())) {
       ::close(fd);

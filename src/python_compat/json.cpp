@@ -162,14 +162,30 @@ class PyJsonParser {
       if (i_ + 1 >= s_.size()) fail("Unterminated string starting at", begin);
       char e = s_[i_ + 1];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           char32_t cp = hex4(i_ + 2);
           std::size_t after = i_ + 6;
@@ -256,14 +272,21 @@ json::value py_json_loads(std::string_view text) { return PyJsonParser(text).par
 
 std::string py_type_name(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "NoneType";
-    case json::kind::bool_: return "bool";
+    case json::kind::null:
+      return "NoneType";
+    case json::kind::bool_:
+      return "bool";
     case json::kind::int64:
-    case json::kind::uint64: return "int";
-    case json::kind::double_: return "float";
-    case json::kind::string: return "str";
-    case json::kind::array: return "list";
-    case json::kind::object: return "dict";
+    case json::kind::uint64:
+      return "int";
+    case json::kind::double_:
+      return "float";
+    case json::kind::string:
+      return "str";
+    case json::kind::array:
+      return "list";
+    case json::kind::object:
+      return "dict";
   }
   return "object";
 }

@@ -62,9 +62,12 @@ bool json_equal(const json::value& a, const json::value& b, BoolRule bools) {
     return is_number(a, bools) && is_number(b, bools) && numbers_equal(a, b);
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case json::kind::null: return true;
-    case json::kind::bool_: return a.get_bool() == b.get_bool();
-    case json::kind::string: return a.get_string() == b.get_string();
+    case json::kind::null:
+      return true;
+    case json::kind::bool_:
+      return a.get_bool() == b.get_bool();
+    case json::kind::string:
+      return a.get_string() == b.get_string();
     case json::kind::array: {
       const auto& x = a.get_array();
       const auto& y = b.get_array();
@@ -83,7 +86,8 @@ bool json_equal(const json::value& a, const json::value& b, BoolRule bools) {
       }
       return true;
     }
-    default: return false;  // numbers (and booleans as integers) handled above
+    default:
+      return false;  // numbers (and booleans as integers) handled above
   }
 }
 
@@ -133,7 +137,9 @@ void append_canonical_json(const json::value& v, std::string& out) {
       out.push_back('}');
       return;
     }
-    default: core::render_json(v, out); return;  // null, bool, string
+    default:
+      core::render_json(v, out);
+      return;  // null, bool, string
   }
 }
 

@@ -53,8 +53,16 @@ std::string from_icu(const icu::UnicodeString& u) {
 
 bool is_line_break(char32_t c) {
   switch (c) {
-    case U'\n': case U'\r': case U'\v': case U'\f': case U'\x1c': case U'\x1d': case U'\x1e':
-    case U'\x85': case U'\u2028': case U'\u2029':
+    case U'\n':
+    case U'\r':
+    case U'\v':
+    case U'\f':
+    case U'\x1c':
+    case U'\x1d':
+    case U'\x1e':
+    case U'\x85':
+    case U'\u2028':
+    case U'\u2029':
       return true;
     default:
       return false;
@@ -84,11 +92,10 @@ std::string py_repr(std::string_view s) {
       out += "\\t";
     } else {
       auto type = u_charType(static_cast<UChar32>(c));
-      bool printable = c == U' ' ||
-                       !(type == U_CONTROL_CHAR || type == U_FORMAT_CHAR || type == U_SURROGATE ||
-                         type == U_PRIVATE_USE_CHAR || type == U_UNASSIGNED ||
-                         type == U_LINE_SEPARATOR || type == U_PARAGRAPH_SEPARATOR ||
-                         type == U_SPACE_SEPARATOR);
+      bool printable = c == U' ' || !(type == U_CONTROL_CHAR || type == U_FORMAT_CHAR ||
+                                      type == U_SURROGATE || type == U_PRIVATE_USE_CHAR ||
+                                      type == U_UNASSIGNED || type == U_LINE_SEPARATOR ||
+                                      type == U_PARAGRAPH_SEPARATOR || type == U_SPACE_SEPARATOR);
       if (printable) {
         append_utf8(out, c);
       } else if (c < 0x100) {
@@ -139,16 +146,14 @@ std::string py_rstrip(std::string_view s) {
 
 std::string py_strip_chars(std::string_view s, std::string_view chars) {
   auto set = py_code_points(chars);
-  return std::string(strip_view(s, true, true, [&](char32_t c) {
-    return set.find(c) != std::u32string::npos;
-  }));
+  return std::string(
+      strip_view(s, true, true, [&](char32_t c) { return set.find(c) != std::u32string::npos; }));
 }
 
 std::string py_rstrip_chars(std::string_view s, std::string_view chars) {
   auto set = py_code_points(chars);
-  return std::string(strip_view(s, false, true, [&](char32_t c) {
-    return set.find(c) != std::u32string::npos;
-  }));
+  return std::string(
+      strip_view(s, false, true, [&](char32_t c) { return set.find(c) != std::u32string::npos; }));
 }
 
 std::vector<std::string> py_split(std::string_view s) {

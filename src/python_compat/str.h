@@ -18,7 +18,7 @@ std::string py_repr(std::string_view s);
 // (so U+001C..U+001F and U+0085 are whitespace, as in Python).
 bool py_isspace(char32_t c);
 
-std::size_t py_len(std::string_view s);  // len(): code points
+std::size_t py_len(std::string_view s);             // len(): code points
 std::u32string py_code_points(std::string_view s);  // list(s), as code points
 
 std::string py_strip(std::string_view s);   // s.strip()

@@ -36,17 +36,18 @@ asio::awaitable<json::array> fetch_aggregate_metrics(
       answer = core::parse_json(resp.body, ec);
     }
     if (!answer.is_object())
-      throw std::runtime_error(agent + "/aggregate_metrics answered HTTP " + std::to_string(resp.status) +
-                               ": " + resp.body.substr(0, 500));
+      throw std::runtime_error(agent + "/aggregate_metrics answered HTTP " +
+                               std::to_string(resp.status) + ": " + resp.body.substr(0, 500));
     auto& a = answer.as_object();
     auto member = [&](const char* key, json::value fallback) {
       auto* v = a.if_contains(key);
       return v ? *v : fallback;
     };
-    entries.push_back(json::object{{"agent_ref", json::object{{"name", agent}}},
-                                   {"agent_metrics", member("agent_metrics", json::object{})},
-                                   {"key_metrics", member("key_metrics", json::object{})},
-                                   {"group_level_metrics", member("group_level_metrics", json::array{})}});
+    entries.push_back(
+        json::object{{"agent_ref", json::object{{"name", agent}}},
+                     {"agent_metrics", member("agent_metrics", json::object{})},
+                     {"key_metrics", member("key_metrics", json::object{})},
+                     {"group_level_metrics", member("group_level_metrics", json::array{})}});
   }
   co_return entries;
 }

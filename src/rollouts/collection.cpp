@@ -40,8 +40,13 @@ class CollectionThread {
                    std::vector<json::object> rows, std::vector<json::object> done,
                    const CollectionOptions& options, const OutputPaths& paths,
                    telemetry::GymMetrics& metrics)
-      : pool_cfg_(std::move(pool_cfg)), urls_(std::move(urls)), rows_(std::move(rows)),
-        done_(std::move(done)), options_(options), paths_(paths), metrics_(metrics) {
+      : pool_cfg_(std::move(pool_cfg)),
+        urls_(std::move(urls)),
+        rows_(std::move(rows)),
+        done_(std::move(done)),
+        options_(options),
+        paths_(paths),
+        metrics_(metrics) {
     thread_ = std::thread([this] { run(); });
   }
   ~CollectionThread() {
@@ -88,7 +93,8 @@ class CollectionThread {
   asio::awaitable<void> collect() {
     outcome_.total = rows_.size();
     Progress progress(rows_);
-    collector_ = std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar);
+    collector_ =
+        std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar);
     co_await collector_->run(std::move(rows_), options_.concurrency, progress);
     progress.finish();
     outcome_.counts = collector_->counts();
@@ -130,10 +136,11 @@ class CollectionThread {
 void print_files(const OutputPaths& paths, const Outcome& outcome) {
   if (outcome.counts.failed > 0)
     std::printf("Failures: %zu rows in %s\n", outcome.counts.failed, paths.failures.c_str());
-  std::printf("Finished rollout collection! View results at:\n"
-              "Fully materialized inputs: %s\nRollouts: %s\nAggregate metrics: %s\n",
-              paths.materialized.c_str(), paths.rollouts.c_str(),
-              outcome.aggregate_path ? outcome.aggregate_path->c_str() : "None");
+  std::printf(
+      "Finished rollout collection! View results at:\n"
+      "Fully materialized inputs: %s\nRollouts: %s\nAggregate metrics: %s\n",
+      paths.materialized.c_str(), paths.rollouts.c_str(),
+      outcome.aggregate_path ? outcome.aggregate_path->c_str() : "None");
   std::fflush(stdout);
 }
 
@@ -143,7 +150,8 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
                    Plan plan, const CollectionOptions& options, const OutputPaths& paths,
                    telemetry::GymMetrics& metrics, const Supervisor& supervise) {
   if (options.concurrency)
-    std::printf("Querying with %lld concurrent requests\n", static_cast<long long>(*options.concurrency));
+    std::printf("Querying with %lld concurrent requests\n",
+                static_cast<long long>(*options.concurrency));
   std::fflush(stdout);
   CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows),
                               std::move(plan.done), options, paths, metrics);

@@ -25,7 +25,9 @@ constexpr std::size_t kFailureBodyBytes = 4096;
 
 std::FILE* open_append(const std::filesystem::path& path) {
   std::FILE* f = std::fopen(path.c_str(), "ab");
-  if (!f) throw std::runtime_error("cannot open " + path.string() + " for writing: " + std::strerror(errno));
+  if (!f)
+    throw std::runtime_error("cannot open " + path.string() +
+                             " for writing: " + std::strerror(errno));
   return f;
 }
 
@@ -59,7 +61,9 @@ json::object strip_for_aggregation(const json::object& result) {
 
 Collector::Collector(http::HttpClient& client, std::map<std::string, std::string> agent_urls,
                      const OutputPaths& paths, bool route_failures_to_sidecar)
-    : client_(client), agent_urls_(std::move(agent_urls)), paths_(paths),
+    : client_(client),
+      agent_urls_(std::move(agent_urls)),
+      paths_(paths),
       route_failures_(route_failures_to_sidecar) {
   rollouts_ = open_append(paths_.rollouts);
   failures_ = open_append(paths_.failures);
@@ -135,7 +139,8 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
       result = core::parse_json(body, ec);
       if (ec || !result.is_object()) {
         failure_class = "agent_request_failed";
-        error = "/run answered " + std::string(ec ? "malformed JSON" : "JSON that is not an object");
+        error =
+            "/run answered " + std::string(ec ? "malformed JSON" : "JSON that is not an object");
       }
     }
   } catch (const http::RequestError& e) {
@@ -150,7 +155,8 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     out["_ng_failure_class"] = failure_class;
     out["_ng_failure_error"] = one_line(error);
     out["_ng_failure_http_status"] = status ? json::value(*status) : json::value(nullptr);
-    out["_ng_failure_response_body"] = status ? json::value(body_prefix(body)) : json::value(nullptr);
+    out["_ng_failure_response_body"] =
+        status ? json::value(body_prefix(body)) : json::value(nullptr);
   }
   // 7.5: identity from the row, in place when the key exists, appended otherwise.
   for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",
@@ -164,10 +170,11 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     write(failures_, out);
     ++counts_.failed;
     progress.print("Rollout (" + std::to_string(key_of(row).first) + ", " +
-                   std::to_string(key_of(row).second) + ") of " + agent + " failed: " +
-                   core::render_json(out.at("_ng_failure_class")) + " " +
-                   (out.contains("_ng_failure_error") ? core::render_json(out.at("_ng_failure_error"))
-                                                      : std::string("(reported by the agent)")));
+                   std::to_string(key_of(row).second) + ") of " + agent +
+                   " failed: " + core::render_json(out.at("_ng_failure_class")) + " " +
+                   (out.contains("_ng_failure_error")
+                        ? core::render_json(out.at("_ng_failure_error"))
+                        : std::string("(reported by the agent)")));
     if (!route_failures_) stopping_ = true;  // R6: upstream's abort on the first failure
   } else {
     write(rollouts_, out);

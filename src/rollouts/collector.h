@@ -19,9 +19,9 @@ namespace gym::rollouts {
 
 struct CollectionCounts {
   std::size_t dispatched = 0;
-  std::size_t succeeded = 0;     // written to the rollouts file
-  std::size_t failed = 0;        // written to the failures sidecar
-  std::size_t not_persisted = 0; // `_ng_no_persist`
+  std::size_t succeeded = 0;      // written to the rollouts file
+  std::size_t failed = 0;         // written to the failures sidecar
+  std::size_t not_persisted = 0;  // `_ng_no_persist`
 };
 
 class Collector {

@@ -28,8 +28,9 @@ std::filesystem::path collate_datasets(const json::object& cfg, const std::strin
       const std::string name = core::get_string(ds, "name", "?");
       const std::string where = inst.name + ".datasets[" + name + "]";
       if (ds.contains("num_repeats"))
-        std::printf("WARNING: %s sets num_repeats, which collection does not apply; use --num-repeats\n",
-                    where.c_str());
+        std::printf(
+            "WARNING: %s sets num_repeats, which collection does not apply; use --num-repeats\n",
+            where.c_str());
       const std::string file = core::get_string(ds, "jsonl_fpath", "");
       if (file.empty()) throw core::ConfigError(where + " has no jsonl_fpath");
       // Remote sources are never downloaded: the file must already be here.
@@ -37,7 +38,8 @@ std::filesystem::path collate_datasets(const json::object& cfg, const std::strin
       ++datasets;
       for (auto& line : read_jsonl(path)) {
         if (!line.row.contains("agent_ref"))
-          line.row["agent_ref"] = json::object{{"type", "responses_api_agents"}, {"name", inst.name}};
+          line.row["agent_ref"] =
+              json::object{{"type", "responses_api_agents"}, {"name", inst.name}};
         rows.push_back(std::move(line.row));
       }
     }
@@ -48,7 +50,8 @@ std::filesystem::path collate_datasets(const json::object& cfg, const std::strin
   auto out = stem / "preprocessed_datasets" / (split + ".jsonl");
   std::filesystem::create_directories(out.parent_path());
   write_jsonl(out, rows);
-  std::printf("Collated %zu rows from %zu dataset(s) into %s\n", rows.size(), datasets, out.c_str());
+  std::printf("Collated %zu rows from %zu dataset(s) into %s\n", rows.size(), datasets,
+              out.c_str());
   return out;
 }
 

@@ -36,8 +36,9 @@ RepeatPolicy read_repeats(const json::object& cfg) {
   }
   const auto& per = v->get_object();
   if (per.empty())
-    throw core::ConfigError("num_repeats: an empty mapping repeats nothing; give an int (e.g. "
-                            "++num_repeats=4) or {<agent>: n, _default: n}");
+    throw core::ConfigError(
+        "num_repeats: an empty mapping repeats nothing; give an int (e.g. "
+        "++num_repeats=4) or {<agent>: n, _default: n}");
   for (const auto& kv : per) {
     std::string key = "num_repeats." + std::string(kv.key());
     auto n = core::get_int(cfg, key, 1, 1, 1'000'000);
@@ -70,8 +71,9 @@ CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool n
   o.concurrency = optional_int(cfg, "num_samples_in_parallel", 1);
   if (const auto* p = core::find_path(cfg, "responses_create_params"); p && !p->is_null()) {
     if (!p->is_object())
-      throw core::ConfigError("responses_create_params must be a mapping of fields merged into every "
-                              "row's responses_create_params (e.g. ++responses_create_params.temperature=0.5)");
+      throw core::ConfigError(
+          "responses_create_params must be a mapping of fields merged into every "
+          "row's responses_create_params (e.g. ++responses_create_params.temperature=0.5)");
     o.create_params_overrides = p->get_object();
   }
   o.resume = core::get_bool(cfg, "resume_from_cache", false);
@@ -83,10 +85,12 @@ CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool n
     throw core::ConfigError("split: '" + *o.split +
                             "' is not one of train, validation, benchmark, example");
   if (no_serve && !o.input)
-    throw core::ConfigError("input_jsonl_fpath is required with --no-serve: pass --input FILE.jsonl");
+    throw core::ConfigError(
+        "input_jsonl_fpath is required with --no-serve: pass --input FILE.jsonl");
   if (!no_serve && !o.input && !o.split)
-    throw core::ConfigError("give --input FILE.jsonl, or --split NAME to collate the agents' datasets "
-                            "(train, validation, benchmark, example)");
+    throw core::ConfigError(
+        "give --input FILE.jsonl, or --split NAME to collate the agents' datasets "
+        "(train, validation, benchmark, example)");
   return o;
 }
 
@@ -94,7 +98,8 @@ OutputPaths OutputPaths::for_output(const std::filesystem::path& output) {
   OutputPaths p;
   p.rollouts = output;
   std::string text = output.string();
-  p.stem = text.ends_with(".jsonl") ? std::filesystem::path(text.substr(0, text.size() - 6)) : output;
+  p.stem =
+      text.ends_with(".jsonl") ? std::filesystem::path(text.substr(0, text.size() - 6)) : output;
   p.materialized = p.stem.string() + "_materialized_inputs.jsonl";
   p.failures = p.stem.string() + "_failures.jsonl";
   p.aggregate_metrics = p.stem.string() + "_aggregate_metrics.json";
@@ -107,8 +112,10 @@ int max_rollout_attempts() {
   char* end = nullptr;
   long n = std::strtol(raw, &end, 10);
   if (*end != '\0' || n < 1 || n > 1'000'000) {
-    std::printf("WARNING: could not parse NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='%s' (a positive integer "
-                "is expected); falling back to default 3.\n", raw);
+    std::printf(
+        "WARNING: could not parse NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='%s' (a positive integer "
+        "is expected); falling back to default 3.\n",
+        raw);
     return 3;
   }
   return static_cast<int>(n);

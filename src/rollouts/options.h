@@ -13,25 +13,25 @@ namespace gym::rollouts {
 
 // num_repeats: an int for every row, or {<agent>: n, _default: n}.
 struct RepeatPolicy {
-  std::int64_t fixed = 1;                          // used when per_agent is empty
-  std::map<std::string, std::int64_t> per_agent;   // without `_default`
-  std::optional<std::int64_t> fallback;            // `_default`
+  std::int64_t fixed = 1;                         // used when per_agent is empty
+  std::map<std::string, std::int64_t> per_agent;  // without `_default`
+  std::optional<std::int64_t> fallback;           // `_default`
   bool is_fixed() const { return per_agent.empty() && !fallback; }
 };
 
 struct CollectionOptions {
-  std::filesystem::path output;                 // output_jsonl_fpath
-  std::optional<std::filesystem::path> input;   // input_jsonl_fpath
-  std::optional<std::string> agent_name;        // agent_name
-  std::optional<std::int64_t> limit;            // limit
-  RepeatPolicy num_repeats;                     // num_repeats
+  std::filesystem::path output;                // output_jsonl_fpath
+  std::optional<std::filesystem::path> input;  // input_jsonl_fpath
+  std::optional<std::string> agent_name;       // agent_name
+  std::optional<std::int64_t> limit;           // limit
+  RepeatPolicy num_repeats;                    // num_repeats
   bool num_repeats_add_seed = false;
   std::optional<std::int64_t> concurrency;      // num_samples_in_parallel; none = unbounded
   boost::json::object create_params_overrides;  // responses_create_params
   bool resume = false;                          // resume_from_cache
   bool disable_aggregation = false;
-  bool route_failures_to_sidecar = true;        // R6
-  std::optional<std::string> split;             // 7.11
+  bool route_failures_to_sidecar = true;  // R6
+  std::optional<std::string> split;       // 7.11
 
   // Reads and validates the keys; a ConfigError names the key and the fix. `no_serve` makes
   // `input_jsonl_fpath` required; with servers, `split` is required when there is no input.

@@ -44,9 +44,11 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
   } catch (const std::runtime_error& e) {
     throw core::ConfigError(std::string("input: ") + e.what());
   }
-  if (options.limit) std::printf("Limiting the number of rows to %lld\n", static_cast<long long>(*options.limit));
+  if (options.limit)
+    std::printf("Limiting the number of rows to %lld\n", static_cast<long long>(*options.limit));
   if (options.agent_name)
-    std::printf("Using `%s` for rows that do not already have an agent ref\n", options.agent_name->c_str());
+    std::printf("Using `%s` for rows that do not already have an agent ref\n",
+                options.agent_name->c_str());
   if (!options.create_params_overrides.empty())
     std::printf("Overriding responses_create_params fields with %s\n",
                 core::render_json(options.create_params_overrides).c_str());

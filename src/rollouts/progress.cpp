@@ -63,20 +63,21 @@ void Progress::print_summary() {
   double per_min = elapsed > 0 ? static_cast<double>(done_) / (elapsed / 60) : 0;
   char head[256];
   std::snprintf(head, sizeof head, "Finished %zu / %zu rollouts (%d%%) in %s (%.2f rollouts/min). ",
-                done_, total_, static_cast<int>(100.0 * done_ / total_), clock_text(elapsed).c_str(),
-                per_min);
+                done_, total_, static_cast<int>(100.0 * done_ / total_),
+                clock_text(elapsed).c_str(), per_min);
   std::string text = head;
   text += "Examples left:\n";
   std::vector<std::pair<std::string, std::size_t>> left(left_.begin(), left_.end());
   std::stable_sort(left.begin(), left.end(), [](auto& a, auto& b) { return a.second > b.second; });
   for (std::size_t i = 0; i < left.size(); ++i)
-    text += std::to_string(i + 1) + ". " + left[i].first + ": " + std::to_string(left[i].second) + "\n";
+    text +=
+        std::to_string(i + 1) + ". " + left[i].first + ": " + std::to_string(left[i].second) + "\n";
   for (const auto& [agent, sums] : sums_) {
     std::size_t n = finished_[agent];
     std::size_t agent_total = n + (left_.count(agent) ? left_[agent] : 0);
     char line[512];
-    std::snprintf(line, sizeof line, "Found %zu / %zu (%.2f%%) rollouts for `%s`.\n", n, agent_total,
-                  100.0 * n / agent_total, agent.c_str());
+    std::snprintf(line, sizeof line, "Found %zu / %zu (%.2f%%) rollouts for `%s`.\n", n,
+                  agent_total, 100.0 * n / agent_total, agent.c_str());
     text += line;
     json::object means;
     for (const auto& kv : sums) means[kv.key()] = kv.value().get_double() / static_cast<double>(n);

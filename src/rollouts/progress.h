@@ -32,10 +32,10 @@ class Progress {
 
   using Clock = std::chrono::steady_clock;
   std::size_t total_ = 0, done_ = 0;
-  std::map<std::string, std::size_t> left_;      // agent -> rollouts not finished
-  std::map<std::string, std::size_t> finished_;  // agent -> rollouts finished
+  std::map<std::string, std::size_t> left_;          // agent -> rollouts not finished
+  std::map<std::string, std::size_t> finished_;      // agent -> rollouts finished
   std::map<std::string, boost::json::object> sums_;  // agent -> field -> running sum
-  std::vector<double> thresholds_;               // percents still to announce, ascending
+  std::vector<double> thresholds_;                   // percents still to announce, ascending
   Clock::time_point start_ = Clock::now(), last_draw_{};
   bool tty_ = false, bar_shown_ = false;
 };

@@ -27,8 +27,9 @@ void drop_partial_last_line(const std::filesystem::path& path) {
   if (text.ends_with('\n')) return;
   auto keep = text.rfind('\n');
   keep = keep == std::string::npos ? 0 : keep + 1;
-  std::printf("WARNING: %s ends with an incomplete line (%zu bytes); removing it, its rollout runs again\n",
-              path.c_str(), text.size() - keep);
+  std::printf(
+      "WARNING: %s ends with an incomplete line (%zu bytes); removing it, its rollout runs again\n",
+      path.c_str(), text.size() - keep);
   std::filesystem::resize_file(path, keep);
 }
 
@@ -44,8 +45,10 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
   plan.materialized = materialized.size();
 
   if (materialized != expected)
-    std::printf("WARNING: the input expands differently from %s (%zu rows vs %zu); resuming the "
-                "materialized rows\n", paths.materialized.c_str(), materialized.size(), expected.size());
+    std::printf(
+        "WARNING: the input expands differently from %s (%zu rows vs %zu); resuming the "
+        "materialized rows\n",
+        paths.materialized.c_str(), materialized.size(), expected.size());
 
   std::set<RolloutKey> done;
   for (auto& line : read_jsonl(paths.rollouts)) {
@@ -78,15 +81,16 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
       row["_ng_attempt_index"] = it->second;
     plan.to_run.push_back(std::move(row));
   }
-  std::printf("Resumed from cache. Found:\n"
-              "- %zu original input rows\n"
-              "- %zu rows already done (in main jsonl)\n"
-              "- %zu prior failure attempts (%zu unique tasks) in sidecar\n"
-              "- %zu sidecar-terminal -> not retried\n"
-              "- %zu hit max_attempts=%d -> not retried\n"
-              "- %zu rows that still need to be run\n",
-              plan.materialized, plan.done.size(), plan.failure_attempts, plan.failed_keys,
-              plan.terminal, plan.maxed_out, max_attempts, plan.to_run.size());
+  std::printf(
+      "Resumed from cache. Found:\n"
+      "- %zu original input rows\n"
+      "- %zu rows already done (in main jsonl)\n"
+      "- %zu prior failure attempts (%zu unique tasks) in sidecar\n"
+      "- %zu sidecar-terminal -> not retried\n"
+      "- %zu hit max_attempts=%d -> not retried\n"
+      "- %zu rows that still need to be run\n",
+      plan.materialized, plan.done.size(), plan.failure_attempts, plan.failed_keys, plan.terminal,
+      plan.maxed_out, max_attempts, plan.to_run.size());
   return plan;
 }
 

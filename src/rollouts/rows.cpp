@@ -22,7 +22,8 @@ std::int64_t integer_field(const json::object& row, std::string_view key) {
   if (!v) throw std::runtime_error("row has no " + std::string(key));
   if (v->is_int64()) return v->get_int64();
   if (v->is_uint64()) return static_cast<std::int64_t>(v->get_uint64());
-  if (v->is_double() && v->get_double() == static_cast<double>(static_cast<std::int64_t>(v->get_double())))
+  if (v->is_double() &&
+      v->get_double() == static_cast<double>(static_cast<std::int64_t>(v->get_double())))
     return static_cast<std::int64_t>(v->get_double());
   throw std::runtime_error(std::string(key) + " is not an integer: " + core::render_json(*v));
 }
@@ -49,19 +50,22 @@ std::string agent_of(const json::object& row) {
 std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
                                   std::optional<std::int64_t> max_lines) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string() + ": no such file or not readable");
+  if (!in)
+    throw std::runtime_error("cannot read " + path.string() + ": no such file or not readable");
   std::vector<JsonlLine> lines;
   std::string text;
-  for (std::size_t number = 1; (!max_lines || static_cast<std::int64_t>(lines.size()) < *max_lines) &&
-                               std::getline(in, text);
+  for (std::size_t number = 1;
+       (!max_lines || static_cast<std::int64_t>(lines.size()) < *max_lines) &&
+       std::getline(in, text);
        ++number) {
     bool had_newline = !in.eof();
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     boost::system::error_code ec;
     auto value = core::parse_json(text, ec);
     if (ec || !value.is_object())
-      throw std::runtime_error(path.string() + " line " + std::to_string(number) + ": " +
-                               (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"));
+      throw std::runtime_error(
+          path.string() + " line " + std::to_string(number) + ": " +
+          (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"));
     if (had_newline) text.push_back('\n');
     lines.push_back({number, std::move(text), std::move(value.get_object())});
   }
@@ -126,7 +130,8 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
     auto& params = row["responses_create_params"].as_object();
     for (const auto& kv : options.create_params_overrides) params[kv.key()] = kv.value();
     if (!row.contains("_ng_task_index")) {
-      auto [it, _] = task_of_line.try_emplace(line.raw, static_cast<std::int64_t>(task_of_line.size()));
+      auto [it, _] =
+          task_of_line.try_emplace(line.raw, static_cast<std::int64_t>(task_of_line.size()));
       row["_ng_task_index"] = it->second;
     }
     const std::int64_t task = integer_field(row, "_ng_task_index");
@@ -134,7 +139,8 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
     std::int64_t repeats = options.num_repeats.fixed;
     if (!options.num_repeats.is_fixed()) {
       auto it = options.num_repeats.per_agent.find(agent);
-      repeats = it != options.num_repeats.per_agent.end() ? it->second : *options.num_repeats.fallback;
+      repeats =
+          it != options.num_repeats.per_agent.end() ? it->second : *options.num_repeats.fallback;
     }
     for (std::int64_t r = 0; r < repeats; ++r) {
       json::object copy = row;
@@ -145,16 +151,18 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
         auto& metadata = copy["responses_create_params"].as_object()["metadata"];
         if (metadata.is_null()) metadata = json::object{};
         if (!metadata.is_object())
-          throw core::ConfigError(where + "responses_create_params.metadata is not an object, so "
-                                          "no seed can be added");
+          throw core::ConfigError(where +
+                                  "responses_create_params.metadata is not an object, so "
+                                  "no seed can be added");
         auto& extra = metadata.as_object()["extra_body"];
         json::value body = json::object{};
         if (!extra.is_null()) {
           boost::system::error_code ec;
           if (extra.is_string()) body = core::parse_json(extra.get_string(), ec);
           if (!extra.is_string() || ec || !body.is_object())
-            throw core::ConfigError(where + "responses_create_params.metadata.extra_body is not a "
-                                            "JSON object string, so no seed can be added");
+            throw core::ConfigError(where +
+                                    "responses_create_params.metadata.extra_body is not a "
+                                    "JSON object string, so no seed can be added");
         }
         body.as_object()["seed"] = rollout;
         extra = core::render_json_indented(body, -1);  // json.dumps default separators

@@ -22,22 +22,23 @@ std::shared_ptr<const http::Schema> run_request_schema() {
 
 void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler rollout,
                    std::shared_ptr<const http::Schema> schema) {
-  router.post("/run", http::json_route(
-                          [&ctx, rollout = std::move(rollout)](
-                              http::Request& req, json::value& body) -> asio::awaitable<http::Response> {
-                            HandlerTimer timer([&ctx](double ms) {
-                              if (ctx.metrics) ctx.metrics->record_rollout(ms);
-                            });
-                            co_return co_await rollout(req, body);
-                          },
-                          std::move(schema)));
+  router.post("/run",
+              http::json_route(
+                  [&ctx, rollout = std::move(rollout)](
+                      http::Request& req, json::value& body) -> asio::awaitable<http::Response> {
+                    HandlerTimer timer([&ctx](double ms) {
+                      if (ctx.metrics) ctx.metrics->record_rollout(ms);
+                    });
+                    co_return co_await rollout(req, body);
+                  },
+                  std::move(schema)));
 }
 
 http::Response downstream_failure(const std::string& cookie_name, const DownstreamError& e) {
-  return http::Response::json(json::string("Hit an exception in " + cookie_name +
-                                           " calling an inner server: " +
-                                           std::to_string(e.status()) + " " + e.body()),
-                              500);
+  return http::Response::json(
+      json::string("Hit an exception in " + cookie_name +
+                   " calling an inner server: " + std::to_string(e.status()) + " " + e.body()),
+      500);
 }
 
 void require_success(const http::ClientResponse& r) {

@@ -26,7 +26,8 @@ void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler r
 class DownstreamError : public std::runtime_error {
  public:
   DownstreamError(int status, std::string body)
-      : std::runtime_error("HTTP " + std::to_string(status)), status_(status),
+      : std::runtime_error("HTTP " + std::to_string(status)),
+        status_(status),
         body_(std::move(body)) {}
   int status() const { return status_; }
   const std::string& body() const { return body_; }

@@ -105,8 +105,8 @@ void check_input(const json::value& input, json::array& errors) {
 // `stream: Optional[Literal[False]]`: streaming is not supported (runtime.md 4.7).
 void check_stream(const json::value& stream, json::array& errors) {
   if (stream.is_null() || (stream.is_bool() && !stream.get_bool())) return;
-  auto e = error_entry("literal_error", json::array{"body", "stream"}, "Input should be False",
-                       stream);
+  auto e =
+      error_entry("literal_error", json::array{"body", "stream"}, "Input should be False", stream);
   json::object ctx;
   ctx["expected"] = "False";
   e["ctx"] = std::move(ctx);

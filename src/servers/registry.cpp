@@ -5,8 +5,8 @@
 #include "http/client.h"
 #include "http/pool_metrics.h"
 
-#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include <algorithm>
 
@@ -30,7 +30,8 @@ core::ImplCatalog Registry::catalog() const {
 const std::string& ServerContext::url_of(std::string_view instance_name) const {
   std::lock_guard lock(urls_mu_);
   if (auto it = urls_.find(instance_name); it != urls_.end()) return it->second;
-  return urls_.emplace(std::string(instance_name), core::instance_url(global, instance_name)).first->second;
+  return urls_.emplace(std::string(instance_name), core::instance_url(global, instance_name))
+      .first->second;
 }
 
 http::ServerOptions server_options(const boost::json::object& global,
@@ -39,16 +40,18 @@ http::ServerOptions server_options(const boost::json::object& global,
   const auto& cfg = instance.config;
   const std::string key = instance.name + "." + instance.server_type + "." + instance.impl + ".";
   http::ServerOptions o;  // the defaults are the struct's
-  o.host = core::get_string(cfg, "host", core::DeploymentAddresses::from_config(global).default_host);
+  o.host =
+      core::get_string(cfg, "host", core::DeploymentAddresses::from_config(global).default_host);
   o.port = static_cast<std::uint16_t>(core::get_int(cfg, "port", o.port, 0, 65535));
   o.num_workers = static_cast<int>(core::get_int(cfg, "num_workers", o.num_workers, 0, 4096));
   auto body_limit = core::get_int(global, "http_max_request_body_bytes",
                                   static_cast<std::int64_t>(o.max_body_bytes), 1, 1ll << 40);
-  o.max_body_bytes =
-      static_cast<std::size_t>(core::get_int(cfg, "http_max_request_body_bytes", body_limit, 1, 1ll << 40));
+  o.max_body_bytes = static_cast<std::size_t>(
+      core::get_int(cfg, "http_max_request_body_bytes", body_limit, 1, 1ll << 40));
   o.read_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(
       1000 * core::get_double(global, "http_request_read_timeout_seconds",
-                              std::chrono::duration<double>(o.read_timeout).count(), 0.001, 86400)));
+                              std::chrono::duration<double>(o.read_timeout).count(), 0.001,
+                              86400)));
   o.access_log = core::get_bool(global, "uvicorn_logging_show_200_ok", o.access_log);
   o.session_cookie_name = impl.class_name + "___" + instance.name;
   return o;
@@ -77,8 +80,8 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
     throw core::ConfigError("no server instance named '" + instance_name +
                             "' in the config (NEMO_GYM_CONFIG_PATH)");
   const Implementation* impl = registry.find(it->server_type, it->impl);
-  if (!impl) throw core::ConfigError("no built-in implementation '" + it->impl + "' for " +
-                                     it->server_type);
+  if (!impl)
+    throw core::ConfigError("no built-in implementation '" + it->impl + "' for " + it->server_type);
   // Telemetry settings are checked here, before serving (T1); each serving process starts its
   // own providers after any fork (T6).
   const auto getenv = telemetry::process_env();
@@ -109,7 +112,8 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
     auto& metrics = process_telemetry->metrics();
     if (metrics.enabled()) pool_metrics = std::make_unique<http::PoolMetrics>(metrics);
     client = std::make_unique<http::HttpClient>(io.get_executor(), pool, pool_metrics.get());
-    pool.log_capacity_report();  // the process's rollout pool (telemetry.md 6.7), not the exporter's
+    pool.log_capacity_report();  // the process's rollout pool (telemetry.md 6.7), not the
+                                 // exporter's
     ctx.client = client.get();
     ctx.metrics = &metrics;
     return &metrics;

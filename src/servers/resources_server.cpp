@@ -17,12 +17,14 @@ void add_resources_base_routes(http::Router& router, std::string reverify_mode,
   router.get("/", [](Request&) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"status", "ok"}});
   });
-  router.post("/seed_session", http::json_route([](Request&, json::value&) -> asio::awaitable<Response> {
-    co_return Response::json(json::object{});
-  }));
-  router.get("/reverify_mode", [mode = std::move(reverify_mode)](Request&) -> asio::awaitable<Response> {
-    co_return Response::json(json::string(mode));
-  });
+  router.post("/seed_session",
+              http::json_route([](Request&, json::value&) -> asio::awaitable<Response> {
+                co_return Response::json(json::object{});
+              }));
+  router.get("/reverify_mode",
+             [mode = std::move(reverify_mode)](Request&) -> asio::awaitable<Response> {
+               co_return Response::json(json::string(mode));
+             });
   router.post("/aggregate_metrics",
               http::json_route(
                   [hooks = std::move(aggregate_hooks)](
@@ -35,20 +37,18 @@ void add_resources_base_routes(http::Router& router, std::string reverify_mode,
 
 void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandler verifier,
                       std::shared_ptr<const Schema> schema) {
-  router.post(
-      "/verify",
-      http::json_route(
-          [&ctx, verifier = std::move(verifier)](Request& req,
-                                                 json::value& body) -> asio::awaitable<Response> {
-            bool completed = false;
-            HandlerTimer timer([&](double ms) {
-              if (ctx.metrics) ctx.metrics->record_verify(ms, completed);
-            });
-            Response res = co_await verifier(req, body);
-            completed = res.status >= 200 && res.status < 300;
-            co_return res;
-          },
-          std::move(schema)));
+  router.post("/verify", http::json_route(
+                             [&ctx, verifier = std::move(verifier)](
+                                 Request& req, json::value& body) -> asio::awaitable<Response> {
+                               bool completed = false;
+                               HandlerTimer timer([&](double ms) {
+                                 if (ctx.metrics) ctx.metrics->record_verify(ms, completed);
+                               });
+                               Response res = co_await verifier(req, body);
+                               completed = res.status >= 200 && res.status < 300;
+                               co_return res;
+                             },
+                             std::move(schema)));
 }
 
 void register_environment(Registry& registry, Environment environment) {

@@ -15,17 +15,28 @@ namespace {
 // (field, default) in upstream order; a null default means "null".
 const std::array<std::pair<const char*, json::value>, 23>& create_param_defaults() {
   static const std::array<std::pair<const char*, json::value>, 23> kDefaults{{
-      {"background", nullptr},       {"include", nullptr},
-      {"input", nullptr},            {"instructions", nullptr},
-      {"max_output_tokens", nullptr}, {"max_tool_calls", nullptr},
-      {"metadata", nullptr},         {"model", nullptr},
-      {"parallel_tool_calls", true}, {"previous_response_id", nullptr},
-      {"prompt", nullptr},           {"reasoning", nullptr},
-      {"service_tier", nullptr},     {"store", nullptr},
-      {"temperature", nullptr},      {"text", nullptr},
-      {"tool_choice", "auto"},       {"tools", json::array{}},
-      {"top_logprobs", nullptr},     {"top_p", nullptr},
-      {"truncation", nullptr},       {"user", nullptr},
+      {"background", nullptr},
+      {"include", nullptr},
+      {"input", nullptr},
+      {"instructions", nullptr},
+      {"max_output_tokens", nullptr},
+      {"max_tool_calls", nullptr},
+      {"metadata", nullptr},
+      {"model", nullptr},
+      {"parallel_tool_calls", true},
+      {"previous_response_id", nullptr},
+      {"prompt", nullptr},
+      {"reasoning", nullptr},
+      {"service_tier", nullptr},
+      {"store", nullptr},
+      {"temperature", nullptr},
+      {"text", nullptr},
+      {"tool_choice", "auto"},
+      {"tools", json::array{}},
+      {"top_logprobs", nullptr},
+      {"top_p", nullptr},
+      {"truncation", nullptr},
+      {"user", nullptr},
       {"stream", nullptr},
   }};
   return kDefaults;
@@ -53,11 +64,13 @@ std::shared_ptr<const Schema> create_params_schema() {
         {"instructions", opt(K::string), false},
         {"max_output_tokens", opt(K::integer), false},
         {"max_tool_calls", opt(K::integer), false},
-        {"metadata", [] {
+        {"metadata",
+         [] {
            Schema s = Schema::of(K::dict, true);
            s.items = std::make_shared<const Schema>(Schema::of(K::string));
            return s;
-         }(), false},
+         }(),
+         false},
         {"model", opt(K::string), false},
         {"parallel_tool_calls", opt(K::boolean), false},
         {"previous_response_id", opt(K::string), false},

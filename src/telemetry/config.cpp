@@ -6,13 +6,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <set>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 namespace gym::telemetry {
 namespace json = boost::json;

@@ -5,8 +5,8 @@
 #include "orchestrator/ports.h"
 #include "process.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <unistd.h>
 

@@ -8,8 +8,8 @@
 #include "orchestrator/ports.h"
 #include "process.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -29,12 +29,18 @@ struct Deployment {
   int head_port = gym::orchestrator::free_port();
   std::unique_ptr<ChildProcess> proc;
 
-  Deployment(const std::string& env, const std::string& rollouts, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{gym::test::build_path("src/cli/gym"), "env", "start",
-                                  "--resources-server", env, "--model-type", "replay_model",
-                                  "++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
-                                      rollouts + "]",
-                                  "++head_server.port=" + std::to_string(head_port)};
+  Deployment(const std::string& env, const std::string& rollouts,
+             std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{
+        gym::test::build_path("src/cli/gym"),
+        "env",
+        "start",
+        "--resources-server",
+        env,
+        "--model-type",
+        "replay_model",
+        "++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" + rollouts + "]",
+        "++head_server.port=" + std::to_string(head_port)};
     argv.insert(argv.end(), extra.begin(), extra.end());
     proc = std::make_unique<ChildProcess>(argv);
   }
@@ -113,22 +119,27 @@ namespace {
 // A rollouts file whose recorded model turn calls a tool badly, then answers.
 std::string bad_call_rollouts(const std::string& name, const std::string& arguments) {
   json::object call{{"type", "function_call"}, {"call_id", "c1"}, {"name", name},
-                    {"arguments", arguments}, {"id", "fc1"}, {"status", "completed"}};
+                    {"arguments", arguments},  {"id", "fc1"},     {"status", "completed"}};
   json::object output{{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "ignored"}};
-  json::object message{{"id", "m1"}, {"type", "message"}, {"role", "assistant"},
-                       {"status", "completed"},
-                       {"content", json::array{json::object{{"type", "output_text"},
-                                                            {"text", "done"},
-                                                            {"annotations", json::array{}}}}}};
-  json::object row{
-      {"responses_create_params",
-       json::object{{"input", json::array{json::object{{"role", "user"}, {"content", "go " + name}}}}}},
-      {"response", json::object{{"id", "r1"}, {"created_at", 1.0}, {"model", "m"},
-                                {"object", "response"},
-                                {"output", json::array{call, output, message}},
-                                {"parallel_tool_calls", true}, {"tool_choice", "auto"},
-                                {"tools", json::array{}}}},
-      {"reward", 1.0}};
+  json::object message{
+      {"id", "m1"},
+      {"type", "message"},
+      {"role", "assistant"},
+      {"status", "completed"},
+      {"content", json::array{json::object{
+                      {"type", "output_text"}, {"text", "done"}, {"annotations", json::array{}}}}}};
+  json::object row{{"responses_create_params",
+                    json::object{{"input", json::array{json::object{{"role", "user"},
+                                                                    {"content", "go " + name}}}}}},
+                   {"response", json::object{{"id", "r1"},
+                                             {"created_at", 1.0},
+                                             {"model", "m"},
+                                             {"object", "response"},
+                                             {"output", json::array{call, output, message}},
+                                             {"parallel_tool_calls", true},
+                                             {"tool_choice", "auto"},
+                                             {"tools", json::array{}}}},
+                   {"reward", 1.0}};
   char tmpl[] = "/tmp/gym-bad-call-XXXXXX.jsonl";
   int fd = ::mkstemps(tmpl, 6);
   ::close(fd);
@@ -145,7 +156,7 @@ json::value run_bad_call(const std::string& name, const std::string& arguments) 
   int agent = d.port_of("example_single_tool_call_simple_agent");
   json::object row{{"responses_create_params",
                     json::object{{"input", json::array{json::object{{"role", "user"},
-                                                                     {"content", "go " + name}}}}}}};
+                                                                    {"content", "go " + name}}}}}}};
   auto result = post_json(agent, "/run", row);
   fs::remove(rollouts);
   return result;
@@ -196,7 +207,9 @@ TEST(SimpleAgent, ModelFailureFailsTheRolloutWith500) {
   EXPECT_EQ(gym::test::status_of(raw), 500);
   auto body = json::parse(gym::test::body_of(raw));
   ASSERT_TRUE(body.is_string());
-  EXPECT_NE(std::string(body.as_string()).find("Hit an exception in SimpleAgent___example_single_tool_call_simple_agent calling an inner server: 409"),
+  EXPECT_NE(std::string(body.as_string())
+                .find("Hit an exception in SimpleAgent___example_single_tool_call_simple_agent "
+                      "calling an inner server: 409"),
             std::string::npos)
       << body;
 }

@@ -13,8 +13,8 @@
 #include "process.h"
 #include "replay_input.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,15 +42,16 @@ namespace {
 // ---- data ------------------------------------------------------------------------------------
 
 struct EnvCase {
-  std::string env;       // folder name, impl key, data folder
-  std::string instance;  // the preset's resources instance
+  std::string env;              // folder name, impl key, data folder
+  std::string instance;         // the preset's resources instance
   std::vector<double> rewards;  // expected reward per task (line of example.jsonl), section 9
 };
 
 const std::vector<EnvCase>& env_cases() {
   static const std::vector<EnvCase> cases{
       {"example_single_tool_call", "example_single_tool_call", {1, 1, 1, 1, 1}},
-      {"example_session_state_mgmt", "example_session_state_mgmt_resources_server",
+      {"example_session_state_mgmt",
+       "example_session_state_mgmt_resources_server",
        {1, 1, 1, 1, 1}},
       {"example_multi_step", "example_multi_step_resources_server", {1, 1, 1, 1, 1}},
       {"mcqa", "mcqa", {1, 1, 0, 1, 1}},
@@ -69,7 +70,7 @@ const EnvCase& env_case(const std::string& env) {
 // Recorded values the current upstream rule does not reproduce (environments.md 9.1 and 10).
 struct Deviation {
   std::string env;
-  std::string uuid;                       // the input row's `uuid`
+  std::string uuid;                             // the input row's `uuid`
   std::map<std::string, json::value> expected;  // field -> value expected instead of the record
   std::string reason;
 };
@@ -114,10 +115,10 @@ class EnvServer {
         fs::path(GYM_SOURCE_ROOT) / "environments" / c.env / "configs" / (c.env + ".yaml");
     // The merged config, as the orchestrator hands it to a server (the preset's agent refers
     // to policy_model, so the replay model's preset is merged too; it is not served here).
-    auto merged = gym::test::run_command(
-        gym_binary() + " config show --config " + preset.string() +
-        " --model-type replay_model ++" + c.instance + ".resources_servers." + c.env +
-        ".port=" + std::to_string(port_) + " " + overrides);
+    auto merged = gym::test::run_command(gym_binary() + " config show --config " + preset.string() +
+                                         " --model-type replay_model ++" + c.instance +
+                                         ".resources_servers." + c.env +
+                                         ".port=" + std::to_string(port_) + " " + overrides);
     if (merged.code != 0) {
       error_ = "gym config show failed for " + preset.string() + ":\n" + merged.output;
       return;
@@ -127,8 +128,7 @@ class EnvServer {
         std::vector<std::string>{"NEMO_GYM_CONFIG_DICT=" + merged.output,
                                  "NEMO_GYM_CONFIG_PATH=" + c.instance});
     for (int i = 0; i < 400; ++i) {
-      if (gym::test::status_of(gym::test::http_raw(port_, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) >
-          0)
+      if (gym::test::status_of(gym::test::http_raw(port_, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) > 0)
         return;
       ::usleep(25'000);
     }
@@ -189,8 +189,9 @@ bool same_tool_output(const std::string& actual, const json::value& recorded) {
   return actual == recorded_text;
 }
 
-const std::vector<std::string> kOwnFields{"responses_create_params", "response", "reward",
-                                          "_ng_task_index", "_ng_rollout_index", "agent_ref"};
+const std::vector<std::string> kOwnFields{
+    "responses_create_params", "response",          "reward",
+    "_ng_task_index",          "_ng_rollout_index", "agent_ref"};
 
 class EnvConformance : public ::testing::TestWithParam<std::string> {};
 
@@ -308,9 +309,8 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Env, EnvConformance,
-                         ::testing::Values("example_single_tool_call",
-                                           "example_session_state_mgmt", "example_multi_step",
-                                           "mcqa", "xlam_fc", "string_match"),
+                         ::testing::Values("example_single_tool_call", "example_session_state_mgmt",
+                                           "example_multi_step", "mcqa", "xlam_fc", "string_match"),
                          [](const auto& info) { return info.param; });
 
 // ---- bad input -------------------------------------------------------------------------------
@@ -390,8 +390,7 @@ TEST(EnvBadInput, ToolWithWrongArgumentTypesIs422) {
                     R"("msg":"Input should be a valid string","input":5}]})");
   r = multi.post("/extract_synonym_values", R"({"synonym_values":[711,"Hot"]})");
   EXPECT_EQ(r.status, 422);
-  EXPECT_EQ(r.json().at("detail").at(0).at("loc"),
-            json::parse(R"(["body","synonym_values",1])"));
+  EXPECT_EQ(r.json().at("detail").at(0).at("loc"), json::parse(R"(["body","synonym_values",1])"));
   r = multi.post("/get_synonym_value", R"(["Hot"])");
   EXPECT_EQ(r.status, 422);
 }
@@ -408,16 +407,16 @@ TEST(EnvBadInput, UnknownToolIs404) {
 // ---- environment rules -----------------------------------------------------------------------
 
 std::string function_call(const std::string& name, const std::string& arguments) {
-  json::object call{{"type", "function_call"}, {"call_id", "c"}, {"name", name},
-                    {"arguments", arguments}};
+  json::object call{
+      {"type", "function_call"}, {"call_id", "c"}, {"name", name}, {"arguments", arguments}};
   return text(call);
 }
 
 std::string message(const std::string& content_text) {
   json::object part{
       {"type", "output_text"}, {"text", content_text}, {"annotations", json::array{}}};
-  json::object msg{{"type", "message"}, {"role", "assistant"}, {"id", "m"},
-                   {"content", json::array{part}}};
+  json::object msg{
+      {"type", "message"}, {"role", "assistant"}, {"id", "m"}, {"content", json::array{part}}};
   return text(msg);
 }
 
@@ -528,23 +527,22 @@ TEST(EnvRules, McqaGradingModes) {
   REQUIRE_SERVER(s, "mcqa");
   auto o = verify(s, message("so \\boxed{\\text{B}}"), R"(,"expected_answer":" b ","uuid":"u")");
   EXPECT_EQ(o.at("reward"), 1.0);
-  EXPECT_EQ(o.at("expected_answer"), "B");  // stripped, upper-cased gold
-  EXPECT_EQ(o.size(), 5u);                  // no uuid, options, ... echoed
-  EXPECT_EQ(extracted(s, "\\boxed{b}"), "null");         // lower case never matches
-  EXPECT_EQ(extracted(s, "\\boxed{D}"), "null");         // d has no text: not allowed
+  EXPECT_EQ(o.at("expected_answer"), "B");        // stripped, upper-cased gold
+  EXPECT_EQ(o.size(), 5u);                        // no uuid, options, ... echoed
+  EXPECT_EQ(extracted(s, "\\boxed{b}"), "null");  // lower case never matches
+  EXPECT_EQ(extracted(s, "\\boxed{D}"), "null");  // d has no text: not allowed
   EXPECT_EQ(extracted(s, "\\boxed{(C)}"), R"("C")");
   EXPECT_EQ(extracted(s, "\\boxed{A: Red}"), R"("A")");
   EXPECT_EQ(extracted(s, "\\boxed{C} then \\boxed{A"), "null");  // last box never closes
   EXPECT_EQ(extracted(s, "\\boxed{Blue sky}"), "null");
-  EXPECT_EQ(extracted(s, "\\boxed{the BLUE  sky}", R"(,"grading_mode":"lenient_boxed")"),
-            R"("C")");
-  EXPECT_EQ(extracted(s, "Answer: green", R"(,"grading_mode":"lenient_answer_colon")"),
-            R"("B")");
+  EXPECT_EQ(extracted(s, "\\boxed{the BLUE  sky}", R"(,"grading_mode":"lenient_boxed")"), R"("C")");
+  EXPECT_EQ(extracted(s, "Answer: green", R"(,"grading_mode":"lenient_answer_colon")"), R"("B")");
   EXPECT_EQ(extracted(s, "answer : \\text{c}", R"(,"grading_mode":"lenient_answer_colon")"),
             R"("C")");
   // Custom patterns: a lone letter is trusted even outside the options.
-  EXPECT_EQ(extracted(s, "Choice: z. Choice: Ｂ", R"(,"template_metadata":{"output_regex":)"
-                                                 R"x(["(unclosed", "choice:\\s*(\\S+)"]})x"),
+  EXPECT_EQ(extracted(s, "Choice: z. Choice: Ｂ",
+                      R"(,"template_metadata":{"output_regex":)"
+                      R"x(["(unclosed", "choice:\\s*(\\S+)"]})x"),
             R"("B")");
   EXPECT_EQ(extracted(s, "Choice: z", R"x(,"template_metadata":{"output_regex":"choice: (\\w)"})x"),
             R"("Z")");
@@ -568,9 +566,8 @@ TEST(EnvRules, McqaGradingModes) {
 
 TEST(EnvRules, XlamMatchesCallsGreedily) {
   REQUIRE_SERVER(s, "xlam_fc");
-  const std::string expected =
-      R"("expected_answers":[{"name":"f","arguments":{"a":1}},)"
-      R"({"name":"g","arguments":"{\"b\":\"x\"}"}])";
+  const std::string expected = R"("expected_answers":[{"name":"f","arguments":{"a":1}},)"
+                               R"({"name":"g","arguments":"{\"b\":\"x\"}"}])";
   auto r = s.post("/verify", verify_body(function_call("g", R"({"b":"x","extra":true})") + "," +
                                              function_call("f", R"({"a":1.0})"),
                                          expected));
@@ -579,14 +576,14 @@ TEST(EnvRules, XlamMatchesCallsGreedily) {
   EXPECT_EQ(o.at("reward"), 1.0);
   EXPECT_EQ(o.at("num_correct"), 2);
   EXPECT_NE(r.body.find(R"("num_correct":2,"predicted_calls":[{"name":"g","arguments":)"
-                       R"({"b":"x","extra":true}},{"name":"f","arguments":{"a":1.0}}]})"),
+                        R"({"b":"x","extra":true}},{"name":"f","arguments":{"a":1.0}}]})"),
             std::string::npos)
       << r.body;
   EXPECT_FALSE(o.contains("expected_answers"));
 
-  r = s.post("/verify", verify_body(function_call("f", R"({"a":"1"})") + "," +
-                                        function_call("f", "not json"),
-                                    expected));
+  r = s.post("/verify",
+             verify_body(function_call("f", R"({"a":"1"})") + "," + function_call("f", "not json"),
+                         expected));
   o = r.json().as_object();
   EXPECT_EQ(o.at("reward"), 0.0);
   EXPECT_EQ(o.at("num_correct"), 0);
@@ -605,7 +602,8 @@ TEST(EnvRules, StringMatchGrades) {
   REQUIRE_SERVER(s, "string_match");
   auto grade = [&](const std::string& answer, const std::string& expected,
                    const std::string& mode = "full_response", bool case_sensitive = false) {
-    json::object fields{{"expected_answer", expected}, {"extraction_mode", mode},
+    json::object fields{{"expected_answer", expected},
+                        {"extraction_mode", mode},
                         {"case_sensitive", case_sensitive}};
     std::string f = text(fields);
     auto r = s.post("/verify", verify_body(message(answer), f.substr(1, f.size() - 2)));

@@ -9,8 +9,8 @@
 #include "replay_input.h"
 #include "temp_dir.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <signal.h>
 #include <unistd.h>
@@ -42,7 +42,9 @@ namespace {
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 
-std::string example_input(const std::string& env) { return conformance_dir() + "/" + env + "/example.jsonl"; }
+std::string example_input(const std::string& env) {
+  return conformance_dir() + "/" + env + "/example.jsonl";
+}
 std::string example_rollouts(const std::string& env) {
   return conformance_dir() + "/" + env + "/example_rollouts.jsonl";
 }
@@ -71,7 +73,9 @@ Key key_of(const json::object& row) {
   return {as_int(row.at("_ng_task_index")), as_int(row.at("_ng_rollout_index"))};
 }
 
-std::string agent_of(const json::object& row) { return std::string(row.at("agent_ref").at("name").as_string()); }
+std::string agent_of(const json::object& row) {
+  return std::string(row.at("agent_ref").at("name").as_string());
+}
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -89,7 +93,8 @@ gym::test::CommandResult run_gym(const std::string& args, const std::string& env
 class LoggedProcess {
  public:
   LoggedProcess(const std::string& command, std::string log)
-      : log_(std::move(log)), child_({"/bin/sh", "-c", "exec " + command + " >" + log_ + " 2>&1"}) {}
+      : log_(std::move(log)),
+        child_({"/bin/sh", "-c", "exec " + command + " >" + log_ + " 2>&1"}) {}
   ~LoggedProcess() {
     if (child_.running()) {
       child_.signal(SIGTERM);
@@ -117,9 +122,12 @@ class LoggedProcess {
 // `gym env start` of a deployment, with its head server on a port of its own.
 class Deployment {
  public:
-  Deployment(const std::string& args, const std::string& log, int head_port = gym::orchestrator::free_port())
+  Deployment(const std::string& args, const std::string& log,
+             int head_port = gym::orchestrator::free_port())
       : head_port_(head_port),
-        proc_(gym_binary() + " env start " + args + " ++head_server.port=" + std::to_string(head_port), log) {}
+        proc_(gym_binary() + " env start " + args +
+                  " ++head_server.port=" + std::to_string(head_port),
+              log) {}
   bool ready() { return proc_.wait_for("servers ready!"); }
   int head_port() const { return head_port_; }
   std::string head_override() const { return "++head_server.port=" + std::to_string(head_port_); }
@@ -202,10 +210,17 @@ bool close_to(double got, double want) {
 // ---- 1. Conformance through `gym eval run` (environments.md 9) ------------------------------
 
 // Verifier fields of a recorded row that the output row must reproduce (environments.md 9.3).
-const std::vector<std::string> kVerifierFields = {
-    "expected_answer", "extracted_answer", "parsed_synonym_values", "accuracy", "set_overlap",
-    "original_term_minefield_hit", "order_instruction_following_failure", "num_expected",
-    "num_predicted", "num_correct", "predicted_calls"};
+const std::vector<std::string> kVerifierFields = {"expected_answer",
+                                                  "extracted_answer",
+                                                  "parsed_synonym_values",
+                                                  "accuracy",
+                                                  "set_overlap",
+                                                  "original_term_minefield_hit",
+                                                  "order_instruction_following_failure",
+                                                  "num_expected",
+                                                  "num_predicted",
+                                                  "num_correct",
+                                                  "predicted_calls"};
 
 // Recorded values that the current upstream rules do not reproduce (environments.md 9.1, 10).
 struct RecordedException {
@@ -218,7 +233,8 @@ const std::vector<RecordedException> kExceptions = {
     {"mcqa", 1, json::object{{"reward", 1.0}, {"extracted_answer", "C"}},
      "uuid 4c36b177-894a-5500-bf75-e4ebdc2b3664 (line 3 of the rollouts file) records reward 0.0 "
      "and extracted_answer null, but its final text ends with \\boxed{ newline `C: An individual "
-     "...` newline }; upstream's current strict rule extracts C, the gold answer. The file predates "
+     "...` newline }; upstream's current strict rule extracts C, the gold answer. The file "
+     "predates "
      "upstream's boxed-extraction fix, and gym-cpp implements NeMo Gym 0.7.0's verifier."},
 };
 
@@ -230,24 +246,53 @@ struct Conformance {
 };
 
 const std::vector<Conformance> kConformance = {
-    {"example_single_tool_call", "example_single_tool_call_simple_agent", {1, 1, 1, 1, 1},
-     {{"mean/reward", 1.0}, {"mean/input_tokens", 88.0}, {"mean/output_tokens", 38.0},
+    {"example_single_tool_call",
+     "example_single_tool_call_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"mean/input_tokens", 88.0},
+      {"mean/output_tokens", 38.0},
       {"mean/total_tokens", 126.0}}},
-    {"example_session_state_mgmt", "example_session_state_mgmt_simple_agent", {1, 1, 1, 1, 1},
-     {{"mean/reward", 1.0}, {"mean/input_tokens", 128.0}, {"mean/output_tokens", 21.6},
+    {"example_session_state_mgmt",
+     "example_session_state_mgmt_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"mean/input_tokens", 128.0},
+      {"mean/output_tokens", 21.6},
       {"mean/total_tokens", 149.6}}},
-    {"example_multi_step", "example_multi_step_simple_agent", {1, 1, 1, 1, 1},
-     {{"mean/reward", 1.0}, {"mean/accuracy", 1.0}, {"mean/set_overlap", 1.0},
-      {"mean/original_term_minefield_hit", 0.0}, {"mean/order_instruction_following_failure", 0.0},
-      {"mean/input_tokens", 2944.6}, {"mean/output_tokens", 15.4}, {"mean/total_tokens", 2960.0}}},
-    {"mcqa", "mcqa_simple_agent", {1, 1, 0, 1, 1},
-     {{"mean/reward", 0.8}, {"pass@1[avg-of-1]/accuracy", 80.0}, {"pass@1[avg-of-1]/no_answer", 0.0},
-      {"pass@1/no_answer", 0.0}, {"majority@1/accuracy", 80.0}, {"pass@1/accuracy", 80.0}}},
-    {"xlam_fc", "xlam_fc_simple_agent", {1, 1, 0, 0, 1},
-     {{"mean/reward", 0.6}, {"mean/num_expected", 1.2}, {"mean/num_predicted", 1.2},
+    {"example_multi_step",
+     "example_multi_step_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"mean/accuracy", 1.0},
+      {"mean/set_overlap", 1.0},
+      {"mean/original_term_minefield_hit", 0.0},
+      {"mean/order_instruction_following_failure", 0.0},
+      {"mean/input_tokens", 2944.6},
+      {"mean/output_tokens", 15.4},
+      {"mean/total_tokens", 2960.0}}},
+    {"mcqa",
+     "mcqa_simple_agent",
+     {1, 1, 0, 1, 1},
+     {{"mean/reward", 0.8},
+      {"pass@1[avg-of-1]/accuracy", 80.0},
+      {"pass@1[avg-of-1]/no_answer", 0.0},
+      {"pass@1/no_answer", 0.0},
+      {"majority@1/accuracy", 80.0},
+      {"pass@1/accuracy", 80.0}}},
+    {"xlam_fc",
+     "xlam_fc_simple_agent",
+     {1, 1, 0, 0, 1},
+     {{"mean/reward", 0.6},
+      {"mean/num_expected", 1.2},
+      {"mean/num_predicted", 1.2},
       {"mean/num_correct", 0.8}}},
-    {"string_match", "string_match_simple_agent", {1, 1, 1, 1, 1},
-     {{"mean/reward", 1.0}, {"mean/input_tokens", 28.8}, {"mean/output_tokens", 46.6},
+    {"string_match",
+     "string_match_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"mean/input_tokens", 28.8},
+      {"mean/output_tokens", 46.6},
       {"mean/total_tokens", 75.4}}},
 };
 
@@ -295,7 +340,8 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
     tasks.insert(task);
     const std::string where = c.env + " task " + std::to_string(task);
     auto input = normalized_input(row);
-    EXPECT_TRUE(same_json(input, normalized_input(inputs.at(static_cast<std::size_t>(task))))) << where;
+    EXPECT_TRUE(same_json(input, normalized_input(inputs.at(static_cast<std::size_t>(task)))))
+        << where;
 
     // The recorded row with the same normalised input (rows are listed in completion order).
     const json::object* rec = nullptr;
@@ -308,7 +354,8 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
         for (const auto& kv : e.expected) want[kv.key()] = kv.value();
 
     EXPECT_EQ(row.at("reward").to_number<double>(), want.at("reward").to_number<double>()) << where;
-    EXPECT_EQ(row.at("reward").to_number<double>(), c.rewards.at(static_cast<std::size_t>(task))) << where;
+    EXPECT_EQ(row.at("reward").to_number<double>(), c.rewards.at(static_cast<std::size_t>(task)))
+        << where;
     for (const auto& field : kVerifierFields) {
       if (!want.contains(field)) continue;
       ASSERT_TRUE(row.contains(field)) << where << ": no " << field;
@@ -324,8 +371,9 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
     ASSERT_EQ(output.size(), recorded_output.size()) << where;
     for (std::size_t i = 0; i < output.size(); ++i) {
       auto difference = output_item_difference(output[i], recorded_output[i]);
-      EXPECT_EQ(difference, "") << where << " output item " << i << ": " << json::serialize(output[i])
-                                << " vs recorded " << json::serialize(recorded_output[i]);
+      EXPECT_EQ(difference, "") << where << " output item " << i << ": "
+                                << json::serialize(output[i]) << " vs recorded "
+                                << json::serialize(recorded_output[i]);
     }
     EXPECT_TRUE(same_json(member(response, "usage"), member(recorded_response, "usage")))
         << where << ": " << json::serialize(member(response, "usage")) << " vs recorded "
@@ -342,7 +390,8 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
   for (const auto& [name, value] : c.key_metrics) {
     const auto* got = key_metrics.if_contains(name);
     ASSERT_NE(got, nullptr) << name << " missing from " << json::serialize(key_metrics);
-    EXPECT_TRUE(close_to(got->to_number<double>(), value)) << name << ": " << *got << " vs " << value;
+    EXPECT_TRUE(close_to(got->to_number<double>(), value))
+        << name << ": " << *got << " vs " << value;
   }
 }
 
@@ -359,14 +408,15 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   const int head_port = gym::orchestrator::free_port();
   // replay_latency_ms keeps the 2,000 rollouts busy long enough for the kill to land mid-run.
   const std::string deployment_args =
-      "--resources-server " + env + " --model-type replay_model ++input_jsonl_fpath=" + example_input(env) +
+      "--resources-server " + env +
+      " --model-type replay_model ++input_jsonl_fpath=" + example_input(env) +
       " ++global_http_retry_budget_seconds=5"
       " ++policy_model.responses_api_models.replay_model.replay_latency_ms=50";
   const std::string out = tmp.file("r.jsonl");
-  const std::string collect = gym_binary() + " eval run --no-serve ++head_server.port=" +
-                              std::to_string(head_port) + " --input " + example_input(env) +
-                              " --agent " + agent + " --output " + out +
-                              " --num-repeats 400 --concurrency 64";
+  const std::string collect =
+      gym_binary() + " eval run --no-serve ++head_server.port=" + std::to_string(head_port) +
+      " --input " + example_input(env) + " --agent " + agent + " --output " + out +
+      " --num-repeats 400 --concurrency 64";
 
   std::set<Key> failed_first;
   {
@@ -403,7 +453,8 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
       EXPECT_TRUE(failed_first.insert(key).second) << "key failed twice: " << json::serialize(row);
       EXPECT_FALSE(done.count(key)) << "both succeeded and failed: " << json::serialize(row);
       const auto& cls = row.at("_ng_failure_class");
-      EXPECT_TRUE(cls == "agent_run_error" || cls == "agent_request_failed") << json::serialize(row);
+      EXPECT_TRUE(cls == "agent_run_error" || cls == "agent_request_failed")
+          << json::serialize(row);
       EXPECT_TRUE(row.at("_ng_failure_error").is_string());
       const auto& status = row.at("_ng_failure_http_status");
       EXPECT_TRUE(status.is_int64() || status.is_null()) << json::serialize(row);
@@ -427,8 +478,9 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   auto failures_before = read_lines(tmp.file("r_failures.jsonl"));
   LoggedProcess resume(collect + " --resume", tmp.file("collect2.log"));
   ASSERT_EQ(resume.child().wait_exit(std::chrono::seconds(300)), 0) << resume.output();
-  EXPECT_NE(resume.output().find(std::to_string(failed_first.size()) + " rows that still need to be run"),
-            std::string::npos)
+  EXPECT_NE(
+      resume.output().find(std::to_string(failed_first.size()) + " rows that still need to be run"),
+      std::string::npos)
       << resume.output();
   std::map<Key, int> seen;
   for (const auto& row : read_jsonl(out)) {
@@ -459,22 +511,25 @@ TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
   const std::string env = "example_single_tool_call";
   ASSERT_TRUE(have_conformance_data(env));
   TempDir tmp;
-  Deployment d("--resources-server " + env + " --model-type replay_model ++input_jsonl_fpath=" +
-                   example_input(env) + " ++policy_model.responses_api_models.replay_model.replay_latency_ms=100",
+  Deployment d("--resources-server " + env +
+                   " --model-type replay_model ++input_jsonl_fpath=" + example_input(env) +
+                   " ++policy_model.responses_api_models.replay_model.replay_latency_ms=100",
                tmp.file("deploy.log"));
   ASSERT_TRUE(d.ready()) << d.proc().output();
   const std::string out = tmp.file("r.jsonl");
-  const std::string collect = gym_binary() + " eval run --no-serve " + d.head_override() + " --input " +
-                              example_input(env) + " --agent example_single_tool_call_simple_agent --output " +
-                              out + " --num-repeats 400 --concurrency 64";
+  const std::string collect = gym_binary() + " eval run --no-serve " + d.head_override() +
+                              " --input " + example_input(env) +
+                              " --agent example_single_tool_call_simple_agent --output " + out +
+                              " --num-repeats 400 --concurrency 64";
   LoggedProcess collector(collect, tmp.file("collect1.log"));
   for (int i = 0; i < 6000 && complete_lines(out) == 0 && collector.child().running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_GT(complete_lines(out), 0u) << collector.output();
   collector.child().signal(SIGINT);
   ASSERT_EQ(collector.child().wait_exit(std::chrono::seconds(60)), 130) << collector.output();
-  EXPECT_NE(collector.output().find("the unfinished rollouts run with the same command and --resume"),
-            std::string::npos)
+  EXPECT_NE(
+      collector.output().find("the unfinished rollouts run with the same command and --resume"),
+      std::string::npos)
       << collector.output();
   std::set<Key> first;
   for (const auto& row : read_jsonl(out)) EXPECT_TRUE(first.insert(key_of(row)).second);
@@ -483,8 +538,9 @@ TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
 
   LoggedProcess resume(collect + " --resume", tmp.file("collect2.log"));
   ASSERT_EQ(resume.child().wait_exit(std::chrono::seconds(300)), 0) << resume.output();
-  EXPECT_NE(resume.output().find(std::to_string(2000 - first.size()) + " rows that still need to be run"),
-            std::string::npos)
+  EXPECT_NE(
+      resume.output().find(std::to_string(2000 - first.size()) + " rows that still need to be run"),
+      std::string::npos)
       << resume.output();
   std::set<Key> all;
   for (const auto& row : read_jsonl(out)) {
@@ -506,9 +562,11 @@ std::string row_text(const std::string& env, std::size_t line, const std::string
 
 // `gym eval run` with servers of example_single_tool_call (and mcqa's presets), replay model.
 std::string with_servers(const std::string& env) {
-  return "eval run --resources-server " + env + " --model-type replay_model"
+  return "eval run --resources-server " + env +
+         " --model-type replay_model"
          " '++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
-         example_rollouts(env) + "]' ++head_server.port=" + std::to_string(gym::orchestrator::free_port());
+         example_rollouts(env) +
+         "]' ++head_server.port=" + std::to_string(gym::orchestrator::free_port());
 }
 
 }  // namespace
@@ -516,9 +574,11 @@ std::string with_servers(const std::string& env) {
 TEST(EvalRunBadInput, MissingParamsAndUnknownAgentAreReportedTogetherAndNothingStarts) {
   ASSERT_TRUE(have_conformance_data("mcqa"));
   TempDir tmp;
-  auto input = tmp.write("in.jsonl", row_text("mcqa", 0, "mcqa_simple_agent") +
-                                         R"({"question":"x","agent_ref":{"name":"mcqa_simple_agent"}})" "\n" +
-                                         row_text("mcqa", 1, "mcqa_simple_agnet"));
+  auto input =
+      tmp.write("in.jsonl", row_text("mcqa", 0, "mcqa_simple_agent") +
+                                R"({"question":"x","agent_ref":{"name":"mcqa_simple_agent"}})"
+                                "\n" +
+                                row_text("mcqa", 1, "mcqa_simple_agnet"));
   const std::string out = tmp.file("o.jsonl");
   auto r = run_gym(with_servers("mcqa") + " --input " + input + " --output " + out);
   EXPECT_EQ(r.code, 1) << r.output;
@@ -540,8 +600,8 @@ TEST(EvalRunBadInput, LineThatIsNotJsonNamesFileAndLine) {
   auto input = tmp.write("in.jsonl", read_lines(example_input("example_single_tool_call")).at(0) +
                                          "\n{\"responses_create_params\": {\"input\": \n");
   auto r = run_gym(with_servers("example_single_tool_call") +
-                   " --agent example_single_tool_call_simple_agent --input " + input + " --output " +
-                   tmp.file("o.jsonl"));
+                   " --agent example_single_tool_call_simple_agent --input " + input +
+                   " --output " + tmp.file("o.jsonl"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(input + " line 2: not valid JSON"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
@@ -567,10 +627,13 @@ TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
   ASSERT_TRUE(have_conformance_data("mcqa"));
   TempDir tmp;
   auto datasets = [&](const std::string& path) {
-    return tmp.write("datasets.yaml", "mcqa_simple_agent:\n  responses_api_agents:\n    simple_agent:\n"
-                                      "      datasets:\n      - name: example\n        type: example\n"
-                                      "        jsonl_fpath: " + path + "\n      - name: train\n"
-                                      "        type: train\n        jsonl_fpath: /nonexistent/train.jsonl\n");
+    return tmp.write("datasets.yaml",
+                     "mcqa_simple_agent:\n  responses_api_agents:\n    simple_agent:\n"
+                     "      datasets:\n      - name: example\n        type: example\n"
+                     "        jsonl_fpath: " +
+                         path +
+                         "\n      - name: train\n"
+                         "        type: train\n        jsonl_fpath: /nonexistent/train.jsonl\n");
   };
   const std::string out = tmp.file("o.jsonl");
   auto r = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
@@ -580,16 +643,19 @@ TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
   auto collated = read_jsonl(tmp.file("o/preprocessed_datasets/example.jsonl"));
   ASSERT_EQ(collated.size(), 5u);
   for (const auto& row : collated)
-    EXPECT_EQ(row.at("agent_ref"), (json::object{{"type", "responses_api_agents"}, {"name", "mcqa_simple_agent"}}));
+    EXPECT_EQ(row.at("agent_ref"),
+              (json::object{{"type", "responses_api_agents"}, {"name", "mcqa_simple_agent"}}));
   EXPECT_EQ(read_jsonl(out).size(), 5u);
   EXPECT_TRUE(read_jsonl(tmp.file("o_failures.jsonl")).empty());
 
   // A dataset of the split whose file is missing names the dataset; nothing starts.
-  auto missing = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
-                         datasets(example_input("mcqa")) + " --split train --output " + tmp.file("t.jsonl") +
-                         " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  auto missing =
+      run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
+              datasets(example_input("mcqa")) + " --split train --output " + tmp.file("t.jsonl") +
+              " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
   EXPECT_EQ(missing.code, 1) << missing.output;
-  EXPECT_NE(missing.output.find("mcqa_simple_agent.datasets[train]"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("mcqa_simple_agent.datasets[train]"), std::string::npos)
+      << missing.output;
   EXPECT_EQ(missing.output.find("servers ready"), std::string::npos) << missing.output;
 }
 
@@ -604,43 +670,53 @@ class FailingModelDeployment {
     const int resources_port = gym::orchestrator::free_port();
     const int agent_port = gym::orchestrator::free_port();
     const int model_port = gym::orchestrator::free_port();
-    yaml_ = "example_single_tool_call:\n"
-            "  resources_servers:\n"
-            "    example_single_tool_call:\n"
-            "      entrypoint: app.py\n"
-            "      domain: agent\n"
-            "      host: 127.0.0.1\n"
-            "      port: " + std::to_string(resources_port) + "\n"
-            "example_single_tool_call_simple_agent:\n"
-            "  responses_api_agents:\n"
-            "    simple_agent:\n"
-            "      entrypoint: app.py\n"
-            "      host: 127.0.0.1\n"
-            "      port: " + std::to_string(agent_port) + "\n"
-            "      resources_server:\n"
-            "        type: resources_servers\n"
-            "        name: example_single_tool_call\n"
-            "      model_server:\n"
-            "        type: responses_api_models\n"
-            "        name: policy_model\n"
-            "policy_model:\n"
-            "  responses_api_models:\n"
-            "    replay_model:\n"
-            "      host: 127.0.0.1\n"
-            "      port: " + std::to_string(model_port) + "\n"
-            "head_server:\n"
-            "  host: 127.0.0.1\n"
-            "  port: " + std::to_string(model_port) + "\n";
+    yaml_ =
+        "example_single_tool_call:\n"
+        "  resources_servers:\n"
+        "    example_single_tool_call:\n"
+        "      entrypoint: app.py\n"
+        "      domain: agent\n"
+        "      host: 127.0.0.1\n"
+        "      port: " +
+        std::to_string(resources_port) +
+        "\n"
+        "example_single_tool_call_simple_agent:\n"
+        "  responses_api_agents:\n"
+        "    simple_agent:\n"
+        "      entrypoint: app.py\n"
+        "      host: 127.0.0.1\n"
+        "      port: " +
+        std::to_string(agent_port) +
+        "\n"
+        "      resources_server:\n"
+        "        type: resources_servers\n"
+        "        name: example_single_tool_call\n"
+        "      model_server:\n"
+        "        type: responses_api_models\n"
+        "        name: policy_model\n"
+        "policy_model:\n"
+        "  responses_api_models:\n"
+        "    replay_model:\n"
+        "      host: 127.0.0.1\n"
+        "      port: " +
+        std::to_string(model_port) +
+        "\n"
+        "head_server:\n"
+        "  host: 127.0.0.1\n"
+        "  port: " +
+        std::to_string(model_port) + "\n";
     auto config = tmp.write("deployment.yaml", yaml_);
-    model_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-        gym::test::build_path("tests/support/gym_test_server"), "--port", std::to_string(model_port),
-        "--config-yaml", config});
+    model_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{gym::test::build_path("tests/support/gym_test_server"), "--port",
+                                 std::to_string(model_port), "--config-yaml", config});
     model_port_ = model_->wait_port();
-    for (const auto& [instance, port] : {std::pair{std::string("example_single_tool_call"), resources_port},
-                                         std::pair{std::string("example_single_tool_call_simple_agent"), agent_port}}) {
+    for (const auto& [instance, port] :
+         {std::pair{std::string("example_single_tool_call"), resources_port},
+          std::pair{std::string("example_single_tool_call_simple_agent"), agent_port}}) {
       servers_.push_back(std::make_unique<ChildProcess>(
           std::vector<std::string>{gym_binary(), "serve"},
-          std::vector<std::string>{"NEMO_GYM_CONFIG_DICT=" + yaml_, "NEMO_GYM_CONFIG_PATH=" + instance}));
+          std::vector<std::string>{"NEMO_GYM_CONFIG_DICT=" + yaml_,
+                                   "NEMO_GYM_CONFIG_PATH=" + instance}));
       ports_.push_back(port);
     }
   }
@@ -655,7 +731,8 @@ class FailingModelDeployment {
     if (model_port_ <= 0) return false;
     for (int port : ports_) {
       int i = 0;
-      while (gym::test::status_of(gym::test::http_raw(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) < 0) {
+      while (gym::test::status_of(gym::test::http_raw(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) <
+             0) {
         if (++i > 400) return false;
         ::usleep(25'000);
       }
@@ -663,7 +740,8 @@ class FailingModelDeployment {
     return true;
   }
   int model_calls() {
-    auto raw = gym::test::http_raw(model_port_, gym::test::post("/hits", R"({"key":"/v1/responses"})"));
+    auto raw =
+        gym::test::http_raw(model_port_, gym::test::post("/hits", R"({"key":"/v1/responses"})"));
     return json::parse(gym::test::body_of(raw)).at("hits").to_number<int>();
   }
   std::string head_override() const { return "++head_server.port=" + std::to_string(model_port_); }
@@ -689,7 +767,8 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
   FailingModelDeployment d(tmp);
   ASSERT_TRUE(d.ready());
   const std::string out = tmp.file("o.jsonl");
-  const std::string collect = "eval run --no-serve " + d.head_override() + " --input " + three_rows(tmp) +
+  const std::string collect = "eval run --no-serve " + d.head_override() + " --input " +
+                              three_rows(tmp) +
                               " --agent example_single_tool_call_simple_agent --output " + out;
   auto first = run_gym(collect);
   EXPECT_EQ(first.code, 3) << first.output;
@@ -709,7 +788,8 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
     EXPECT_FALSE(row.contains("reward"));
   }
   EXPECT_EQ(keys, (std::set<Key>{{0, 0}, {1, 0}, {2, 0}}));
-  EXPECT_NE(first.output.find("Failures: 3 rows in " + tmp.file("o_failures.jsonl")), std::string::npos)
+  EXPECT_NE(first.output.find("Failures: 3 rows in " + tmp.file("o_failures.jsonl")),
+            std::string::npos)
       << first.output;
   EXPECT_FALSE(fs::exists(tmp.file("o_aggregate_metrics.json")));
 
@@ -717,7 +797,8 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
   for (int attempt = 1; attempt <= 2; ++attempt) {
     auto again = run_gym(collect + " --resume");
     EXPECT_EQ(again.code, 3) << again.output;
-    EXPECT_NE(again.output.find("3 rows that still need to be run"), std::string::npos) << again.output;
+    EXPECT_NE(again.output.find("3 rows that still need to be run"), std::string::npos)
+        << again.output;
     EXPECT_EQ(d.model_calls(), 3 * (attempt + 1));
     auto rows = read_jsonl(tmp.file("o_failures.jsonl"));
     ASSERT_EQ(rows.size(), 3u * static_cast<std::size_t>(attempt + 1));
@@ -745,9 +826,9 @@ TEST(EvalRunModelFailure, InvalidMaxAttemptsWarnsAndUsesThree) {
   TempDir tmp;
   FailingModelDeployment d(tmp);
   ASSERT_TRUE(d.ready());
-  const std::string collect = "eval run --no-serve " + d.head_override() + " --input " + three_rows(tmp) +
-                              " --agent example_single_tool_call_simple_agent --output " +
-                              tmp.file("o.jsonl");
+  const std::string collect =
+      "eval run --no-serve " + d.head_override() + " --input " + three_rows(tmp) +
+      " --agent example_single_tool_call_simple_agent --output " + tmp.file("o.jsonl");
   auto first = run_gym(collect);
   EXPECT_EQ(first.code, 3) << first.output;
   EXPECT_EQ(d.model_calls(), 3);
@@ -759,7 +840,8 @@ TEST(EvalRunModelFailure, InvalidMaxAttemptsWarnsAndUsesThree) {
   // An invalid value warns and falls back to 3: the rollouts run again.
   auto bad = run_gym(collect + " --resume", "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=abc");
   EXPECT_EQ(bad.code, 3) << bad.output;
-  EXPECT_NE(bad.output.find("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='abc'"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS='abc'"), std::string::npos)
+      << bad.output;
   EXPECT_NE(bad.output.find("falling back to default 3"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("0 hit max_attempts=3"), std::string::npos) << bad.output;
   EXPECT_EQ(d.model_calls(), 6);
@@ -772,10 +854,12 @@ namespace {
 class EvalRunNoServe : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!have_conformance_data("example_single_tool_call") || !have_conformance_data("mcqa")) return;
+    if (!have_conformance_data("example_single_tool_call") || !have_conformance_data("mcqa"))
+      return;
     dir_ = new TempDir();
     deployment_ = new Deployment(
-        "--resources-server example_single_tool_call --resources-server mcqa --model-type replay_model"
+        "--resources-server example_single_tool_call --resources-server mcqa --model-type "
+        "replay_model"
         " '++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
             example_rollouts("example_single_tool_call") + "," + example_rollouts("mcqa") + "]'",
         dir_->file("deployment.log"));
@@ -815,14 +899,16 @@ std::vector<Key> keys_of(const std::vector<json::object>& rows) {
 
 TEST_F(EvalRunNoServe, LimitAndRepeatsAreConsecutive) {
   const std::string out = tmp_.file("o.jsonl");
-  auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-                   " --limit 2 --num-repeats 3 --output " + out);
+  auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " +
+                   kSingleAgent + " --limit 2 --num-repeats 3 --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
-  EXPECT_EQ(keys_of(materialized), (std::vector<Key>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(keys_of(materialized),
+            (std::vector<Key>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
   auto inputs = read_jsonl(example_input("example_single_tool_call"));
   for (std::size_t i = 0; i < materialized.size(); ++i) {
-    EXPECT_EQ(materialized[i].at("responses_create_params"), inputs.at(i / 3).at("responses_create_params"));
+    EXPECT_EQ(materialized[i].at("responses_create_params"),
+              inputs.at(i / 3).at("responses_create_params"));
     EXPECT_EQ(agent_of(materialized[i]), kSingleAgent);
   }
   auto rows = read_jsonl(out);
@@ -834,32 +920,37 @@ TEST_F(EvalRunNoServe, LimitAndRepeatsAreConsecutive) {
 
 TEST_F(EvalRunNoServe, IdenticalLinesShareATaskAndContinueItsRollouts) {
   auto lines = read_lines(example_input("example_single_tool_call"));
-  auto input = tmp_.write("dup.jsonl", lines.at(0) + "\n" + lines.at(1) + "\n" + lines.at(0) + "\n");
+  auto input =
+      tmp_.write("dup.jsonl", lines.at(0) + "\n" + lines.at(1) + "\n" + lines.at(0) + "\n");
   const std::string out = tmp_.file("o.jsonl");
-  auto r = collect("--input " + input + " --agent " + kSingleAgent + " --num-repeats 2 --output " + out);
+  auto r =
+      collect("--input " + input + " --agent " + kSingleAgent + " --num-repeats 2 --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
-  EXPECT_EQ(keys_of(materialized), (std::vector<Key>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}}));
+  EXPECT_EQ(keys_of(materialized),
+            (std::vector<Key>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}}));
   std::set<Key> done;
   for (const auto& row : read_jsonl(out)) EXPECT_TRUE(done.insert(key_of(row)).second);
   EXPECT_EQ(done.size(), 6u);
 }
 
 TEST_F(EvalRunNoServe, RepeatsPerAgentWithDefault) {
-  auto input = tmp_.write("two_agents.jsonl", row_text("example_single_tool_call", 0, kSingleAgent) +
-                                                  row_text("mcqa", 0, "mcqa_simple_agent") +
-                                                  row_text("example_single_tool_call", 1, kSingleAgent) +
-                                                  row_text("mcqa", 3, "mcqa_simple_agent"));
+  auto input =
+      tmp_.write("two_agents.jsonl", row_text("example_single_tool_call", 0, kSingleAgent) +
+                                         row_text("mcqa", 0, "mcqa_simple_agent") +
+                                         row_text("example_single_tool_call", 1, kSingleAgent) +
+                                         row_text("mcqa", 3, "mcqa_simple_agent"));
   const std::string out = tmp_.file("o.jsonl");
   auto r = collect("--input " + input + " --output " + out + " ++num_repeats." + kSingleAgent +
                    "=2 ++num_repeats._default=1");
   ASSERT_EQ(r.code, 0) << r.output;
   auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
-  EXPECT_EQ(keys_of(materialized), (std::vector<Key>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}, {3, 0}}));
+  EXPECT_EQ(keys_of(materialized),
+            (std::vector<Key>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}, {3, 0}}));
   std::vector<std::string> agents;
   for (const auto& row : materialized) agents.push_back(agent_of(row));
-  EXPECT_EQ(agents, (std::vector<std::string>{kSingleAgent, kSingleAgent, "mcqa_simple_agent", kSingleAgent,
-                                              kSingleAgent, "mcqa_simple_agent"}));
+  EXPECT_EQ(agents, (std::vector<std::string>{kSingleAgent, kSingleAgent, "mcqa_simple_agent",
+                                              kSingleAgent, kSingleAgent, "mcqa_simple_agent"}));
   EXPECT_EQ(read_jsonl(out).size(), 6u);
   // One aggregate entry per agent, in name order.
   auto metrics = json::parse(read_text(tmp_.file("o_aggregate_metrics.json"))).as_array();
@@ -868,8 +959,8 @@ TEST_F(EvalRunNoServe, RepeatsPerAgentWithDefault) {
   EXPECT_EQ(metrics[1].at("agent_ref").at("name"), "mcqa_simple_agent");
 
   // Without `_default`, an agent with no entry is a config error before anything runs.
-  auto missing = collect("--input " + input + " --output " + tmp_.file("m.jsonl") + " ++num_repeats." +
-                         kSingleAgent + "=2");
+  auto missing = collect("--input " + input + " --output " + tmp_.file("m.jsonl") +
+                         " ++num_repeats." + kSingleAgent + "=2");
   EXPECT_EQ(missing.code, 1) << missing.output;
   EXPECT_NE(missing.output.find("mcqa_simple_agent"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find("_default"), std::string::npos) << missing.output;
@@ -878,13 +969,14 @@ TEST_F(EvalRunNoServe, RepeatsPerAgentWithDefault) {
 
 TEST_F(EvalRunNoServe, TemperatureOverridesEveryRow) {
   const std::string out = tmp_.file("o.jsonl");
-  auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-                   " --temperature 0.5 --output " + out);
+  auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " +
+                   kSingleAgent + " --temperature 0.5 --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   ASSERT_EQ(materialized.size(), 5u);
   for (const auto& row : materialized)
-    EXPECT_EQ(row.at("responses_create_params").at("temperature"), json::value(0.5)) << json::serialize(row);
+    EXPECT_EQ(row.at("responses_create_params").at("temperature"), json::value(0.5))
+        << json::serialize(row);
   // The verify echo carries it too: the agent received it.
   for (const auto& row : read_jsonl(out))
     EXPECT_EQ(row.at("responses_create_params").at("temperature"), json::value(0.5));
@@ -892,8 +984,9 @@ TEST_F(EvalRunNoServe, TemperatureOverridesEveryRow) {
 
 TEST_F(EvalRunNoServe, SeedPerRolloutInExtraBody) {
   const std::string out = tmp_.file("o.jsonl");
-  auto r = collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-                   " --limit 2 --num-repeats 2 ++num_repeats_add_seed=true --output " + out);
+  auto r =
+      collect("--input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
+              " --limit 2 --num-repeats 2 ++num_repeats_add_seed=true --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   auto materialized = read_jsonl(tmp_.file("o_materialized_inputs.jsonl"));
   ASSERT_EQ(materialized.size(), 4u);
@@ -912,17 +1005,17 @@ TEST_F(EvalRunNoServe, LegacyNgCollectRolloutsIsEvalRunNoServe) {
   ASSERT_TRUE(fs::is_symlink(legacy)) << legacy;
   const std::string out = tmp_.file("o.jsonl");
   auto r = gym::test::run_command(legacy + " " + deployment_->head_override() + " --input " +
-                                  example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-                                  " --output " + out);
+                                  example_input("example_single_tool_call") + " --agent " +
+                                  kSingleAgent + " --output " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("deprecated"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
   EXPECT_EQ(read_jsonl(out).size(), 5u);
   // Without a deployment it starts nothing: it reports the missing head server.
-  auto none = gym::test::run_command(legacy + " ++head_server.port=" +
-                                     std::to_string(gym::orchestrator::free_port()) + " --input " +
-                                     example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-                                     " --output " + tmp_.file("none.jsonl"));
+  auto none = gym::test::run_command(
+      legacy + " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
+      " --input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
+      " --output " + tmp_.file("none.jsonl"));
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_NE(none.output.find("no running deployment answered"), std::string::npos) << none.output;
   EXPECT_EQ(none.output.find("servers ready"), std::string::npos) << none.output;
@@ -932,12 +1025,13 @@ TEST_F(EvalRunNoServe, WriteErrorIsAnErrorExitNotACrash) {
   // A file size limit makes the first rollout row fail to write (EFBIG; SIGXFSZ ignored): the
   // collector must stop with a message and code 2, not abort.
   const std::string out = tmp_.file("o.jsonl");
-  auto r = gym::test::run_command("trap '' XFSZ; ulimit -f 2; exec " + gym_binary() + " eval run --no-serve " +
-                                  deployment_->head_override() + " --input " +
-                                  example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-                                  " --limit 1 --output " + out);
+  auto r = gym::test::run_command("trap '' XFSZ; ulimit -f 2; exec " + gym_binary() +
+                                  " eval run --no-serve " + deployment_->head_override() +
+                                  " --input " + example_input("example_single_tool_call") +
+                                  " --agent " + kSingleAgent + " --limit 1 --output " + out);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("error: collection failed: cannot write a row"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: collection failed: cannot write a row"), std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
   EXPECT_EQ(read_jsonl(tmp_.file("o_materialized_inputs.jsonl")).size(), 1u);  // written before
 }
@@ -958,9 +1052,9 @@ TEST(EvalRunBadInput, ResumedRowsNamingAnUnservedAgentAreAClearError) {
   }
   tmp.write("o_materialized_inputs.jsonl", materialized);
   tmp.write("o.jsonl", "");
-  auto r = run_gym(with_servers("example_single_tool_call") + " --agent " + kSingleAgent + " --input " +
-                   example_input("example_single_tool_call") + " --output " + tmp.file("o.jsonl") +
-                   " --resume");
+  auto r = run_gym(with_servers("example_single_tool_call") + " --agent " + kSingleAgent +
+                   " --input " + example_input("example_single_tool_call") + " --output " +
+                   tmp.file("o.jsonl") + " --resume");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(tmp.file("o_materialized_inputs.jsonl") +
                           ": the rows to resume name agent(s) 'mcqa_simple_agent'"),

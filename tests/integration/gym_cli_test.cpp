@@ -4,8 +4,8 @@
 #include "process.h"
 #include "temp_dir.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -36,7 +36,6 @@ constexpr const char* kWeather = R"(weather:
       domain: agent
 )";
 
-
 }  // namespace
 
 TEST(GymCli, ConfigShowMergesFilesAndOverrides) {
@@ -51,8 +50,9 @@ TEST(GymCli, ConfigShowMergesFilesAndOverrides) {
 
 TEST(GymCli, UnknownImplementationListsTheBuiltIns) {
   TempDir dir;
-  auto cfg = dir.write("bad.yaml", "weather:\n  resources_servers:\n    example_single_tool_cal:\n"
-                                   "      domain: agent\n");
+  auto cfg = dir.write("bad.yaml",
+                       "weather:\n  resources_servers:\n    example_single_tool_cal:\n"
+                       "      domain: agent\n");
   auto r = run_gym("config show --config " + cfg);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("example_single_tool_cal"), std::string::npos) << r.output;
@@ -91,18 +91,21 @@ TEST(GymCli, ServeReadsTheConfigFromTheEnvironment) {
   ChildProcess server({gym_binary(), "serve"},
                       {"NEMO_GYM_CONFIG_DICT=" + yaml, "NEMO_GYM_CONFIG_PATH=weather"});
   // Ready once it answers (any HTTP answer, as the orchestrator's readiness check).
-  for (int i = 0; i < 400 && gym::test::status_of(gym::test::http_raw(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) < 0; ++i)
+  for (int i = 0; i < 400 && gym::test::status_of(gym::test::http_raw(
+                                 port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")) < 0;
+       ++i)
     ::usleep(25'000);
   ASSERT_GT(port, 0) << "server did not start listening";
-  auto res = gym::test::http_raw(
-      port, gym::test::post("/get_weather", R"({"city":"Zürich"})"));
+  auto res = gym::test::http_raw(port, gym::test::post("/get_weather", R"({"city":"Zürich"})"));
   EXPECT_EQ(gym::test::status_of(res), 200);
   EXPECT_EQ(gym::test::body_of(res),
             R"({"city":"Zürich","weather_description":"The weather in Zürich is cold."})");
   EXPECT_NE(gym::test::header_of(res, "set-cookie").find("SimpleWeatherResourcesServer___weather="),
             std::string::npos);
   auto verify = gym::test::http_raw(
-      port, gym::test::post("/verify", R"({"responses_create_params":{"input":"hi"},"response":{"output":[]}})"));
+      port,
+      gym::test::post("/verify",
+                      R"({"responses_create_params":{"input":"hi"},"response":{"output":[]}})"));
   EXPECT_EQ(gym::test::status_of(verify), 200);
   // The echo carries every create-params field with its default (environments.md 1.2).
   EXPECT_EQ(gym::test::body_of(verify),
@@ -126,17 +129,20 @@ TEST(GymCli, ServeWithoutConfigIsAClearError) {
 
 TEST(GymCli, DemoCollectsItsGeneratedDataAndNamesEveryFile) {
   TempDir dir;
-  auto r = run_gym("demo --output-dir " + dir.path() + " --tasks-per-env 10 --num-repeats 4 "
-                   "++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  auto r = run_gym("demo --output-dir " + dir.path() +
+                   " --tasks-per-env 10 --num-repeats 4 "
+                   "++head_server.port=" +
+                   std::to_string(gym::orchestrator::free_port()));
   ASSERT_EQ(r.code, 0) << r.output;
   // Three environments, 10 tasks each, 4 rollouts per task, nothing failed.
   EXPECT_NE(r.output.find("Finished 120 / 120 rollouts (100%)"), std::string::npos) << r.output;
-  for (const char* agent : {"mcqa_simple_agent", "example_multi_step_simple_agent",
-                            "string_match_simple_agent"})
-    EXPECT_NE(r.output.find(std::string("Key metrics for ") + agent + ":"), std::string::npos) << agent;
-  for (const char* file : {"/data/demo.jsonl", "/data/demo_rollouts.jsonl", "/rollouts/demo.jsonl",
-                           "/rollouts/demo_materialized_inputs.jsonl",
-                           "/rollouts/demo_aggregate_metrics.json"}) {
+  for (const char* agent :
+       {"mcqa_simple_agent", "example_multi_step_simple_agent", "string_match_simple_agent"})
+    EXPECT_NE(r.output.find(std::string("Key metrics for ") + agent + ":"), std::string::npos)
+        << agent;
+  for (const char* file :
+       {"/data/demo.jsonl", "/data/demo_rollouts.jsonl", "/rollouts/demo.jsonl",
+        "/rollouts/demo_materialized_inputs.jsonl", "/rollouts/demo_aggregate_metrics.json"}) {
     EXPECT_TRUE(std::filesystem::exists(dir.path() + file)) << file;
     EXPECT_NE(r.output.find(dir.path() + file), std::string::npos) << "not named: " << file;
   }

@@ -5,8 +5,8 @@
 #include "http/session_cookie.h"
 #include "process.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -316,9 +316,10 @@ TEST(HttpServer, MissingFieldsAre422WithEnclosingObjectAsInput) {
   ASSERT_EQ(status_of(r), 422);
   EXPECT_EQ(header_of(r, "Content-Type"), "application/json");
   // Exact rendering: pydantic's key order, compact separators.
-  EXPECT_EQ(body_of(r),
-            R"({"detail":[{"type":"missing","loc":["body","city"],"msg":"Field required","input":{"note":"n"}},)"
-            R"({"type":"missing","loc":["body","count"],"msg":"Field required","input":{"note":"n"}}]})");
+  EXPECT_EQ(
+      body_of(r),
+      R"({"detail":[{"type":"missing","loc":["body","city"],"msg":"Field required","input":{"note":"n"}},)"
+      R"({"type":"missing","loc":["body","count"],"msg":"Field required","input":{"note":"n"}}]})");
 
   r = http_raw(s.port, post("/typed", "{}"));
   ASSERT_EQ(status_of(r), 422);
@@ -334,7 +335,8 @@ TEST(HttpServer, MissingFieldsAre422WithEnclosingObjectAsInput) {
 TEST(HttpServer, WrongTypesAre422WithUpstreamTypesAndMessages) {
   Server s;
   ASSERT_GT(s.port, 0);
-  auto r = http_raw(s.port, post("/typed", R"({"city":5,"count":"abc","flag":"maybe","mode":"c","tags":"x"})"));
+  auto r = http_raw(
+      s.port, post("/typed", R"({"city":5,"count":"abc","flag":"maybe","mode":"c","tags":"x"})"));
   ASSERT_EQ(status_of(r), 422);
   auto detail = parse(body_of(r)).at("detail");
   auto expected = parse(R"([
@@ -349,29 +351,29 @@ TEST(HttpServer, WrongTypesAre422WithUpstreamTypesAndMessages) {
   ])");
   EXPECT_EQ(detail, expected) << body_of(r);
   // ctx comes after input, as upstream renders it.
-  EXPECT_NE(body_of(r).find(
-                R"({"type":"literal_error","loc":["body","mode"],"msg":"Input should be 'a' or 'b'","input":"c","ctx":{"expected":"'a' or 'b'"}})"),
-            std::string::npos)
+  EXPECT_NE(
+      body_of(r).find(
+          R"({"type":"literal_error","loc":["body","mode"],"msg":"Input should be 'a' or 'b'","input":"c","ctx":{"expected":"'a' or 'b'"}})"),
+      std::string::npos)
       << body_of(r);
 
   r = http_raw(s.port, post("/typed", R"({"city":"x","count":5.5})"));
   ASSERT_EQ(status_of(r), 422);
-  EXPECT_EQ(body_of(r),
-            R"({"detail":[{"type":"int_from_float","loc":["body","count"],)"
-            R"("msg":"Input should be a valid integer, got a number with a fractional part","input":5.5}]})");
+  EXPECT_EQ(
+      body_of(r),
+      R"({"detail":[{"type":"int_from_float","loc":["body","count"],)"
+      R"("msg":"Input should be a valid integer, got a number with a fractional part","input":5.5}]})");
 
   r = http_raw(s.port, post("/typed", R"({"city":"x","count":1,"tags":["a",3,"c"]})"));
   ASSERT_EQ(status_of(r), 422);
-  EXPECT_EQ(body_of(r),
-            R"({"detail":[{"type":"string_type","loc":["body","tags",1],)"
-            R"("msg":"Input should be a valid string","input":3}]})");
+  EXPECT_EQ(body_of(r), R"({"detail":[{"type":"string_type","loc":["body","tags",1],)"
+                        R"("msg":"Input should be a valid string","input":3}]})");
 
   // null only for optional (nullable) fields
   r = http_raw(s.port, post("/typed", R"({"city":null,"count":1})"));
   ASSERT_EQ(status_of(r), 422);
-  EXPECT_EQ(body_of(r),
-            R"({"detail":[{"type":"string_type","loc":["body","city"],)"
-            R"("msg":"Input should be a valid string","input":null}]})");
+  EXPECT_EQ(body_of(r), R"({"detail":[{"type":"string_type","loc":["body","city"],)"
+                        R"("msg":"Input should be a valid string","input":null}]})");
 
   r = http_raw(s.port, post("/typed", R"({"city":"x","count":[1]})"));
   ASSERT_EQ(status_of(r), 422);
@@ -399,16 +401,18 @@ TEST(HttpServer, WrongTypesAre422WithUpstreamTypesAndMessages) {
   // No body at all for a route that requires one
   r = http_raw(s.port, post("/typed", ""));
   ASSERT_EQ(status_of(r), 422);
-  EXPECT_EQ(body_of(r),
-            R"({"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]})");
+  EXPECT_EQ(
+      body_of(r),
+      R"({"detail":[{"type":"missing","loc":["body"],"msg":"Field required","input":null}]})");
 }
 
 TEST(HttpServer, LaxCoercionsAreAppliedBeforeTheHandler) {
   Server s;
   ASSERT_GT(s.port, 0);
   // The /typed handler echoes the validated (coerced) body.
-  auto r = http_raw(s.port,
-                    post("/typed", R"({"city":"Paris","count":"5","flag":"yes","ratio":"1.5","note":null})"));
+  auto r = http_raw(
+      s.port,
+      post("/typed", R"({"city":"Paris","count":"5","flag":"yes","ratio":"1.5","note":null})"));
   ASSERT_EQ(status_of(r), 200) << body_of(r);
   EXPECT_EQ(body_of(r), R"({"city":"Paris","count":5,"flag":true,"ratio":1.5,"note":null})");
   auto v = parse(body_of(r));
@@ -417,7 +421,8 @@ TEST(HttpServer, LaxCoercionsAreAppliedBeforeTheHandler) {
   EXPECT_TRUE(v.at("ratio").is_double());
   EXPECT_TRUE(v.at("note").is_null());
 
-  r = http_raw(s.port, post("/typed", R"({"city":"x","count":5.0,"flag":"OFF","mode":"b","tags":["t"]})"));
+  r = http_raw(s.port,
+               post("/typed", R"({"city":"x","count":5.0,"flag":"OFF","mode":"b","tags":["t"]})"));
   ASSERT_EQ(status_of(r), 200) << body_of(r);
   EXPECT_EQ(body_of(r), R"({"city":"x","count":5,"flag":false,"mode":"b","tags":["t"]})");
 
@@ -436,9 +441,8 @@ TEST(HttpServer, ForbiddenExtraFieldIs422) {
   ASSERT_GT(s.port, 0);
   auto r = http_raw(s.port, post("/strict", R"({"input":1,"extra":{"k":2}})"));
   ASSERT_EQ(status_of(r), 422);
-  EXPECT_EQ(body_of(r),
-            R"({"detail":[{"type":"extra_forbidden","loc":["body","extra"],)"
-            R"("msg":"Extra inputs are not permitted","input":{"k":2}}]})");
+  EXPECT_EQ(body_of(r), R"({"detail":[{"type":"extra_forbidden","loc":["body","extra"],)"
+                        R"("msg":"Extra inputs are not permitted","input":{"k":2}}]})");
   r = http_raw(s.port, post("/strict", R"({"input":1})"));
   EXPECT_EQ(status_of(r), 200);
   EXPECT_EQ(body_of(r), "{}");
@@ -477,8 +481,10 @@ TEST(HttpServer, ContentLengthOverLimitIs413BeforeTheBodyIsRead) {
   ASSERT_GT(s.port, 0);
   Conn c(s.port);
   ASSERT_TRUE(c.ok());
-  c.send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Content-Length: " + std::to_string(k100MiB) + "\r\n\r\n");
+  c.send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(k100MiB) + "\r\n\r\n");
   const std::string piece(64 << 10, 'a');
   std::size_t total = 0;
   Streamer body(c.fd(), [&](std::size_t) -> std::optional<std::string> {
@@ -503,10 +509,11 @@ TEST(HttpServer, ChunkedBodyOverLimitIs413) {
   ASSERT_GT(s.port, 0);
   Conn c(s.port);
   ASSERT_TRUE(c.ok());
-  c.send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Transfer-Encoding: chunked\r\n\r\n");
+  c.send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
   const std::string chunk = "10000\r\n" + std::string(0x10000, ' ') + "\r\n";  // 64 KiB each
-  constexpr std::size_t kChunks = 1600;                                          // 100 MiB
+  constexpr std::size_t kChunks = 1600;                                        // 100 MiB
   Streamer body(c.fd(), [&](std::size_t i) -> std::optional<std::string> {
     if (i < kChunks) return chunk;
     if (i == kChunks) return std::string("0\r\n\r\n");
@@ -527,8 +534,9 @@ TEST(HttpServer, ChunkedBodyUnderLimitIsServed) {
   ASSERT_GT(s.port, 0);
   Conn c(s.port);
   ASSERT_TRUE(c.ok());
-  c.send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3\r\n[1]\r\n1\r\n}\r\n0\r\n\r\n");
+  c.send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3\r\n[1]\r\n1\r\n}\r\n0\r\n\r\n");
   auto r = c.response();
   EXPECT_EQ(status_of(r), 200);
   EXPECT_EQ(body_of(r), R"({"a":[1]})");
@@ -541,8 +549,10 @@ TEST(HttpServer, HundredMiBBodyIs413ThenCloseWithDefaultLimit) {
   ASSERT_TRUE(c.ok());
   // One real 100 MiB request: head and body, streamed as fast as the socket takes it.
   const std::string piece(1 << 20, 'x');
-  const std::string head = "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                           "Content-Length: " + std::to_string(k100MiB) + "\r\n\r\n";
+  const std::string head =
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(k100MiB) + "\r\n\r\n";
   Streamer body(c.fd(), [&](std::size_t i) -> std::optional<std::string> {
     if (i == 0) return head;
     if (i <= 100) return piece;
@@ -590,7 +600,8 @@ TEST(HttpServer, HeaderBlockOver64KiBIs431ThenClose) {
   {
     // Many small headers adding up to more than 64 KiB.
     std::string many;
-    for (int i = 0; i < 1000; ++i) many += "X-H" + std::to_string(i) + ": " + std::string(80, 'v') + "\r\n";
+    for (int i = 0; i < 1000; ++i)
+      many += "X-H" + std::to_string(i) + ": " + std::string(80, 'v') + "\r\n";
     Conn c(s.port);
     ASSERT_TRUE(c.ok());
     c.send(get("/", many));
@@ -720,8 +731,9 @@ TEST(HttpServer, ExpectContinueIsHonoured) {
   ASSERT_GT(s.port, 0);
   Conn c(s.port);
   ASSERT_TRUE(c.ok());
-  c.send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Expect: 100-continue\r\nContent-Length: 7\r\n\r\n");
+  c.send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Expect: 100-continue\r\nContent-Length: 7\r\n\r\n");
   auto interim = c.response();
   EXPECT_EQ(status_of(interim), 100);
   c.send(R"({"a":1})");
@@ -743,8 +755,9 @@ CookieParts check_set_cookie(const std::string& raw, const std::string& name) {
   CookieParts out;
   auto set_cookie = header_of(raw, "Set-Cookie");
   std::smatch m;
-  std::regex shape("^" + name +
-                   "=(([A-Za-z0-9_-]+)\\.[A-Za-z0-9_-]+); Path=/; Max-Age=1209600; HttpOnly; SameSite=lax$");
+  std::regex shape(
+      "^" + name +
+      "=(([A-Za-z0-9_-]+)\\.[A-Za-z0-9_-]+); Path=/; Max-Age=1209600; HttpOnly; SameSite=lax$");
   EXPECT_TRUE(std::regex_match(set_cookie, m, shape)) << "Set-Cookie: " << set_cookie;
   if (m.empty()) return out;
   out.value = m[1];
@@ -752,8 +765,10 @@ CookieParts check_set_cookie(const std::string& raw, const std::string& name) {
   EXPECT_TRUE(payload.has_value());
   if (!payload) return out;
   auto v = parse(*payload);
-  EXPECT_TRUE(v.is_object() && v.as_object().size() == 1 && v.as_object().contains("session_id")) << *payload;
-  if (auto* id = v.is_object() ? v.as_object().if_contains("session_id") : nullptr; id && id->is_string())
+  EXPECT_TRUE(v.is_object() && v.as_object().size() == 1 && v.as_object().contains("session_id"))
+      << *payload;
+  if (auto* id = v.is_object() ? v.as_object().if_contains("session_id") : nullptr;
+      id && id->is_string())
     out.session_id = std::string(id->as_string());
   EXPECT_TRUE(std::regex_match(out.session_id, kUuid4)) << out.session_id;
   return out;
@@ -762,7 +777,9 @@ CookieParts check_set_cookie(const std::string& raw, const std::string& name) {
 std::string session_of(const std::string& raw) {
   if (status_of(raw) != 200) return "";
   auto v = parse(body_of(raw));
-  return v.is_object() && v.as_object().contains("session_id") ? std::string(v.at("session_id").as_string()) : "";
+  return v.is_object() && v.as_object().contains("session_id")
+             ? std::string(v.at("session_id").as_string())
+             : "";
 }
 
 TEST(HttpServer, EveryResponseCarriesTheSessionCookie) {
@@ -804,8 +821,9 @@ TEST(HttpServer, RejectionsCarryTheSessionCookieToo) {
   auto cookie = check_set_cookie(first, kCookieName).value;
   ASSERT_FALSE(cookie.empty());
   // 413 is decided after the head is parsed: the client's session is kept.
-  auto too_large = http_raw(s.port, post("/echo", std::string(2048, ' '),
-                                         "Cookie: " + std::string(kCookieName) + "=" + cookie + "\r\n"));
+  auto too_large =
+      http_raw(s.port, post("/echo", std::string(2048, ' '),
+                            "Cookie: " + std::string(kCookieName) + "=" + cookie + "\r\n"));
   EXPECT_EQ(status_of(too_large), 413);
   EXPECT_EQ(check_set_cookie(too_large, kCookieName).session_id, id);
   // 431 and a broken request line come before any header is known: a fresh session.
@@ -826,7 +844,8 @@ TEST(HttpServer, SessionCookieKeepsTheSessionAndRejectsTampering) {
   auto parts = check_set_cookie(first, kCookieName);
   EXPECT_EQ(parts.session_id, id);
   ASSERT_FALSE(parts.value.empty());
-  const std::string cookie_header = "Cookie: " + std::string(kCookieName) + "=" + parts.value + "\r\n";
+  const std::string cookie_header =
+      "Cookie: " + std::string(kCookieName) + "=" + parts.value + "\r\n";
 
   // Sending the cookie back keeps the session, on every route (including errors).
   for (int i = 0; i < 3; ++i) {
@@ -839,8 +858,8 @@ TEST(HttpServer, SessionCookieKeepsTheSessionAndRejectsTampering) {
   EXPECT_EQ(check_set_cookie(r404, kCookieName).session_id, id);
   // Among other cookies.
   auto r = http_raw(s.port, post("/session", "{}",
-                                 "Cookie: other=1; " + std::string(kCookieName) + "=" + parts.value +
-                                     "; last=2\r\n"));
+                                 "Cookie: other=1; " + std::string(kCookieName) + "=" +
+                                     parts.value + "; last=2\r\n"));
   EXPECT_EQ(session_of(r), id);
 
   // Without the cookie: a new session.
@@ -852,7 +871,8 @@ TEST(HttpServer, SessionCookieKeepsTheSessionAndRejectsTampering) {
   std::string tampered = parts.value;
   char& sig0 = tampered[tampered.find('.') + 1];  // a data bit, not base64 padding
   sig0 = sig0 == 'A' ? 'B' : 'A';
-  r = http_raw(s.port, post("/session", "{}", "Cookie: " + std::string(kCookieName) + "=" + tampered + "\r\n"));
+  r = http_raw(s.port, post("/session", "{}",
+                            "Cookie: " + std::string(kCookieName) + "=" + tampered + "\r\n"));
   auto tampered_id = session_of(r);
   EXPECT_TRUE(std::regex_match(tampered_id, kUuid4));
   EXPECT_NE(tampered_id, id);
@@ -860,14 +880,17 @@ TEST(HttpServer, SessionCookieKeepsTheSessionAndRejectsTampering) {
 
   // A payload of another session under the first cookie's signature: a new session.
   auto other = check_set_cookie(http_raw(s.port, post("/session", "{}")), kCookieName);
-  std::string spliced = other.value.substr(0, other.value.find('.')) + parts.value.substr(parts.value.find('.'));
-  auto spliced_id =
-      session_of(http_raw(s.port, post("/session", "{}", "Cookie: " + std::string(kCookieName) + "=" + spliced + "\r\n")));
+  std::string spliced =
+      other.value.substr(0, other.value.find('.')) + parts.value.substr(parts.value.find('.'));
+  auto spliced_id = session_of(http_raw(
+      s.port,
+      post("/session", "{}", "Cookie: " + std::string(kCookieName) + "=" + spliced + "\r\n")));
   EXPECT_NE(spliced_id, id);
   EXPECT_NE(spliced_id, other.session_id);
 
   // Garbage values: a new session, no error.
-  r = http_raw(s.port, post("/session", "{}", "Cookie: " + std::string(kCookieName) + "=%%%not-a-cookie\r\n"));
+  r = http_raw(s.port, post("/session", "{}",
+                            "Cookie: " + std::string(kCookieName) + "=%%%not-a-cookie\r\n"));
   EXPECT_EQ(status_of(r), 200);
   EXPECT_TRUE(std::regex_match(session_of(r), kUuid4));
 }
@@ -883,13 +906,15 @@ TEST(HttpServer, SeparateServersWithTheSameCookieNameShareTheKey) {
   auto id = session_of(ra);
   auto parts = check_set_cookie(ra, kCookieName);
   ASSERT_FALSE(parts.value.empty());
-  const std::string cookie_header = "Cookie: " + std::string(kCookieName) + "=" + parts.value + "\r\n";
+  const std::string cookie_header =
+      "Cookie: " + std::string(kCookieName) + "=" + parts.value + "\r\n";
   auto rb = http_raw(b.port, post("/session", "{}", cookie_header));
   EXPECT_EQ(session_of(rb), id) << "server b rejected server a's cookie";
   EXPECT_EQ(check_set_cookie(rb, kCookieName).value, parts.value);
   // The same value under another server's cookie name is signed with another key.
-  auto ro = http_raw(other.port,
-                     post("/session", "{}", "Cookie: MCQAResourcesServer___mcqa=" + parts.value + "\r\n"));
+  auto ro = http_raw(
+      other.port,
+      post("/session", "{}", "Cookie: MCQAResourcesServer___mcqa=" + parts.value + "\r\n"));
   EXPECT_NE(session_of(ro), id);
   check_set_cookie(ro, "MCQAResourcesServer___mcqa");
 }

@@ -4,8 +4,8 @@
 #include "orchestrator/ports.h"
 #include "process.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -58,9 +58,9 @@ struct Deployment {
   json::array instances;
 
   explicit Deployment(const std::string& config) {
-    proc = std::make_unique<ChildProcess>(std::vector<std::string>{
-        gym_binary(), "env", "start", "--config", config,
-        "++head_server.port=" + std::to_string(head_port)});
+    proc = std::make_unique<ChildProcess>(
+        std::vector<std::string>{gym_binary(), "env", "start", "--config", config,
+                                 "++head_server.port=" + std::to_string(head_port)});
   }
   bool ready() { return !proc->wait_for_line("All ").empty(); }
   json::value head_get(const std::string& path) {
@@ -105,7 +105,8 @@ TEST(Orchestrator, StartsServersAndServesTheHeadRoutes) {
 
   auto status = run(gym_binary() + " env status ++head_server.port=" + std::to_string(d.head_port));
   EXPECT_EQ(status.code, 0);
-  EXPECT_NE(status.output.find("weather (resources_servers/example_single_tool_call)"), std::string::npos)
+  EXPECT_NE(status.output.find("weather (resources_servers/example_single_tool_call)"),
+            std::string::npos)
       << status.output;
   EXPECT_NE(status.output.find("1 servers found (1 healthy, 0 unhealthy)"), std::string::npos);
   auto status_json =
@@ -145,7 +146,8 @@ TEST(Orchestrator, SigkilledOrchestratorLeavesNoServer) {
   pid_t root = static_cast<pid_t>(listing.at(0).at("pid").to_number<int>());
   // The workers of the root, from /proc.
   std::vector<pid_t> workers;
-  std::ifstream children("/proc/" + std::to_string(root) + "/task/" + std::to_string(root) + "/children");
+  std::ifstream children("/proc/" + std::to_string(root) + "/task/" + std::to_string(root) +
+                         "/children");
   for (pid_t p; children >> p;) workers.push_back(p);
   EXPECT_EQ(workers.size(), 2u);
   d.proc->signal(SIGKILL);
@@ -158,8 +160,8 @@ TEST(Orchestrator, SigkilledOrchestratorLeavesNoServer) {
 TEST(Orchestrator, ServerThatFailsAtStartupAbortsWithItsOutputAndCode2) {
   // An invalid instance value is only read by the server itself, which exits at once.
   auto config = write_config(std::string(kWeather) + "      http_max_request_body_bytes: -5\n");
-  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=" +
-               std::to_string(gym::orchestrator::free_port()));
+  auto r = run(gym_binary() + " env start --config " + config +
+               " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("server weather exited during start-up with code 1"), std::string::npos)
       << r.output;
@@ -172,8 +174,8 @@ TEST(Orchestrator, BusyServerPortIsAStartupFailure) {
   int busy = holder.wait_port();
   ASSERT_GT(busy, 0);
   auto config = write_config(std::string(kWeather) + "      port: " + std::to_string(busy) + "\n");
-  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=" +
-               std::to_string(gym::orchestrator::free_port()));
+  auto r = run(gym_binary() + " env start --config " + config +
+               " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("port " + std::to_string(busy) + " of server weather is already in use"),
             std::string::npos)
@@ -185,18 +187,20 @@ TEST(Orchestrator, BusyHeadPortIsAStartupFailure) {
   ChildProcess holder({gym::test::build_path("tests/support/gym_test_server"), "--port", "0"});
   int busy = holder.wait_port();
   auto config = write_config(kWeather);
-  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=" +
-               std::to_string(busy));
+  auto r = run(gym_binary() + " env start --config " + config +
+               " ++head_server.port=" + std::to_string(busy));
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("head server"), std::string::npos) << r.output;
   fs::remove(config);
 }
 
 TEST(Orchestrator, ConfigErrorsExit1BeforeStartingAnything) {
-  auto unknown = write_config("weather:\n  resources_servers:\n    no_such_env:\n      domain: agent\n");
+  auto unknown =
+      write_config("weather:\n  resources_servers:\n    no_such_env:\n      domain: agent\n");
   auto r = run(gym_binary() + " env start --config " + unknown);
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("example_single_tool_call"), std::string::npos) << r.output;  // built-ins listed
+  EXPECT_NE(r.output.find("example_single_tool_call"), std::string::npos)
+      << r.output;  // built-ins listed
   auto empty = write_config("policy_model_name: x\n");
   auto none = run(gym_binary() + " env start --config " + empty);
   EXPECT_EQ(none.code, 1);
@@ -211,7 +215,8 @@ TEST(Orchestrator, ConfigErrorsExit1BeforeStartingAnything) {
 
 TEST(Orchestrator, StatusWithoutDeploymentAndLegacyName) {
   int port = gym::orchestrator::free_port();
-  auto r = run(gym::test::build_path("src/cli/ng_status") + " ++head_server.port=" + std::to_string(port));
+  auto r = run(gym::test::build_path("src/cli/ng_status") +
+               " ++head_server.port=" + std::to_string(port));
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("No NeMo Gym servers found running."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("deprecated"), std::string::npos) << r.output;
@@ -225,9 +230,11 @@ std::string model_config(const std::string& base_url) {
   const std::string data = gym::test::conformance_dir();
   return write_config(std::string(kWeather) +
                       "policy_model:\n  responses_api_models:\n    replay_model:\n"
-                      "      rollouts_jsonl_fpaths: [" + data +
+                      "      rollouts_jsonl_fpaths: [" +
+                      data +
                       "/example_single_tool_call/example_rollouts.jsonl]\n"
-                      "      upstream_base_url: " + base_url + "\n");
+                      "      upstream_base_url: " +
+                      base_url + "\n");
 }
 
 }  // namespace
@@ -244,9 +251,10 @@ TEST(Orchestrator, ModelEndpointThatAnswersLetsStartupFinish) {
 }
 
 TEST(Orchestrator, ModelEndpointThatNeverAnswersAbortsNamingTheKey) {
-  auto config = model_config("http://127.0.0.1:" + std::to_string(gym::orchestrator::free_port()) + "/v1");
-  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=" +
-               std::to_string(gym::orchestrator::free_port()) +
+  auto config =
+      model_config("http://127.0.0.1:" + std::to_string(gym::orchestrator::free_port()) + "/v1");
+  auto r = run(gym_binary() + " env start --config " + config +
+               " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
                " ++model_endpoint_readiness_timeout_seconds=1");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("policy_model.responses_api_models.replay_model.upstream_base_url"),
@@ -257,7 +265,8 @@ TEST(Orchestrator, ModelEndpointThatNeverAnswersAbortsNamingTheKey) {
 
 TEST(Orchestrator, LargeConfigTravelsThroughAPrivateFile) {
   // Over 96 KiB of YAML cannot go into one environment variable (R2).
-  auto config = write_config(std::string(kWeather) + "padding: " + std::string(120 * 1024, 'x') + "\n");
+  auto config =
+      write_config(std::string(kWeather) + "padding: " + std::string(120 * 1024, 'x') + "\n");
   Deployment d(config);
   ASSERT_TRUE(d.ready()) << d.proc->output();
   auto listing = d.head_get("/server_instances");
@@ -268,7 +277,8 @@ TEST(Orchestrator, LargeConfigTravelsThroughAPrivateFile) {
   ASSERT_NE(pos, std::string::npos);
   std::string path = env.substr(pos + 26, env.find('\0', pos) - pos - 26);
   EXPECT_TRUE(fs::exists(path));
-  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   d.proc->signal(SIGTERM);
   EXPECT_EQ(d.proc->wait_exit(), 143);
   EXPECT_FALSE(fs::exists(path));  // removed at shutdown

@@ -20,11 +20,11 @@
 #include <optional>
 #include <set>
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
-#include <fmt/format.h>
 
 #include "exporters/otlp/otlp_http_exporter.h"
 #include "exporters/otlp/otlp_settings.h"
@@ -308,8 +308,8 @@ const TestPki& pki() {
       p.error = "the openssl CLI was not found at configure time; install it (scripts/setup.sh)";
       return p;
     }
-    const fs::path dir = fs::path(gym::test::build_path("tests/integration/otlp_tls")) /
-                         std::to_string(::getpid());
+    const fs::path dir =
+        fs::path(gym::test::build_path("tests/integration/otlp_tls")) / std::to_string(::getpid());
     fs::remove_all(dir);
     fs::create_directories(dir);
     const auto at = [&](const char* name) { return (dir / name).string(); };
@@ -331,8 +331,8 @@ const TestPki& pki() {
         fmt::format("'{}' req -x509 {} -keyout other_ca.key -out other_ca.pem -days 2 -subj "
                     "'/CN=gym-cpp other CA' {}",
                     openssl, ec, ca_ext),
-        fmt::format("'{}' req {} -keyout server.key -out server.csr -subj '/CN=localhost'",
-                    openssl, ec),
+        fmt::format("'{}' req {} -keyout server.key -out server.csr -subj '/CN=localhost'", openssl,
+                    ec),
         fmt::format("'{}' x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
                     "-days 2 -extfile server.ext -out server.pem",
                     openssl),
@@ -503,8 +503,7 @@ TEST(OtlpHttps, HttpClientRefusesAnUntrustedCertificateOrAnotherHostsCertificate
     std::cout << "[wrong host] " << sent[0].error << "\n";
 
     // ... and by IP address, which that certificate does not name either.
-    auto [by_ip, ip_stats] =
-        send_all({fmt::format("https://127.0.0.1:{}/v1/metrics", wrong_port)});
+    auto [by_ip, ip_stats] = send_all({fmt::format("https://127.0.0.1:{}/v1/metrics", wrong_port)});
     EXPECT_TRUE(by_ip.at(0).tls_error) << by_ip.at(0).error;
     EXPECT_NE(by_ip.at(0).error.find("IP address mismatch"), std::string::npos)
         << by_ip.at(0).error;
@@ -542,16 +541,24 @@ RecorderRun run_recorder(int port, const std::string& ca_file) {
       fmt::format("OTEL_EXPORTER_OTLP_ENDPOINT=https://localhost:{}", port),
       "OTEL_METRIC_EXPORT_INTERVAL=500",
       "SSL_CERT_FILE=" + ca_file,
-      "OTEL_SDK_DISABLED=", "NEMO_GYM_OTEL_EXPORTER=", "NEMO_LENS_EXPORTER=",
-      "NEMO_GYM_OTEL_METRICS_ENABLED=", "NEMO_LENS_METRICS_ENABLED=", "OTEL_METRIC_EXPORT_TIMEOUT=",
-      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=", "OTEL_EXPORTER_OTLP_PROTOCOL=",
-      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=", "OTEL_EXPORTER_OTLP_TIMEOUT=",
-      "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=", "OTEL_EXPORTER_OTLP_COMPRESSION=",
-      "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=", "OTEL_EXPORTER_OTLP_HEADERS=",
+      "OTEL_SDK_DISABLED=",
+      "NEMO_GYM_OTEL_EXPORTER=",
+      "NEMO_LENS_EXPORTER=",
+      "NEMO_GYM_OTEL_METRICS_ENABLED=",
+      "NEMO_LENS_METRICS_ENABLED=",
+      "OTEL_METRIC_EXPORT_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=",
+      "OTEL_EXPORTER_OTLP_PROTOCOL=",
+      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=",
+      "OTEL_EXPORTER_OTLP_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_COMPRESSION=",
+      "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=",
+      "OTEL_EXPORTER_OTLP_HEADERS=",
       "OTEL_EXPORTER_OTLP_METRICS_HEADERS="};
-  ChildProcess recorder({gym::test::build_path("tests/support/gym_telemetry_recorder"),
-                         "--batches", "10"},
-                        env, /*merge_stderr=*/true);
+  ChildProcess recorder(
+      {gym::test::build_path("tests/support/gym_telemetry_recorder"), "--batches", "10"}, env,
+      /*merge_stderr=*/true);
   RecorderRun run;
   const std::string rest = recorder.wait_for_line("{\"records\":", std::chrono::seconds(60));
   recorder.drain(std::chrono::seconds(10));
@@ -621,8 +628,8 @@ TEST(OtlpHttps, AnUntrustedCollectorCertificateDropsBatchesWithoutRetryAndThePro
 
   const auto start = std::chrono::steady_clock::now();
   const RecorderRun run = run_recorder(port, pki().other_ca);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                          .count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "[untrusted recorder] wall " << wall << " s\n" << run.output;
   ASSERT_FALSE(run.result.empty()) << run.output;
   EXPECT_EQ(run.exit_code, 0) << run.output;

@@ -20,8 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "exporters/metrics_pipeline.h"
 #include "exporters/prometheus/prometheus_endpoint.h"

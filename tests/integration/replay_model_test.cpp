@@ -8,8 +8,8 @@
 #include "replay_input.h"
 #include "temp_dir.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,7 +106,9 @@ class ReplayServer {
 };
 
 // The normalisation of environments.md 8.3 (tests/support, independent of the server's).
-json::array normalized_input(const json::value& input) { return gym::test::normalized_items(input); }
+json::array normalized_input(const json::value& input) {
+  return gym::test::normalized_items(input);
+}
 
 // A member, or null when absent.
 json::value field(const json::object& o, std::string_view key) {
@@ -268,9 +270,8 @@ TEST_P(ReplayConformance, EveryRecordedRowReplaysTurnByTurn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Envs, ReplayConformance,
-                         ::testing::Values("example_single_tool_call",
-                                           "example_session_state_mgmt", "example_multi_step",
-                                           "mcqa", "xlam_fc", "string_match"),
+                         ::testing::Values("example_single_tool_call", "example_session_state_mgmt",
+                                           "example_multi_step", "mcqa", "xlam_fc", "string_match"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
@@ -386,8 +387,13 @@ TEST_F(ReplayModelServer, DuplicateInputsBindSessionsToDifferentRows) {
   json::object b = a;
   auto& b_response = b["response"].as_object();
   b_response["id"] = "resp_duplicate";
-  b_response["output"].as_array().front().as_object()["content"].as_array().front().as_object()
-      ["text"] = "Answer: \\boxed{Z}";
+  b_response["output"]
+      .as_array()
+      .front()
+      .as_object()["content"]
+      .as_array()
+      .front()
+      .as_object()["text"] = "Answer: \\boxed{Z}";
   TempDir dir;
   auto file = dir.write("dup_rollouts.jsonl", json::serialize(a) + "\n\n" + json::serialize(b) +
                                                   "\n" + R"({"_ng_failure_class":"x"})" + "\n");
@@ -444,8 +450,8 @@ TEST_F(ReplayModelServer, NoDerivableRolloutsIsAStartupError) {
 
 TEST_F(ReplayModelServer, BadToolOutputCheckIsAStartupError) {
   TempDir dir;
-  auto r = serve_and_wait(dir, replay_yaml(gym::orchestrator::free_port(), {weather_rollouts()},
-                                           "fuzzy"));
+  auto r = serve_and_wait(
+      dir, replay_yaml(gym::orchestrator::free_port(), {weather_rollouts()}, "fuzzy"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("tool_output_check"), std::string::npos) << r.output;
 }

@@ -110,8 +110,7 @@ RecorderRun record(const std::string& endpoint, int interval_ms,
   std::vector<std::string> argv{gym::test::build_path("tests/support/gym_telemetry_recorder")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env{
-      "NEMO_GYM_OTEL_ENABLED=1",
-      "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
+      "NEMO_GYM_OTEL_ENABLED=1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
       "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
       // Empty counts as unset (telemetry.md 3.2): whatever the developer's shell exports must
       // not change the setup under test.

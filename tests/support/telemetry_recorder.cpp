@@ -69,10 +69,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int v = std::stoi(argv[i + 1]);
-    if (k == "--threads") opt.threads = v;
-    else if (k == "--batches") opt.batches = v;
-    else if (k == "--batch-size") opt.batch_size = v;
-    else if (k == "--pause-ms") opt.pause_ms = v;
+    if (k == "--threads")
+      opt.threads = v;
+    else if (k == "--batches")
+      opt.batches = v;
+    else if (k == "--batch-size")
+      opt.batch_size = v;
+    else if (k == "--pause-ms")
+      opt.pause_ms = v;
     else {
       std::cerr << "unknown flag " << k << "\n";
       return 1;
@@ -150,9 +154,9 @@ int main(int argc, char** argv) {
   const auto stats = pipeline->stats();
   json::object out{
       {"records", total.records},
-      {"expected_records",
-       static_cast<std::uint64_t>(opt.threads) * static_cast<std::uint64_t>(opt.batches) *
-           static_cast<std::uint64_t>(opt.batch_size)},
+      {"expected_records", static_cast<std::uint64_t>(opt.threads) *
+                               static_cast<std::uint64_t>(opt.batches) *
+                               static_cast<std::uint64_t>(opt.batch_size)},
       {"max_record_ns", total.max_record_ns},
       {"slow_records", total.slow_records},
       {"recording_seconds", std::chrono::duration<double>(recorded - start).count()},

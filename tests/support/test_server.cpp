@@ -19,8 +19,8 @@
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include <unistd.h>
@@ -30,9 +30,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -60,8 +60,7 @@ struct OtlpCollector {
     const auto now = std::chrono::steady_clock::now();
     if (!first) first = now;
     ++requests;
-    times_ms.emplace_back(
-        std::chrono::duration<double, std::milli>(now - *first).count());
+    times_ms.emplace_back(std::chrono::duration<double, std::milli>(now - *first).count());
     if (req.header("content-type") != "application/x-protobuf" ||
         !req.header("content-encoding").empty()) {
       return;  // only plain protobuf is decoded; the fault tests send that
@@ -116,12 +115,8 @@ struct OtlpCollector {
   }
 
   json::object stats() const {
-    return json::object{{"mode", mode},
-                        {"requests", requests},
-                        {"times_ms", times_ms},
-                        {"last", last},
-                        {"undecodable", undecodable},
-                        {"instances", instances}};
+    return json::object{{"mode", mode}, {"requests", requests},       {"times_ms", times_ms},
+                        {"last", last}, {"undecodable", undecodable}, {"instances", instances}};
   }
 };
 
@@ -134,22 +129,30 @@ int main(int argc, char** argv) {
   static std::optional<int> responses_delay_ms;  // --responses-delay-ms; none: answer 500
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--host") opt.host = v;
-    else if (k == "--port") opt.port = static_cast<std::uint16_t>(std::stoi(v));
-    else if (k == "--max-body") opt.max_body_bytes = std::stoull(v);
-    else if (k == "--read-timeout-ms") opt.read_timeout = std::chrono::milliseconds(std::stoi(v));
-    else if (k == "--keep-alive-ms") opt.keep_alive_idle = std::chrono::milliseconds(std::stoi(v));
-    else if (k == "--workers") opt.num_workers = std::stoi(v);
-    else if (k == "--cookie") opt.session_cookie_name = v;
+    if (k == "--host")
+      opt.host = v;
+    else if (k == "--port")
+      opt.port = static_cast<std::uint16_t>(std::stoi(v));
+    else if (k == "--max-body")
+      opt.max_body_bytes = std::stoull(v);
+    else if (k == "--read-timeout-ms")
+      opt.read_timeout = std::chrono::milliseconds(std::stoi(v));
+    else if (k == "--keep-alive-ms")
+      opt.keep_alive_idle = std::chrono::milliseconds(std::stoi(v));
+    else if (k == "--workers")
+      opt.num_workers = std::stoi(v);
+    else if (k == "--cookie")
+      opt.session_cookie_name = v;
     else if (k == "--otlp-mode") {
       if (v != "ok" && v != "500" && v != "429" && v != "hang") {
         std::cerr << "--otlp-mode: ok, 500, 429 or hang, not " << v << "\n";
         return 2;
       }
       collector.mode = v;
-    }
-    else if (k == "--retry-after") collector.retry_after = v;
-    else if (k == "--responses-delay-ms") responses_delay_ms = std::stoi(v);
+    } else if (k == "--retry-after")
+      collector.retry_after = v;
+    else if (k == "--responses-delay-ms")
+      responses_delay_ms = std::stoi(v);
     else if (k == "--config-yaml") {
       std::ifstream in(v);
       if (!in) {
@@ -159,8 +162,7 @@ int main(int argc, char** argv) {
       std::stringstream text;
       text << in.rdbuf();
       config_yaml = text.str();
-    }
-    else {
+    } else {
       std::cerr << "unknown flag " << k << "\n";
       return 2;
     }
@@ -173,9 +175,10 @@ int main(int argc, char** argv) {
   router.get("/", [](Request&) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"status", "ok"}});
   });
-  router.post("/echo", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
-    co_return Response::json(body);
-  }));
+  router.post("/echo",
+              gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+                co_return Response::json(body);
+              }));
   auto typed = std::make_shared<const Schema>(Schema::object_of({
       {"city", Schema::of(Schema::Kind::string), true},
       {"count", Schema::of(Schema::Kind::integer), true},
@@ -201,12 +204,13 @@ int main(int argc, char** argv) {
     throw std::runtime_error("boom");
     co_return Response{};
   });
-  router.post("/sleep", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
-    auto ms = body.at("ms").to_number<std::int64_t>();
-    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(ms));
-    co_await t.async_wait(asio::use_awaitable);
-    co_return Response::json(json::object{{"slept", ms}, {"pid", ::getpid()}});
-  }));
+  router.post(
+      "/sleep", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+        auto ms = body.at("ms").to_number<std::int64_t>();
+        asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(ms));
+        co_await t.async_wait(asio::use_awaitable);
+        co_return Response::json(json::object{{"slept", ms}, {"pid", ::getpid()}});
+      }));
   router.get("/stats", [](Request&) -> asio::awaitable<Response> {
     const auto& s = server->stats();
     co_return Response::json(json::object{{"connections_accepted", s.connections_accepted},
@@ -216,20 +220,24 @@ int main(int argc, char** argv) {
                                           {"pid", ::getpid()},
                                           {"otlp", collector.stats()}});
   });
-  router.post("/status", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
-    int code = static_cast<int>(body.at("code").to_number<std::int64_t>());
-    int n = ++hits[std::string(body.at("key").as_string())];
-    co_return Response::json(json::object{{"hits", n}}, code);
-  }));
-  router.post("/hits", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
-    co_return Response::json(json::object{{"hits", hits[std::string(body.at("key").as_string())]}});
-  }));
-  router.post("/redirect", gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
-    Response r = Response::json(json::object{});
-    r.status = static_cast<int>(body.at("code").to_number<std::int64_t>());
-    r.headers.push_back({"Location", std::string(body.at("to").as_string())});
-    co_return r;
-  }));
+  router.post("/status",
+              gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+                int code = static_cast<int>(body.at("code").to_number<std::int64_t>());
+                int n = ++hits[std::string(body.at("key").as_string())];
+                co_return Response::json(json::object{{"hits", n}}, code);
+              }));
+  router.post("/hits",
+              gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+                co_return Response::json(
+                    json::object{{"hits", hits[std::string(body.at("key").as_string())]}});
+              }));
+  router.post("/redirect",
+              gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
+                Response r = Response::json(json::object{});
+                r.status = static_cast<int>(body.at("code").to_number<std::int64_t>());
+                r.headers.push_back({"Location", std::string(body.at("to").as_string())});
+                co_return r;
+              }));
   // A model server whose every answer is a 500 (runtime.md 7.6), or with --responses-delay-ms a
   // slow one; POST /hits {"key": "/v1/responses"} counts the calls.
   router.post("/v1/responses", [](Request&) -> asio::awaitable<Response> {
@@ -281,9 +289,8 @@ int main(int argc, char** argv) {
   // A head server (runtime.md 4.4): the config YAML as a JSON string.
   if (config_yaml)
     router.get("/global_config_dict_yaml",
-               [yaml = json::value(json::string(*config_yaml))](Request&) -> asio::awaitable<Response> {
-                 co_return Response::json(yaml);
-               });
+               [yaml = json::value(json::string(*config_yaml))](
+                   Request&) -> asio::awaitable<Response> { co_return Response::json(yaml); });
   router.get("/method", [](Request& req) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"method", "GET"}, {"body", req.body}});
   });

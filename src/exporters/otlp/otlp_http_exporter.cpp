@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -16,7 +17,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-#include <spdlog/spdlog.h>
 
 #include "exporters/otlp/gzip.h"
 #include "exporters/otlp/otlp_encoding.h"

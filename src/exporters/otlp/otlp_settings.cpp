@@ -6,8 +6,8 @@
 #include <cctype>
 #include <optional>
 
-#include <boost/url/parse.hpp>
 #include <fmt/format.h>
+#include <boost/url/parse.hpp>
 
 #include "core/config.h"
 

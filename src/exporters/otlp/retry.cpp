@@ -4,8 +4,8 @@
 #include <charconv>
 #include <cmath>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "http/retry_policy.h"
 

@@ -17,8 +17,9 @@ using Clock = std::chrono::steady_clock;
 enum class AttemptOutcome { success, retryable, permanent };
 
 // 2xx: success. The transient statuses of http::is_transient_status (429, 502, 503, 504), and no
-// response at all (connection error, timeout, `status` = nullopt): retryable. Any other status: permanent (the batch is dropped). A refused
-// TLS handshake (http::TlsError) is permanent too; the exporter handles it before classifying.
+// response at all (connection error, timeout, `status` = nullopt): retryable. Any other status:
+// permanent (the batch is dropped). A refused TLS handshake (http::TlsError) is permanent too; the
+// exporter handles it before classifying.
 AttemptOutcome classify(std::optional<int> status);
 
 // A Retry-After header given in seconds ("0", "120"); nullopt for absent, HTTP-date or

@@ -7,8 +7,8 @@
 #include <thread>
 #include <unordered_set>
 
-#include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/io_context.hpp>
 
 #include "exporters/prometheus/prometheus_text.h"
 #include "http/server.h"

@@ -4,13 +4,13 @@
 // number of threads may record into one cell while another thread reads it.
 #include <algorithm>
 #include <array>
-#include <new>
 #include <atomic>
 #include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <new>
 #include <span>
 #include <type_traits>
 

@@ -60,11 +60,10 @@ TEST(GetDouble, AcceptsIntegersAndChecksRange) {
   EXPECT_CONTAINS(config_error_of([] { get_double(cfg(), "a.b", 0.5, 0, 1); }),
                   "config key `a.b` must be a number between 0 and 1, got 5; set it with "
                   "++a.b=0.5");
-  EXPECT_CONTAINS(
-      config_error_of([] {
-        get_double(cfg(), "a.half", 0, 2, std::numeric_limits<double>::infinity());
-      }),
-      "a number >= 2");
+  EXPECT_CONTAINS(config_error_of([] {
+                    get_double(cfg(), "a.half", 0, 2, std::numeric_limits<double>::infinity());
+                  }),
+                  "a number >= 2");
 }
 
 TEST(GetBool, TrueFalseAndTheirStrings) {

@@ -134,8 +134,7 @@ TEST(Interpolation, CyclesAreErrors) {
 TEST(Interpolation, EscapesAndUnknownResolvers) {
   json::object cfg = resolved("v: 1\nlit: '\\${v} is ${v}'\n");
   EXPECT_EQ(cfg.at("lit"), "${v} is 1");
-  EXPECT_CONTAINS(config_error_of([] { resolved("x: ${oc.decode:1}\n"); }),
-                  "resolver 'oc.decode'");
+  EXPECT_CONTAINS(config_error_of([] { resolved("x: ${oc.decode:1}\n"); }), "resolver 'oc.decode'");
   EXPECT_CONTAINS(config_error_of([] { resolved("x: a ${inherit_from:b}\nb: 1\n"); }),
                   "only works as the whole value");
   EXPECT_CONTAINS(config_error_of([] { resolved("x: ${.sibling}\n"); }), "absolute paths");
@@ -212,9 +211,8 @@ mine: {_inherit_from: base, _delete_key: "a, c, z", z: 9}
 )");
   EXPECT_EQ(cfg.at("plain"), json::parse(R"({"y": 2})"));
   EXPECT_EQ(cfg.at("mine"), json::parse(R"({"b": 2})"));
-  std::string msg = config_error_of([] {
-    directed("base: {a: 1}\nmine: {_inherit_from: base, _delete_key: nope}\n");
-  });
+  std::string msg = config_error_of(
+      [] { directed("base: {a: 1}\nmine: {_inherit_from: base, _delete_key: nope}\n"); });
   EXPECT_CONTAINS(msg, "no key 'nope'");
 }
 

@@ -34,6 +34,6 @@ std::string config_error_of(Fn&& fn) {
 
 }  // namespace gym::core::testing
 
-#define EXPECT_CONTAINS(haystack, needle)                                        \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)               \
+#define EXPECT_CONTAINS(haystack, needle)                          \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
       << "expected to find: " << (needle) << "\nin: " << (haystack)

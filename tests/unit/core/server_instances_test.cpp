@@ -45,8 +45,7 @@ TEST(ServerInstances, FindsWellFormedBlocksInOrder) {
 
 TEST(ServerInstances, AlmostServersAreErrorsNamingEachKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"two_types: {resources_servers: {x: {}}, responses_api_agents: {y: {}}}",
-       "2 server types"},
+      {"two_types: {resources_servers: {x: {}}, responses_api_agents: {y: {}}}", "2 server types"},
       {"no_impl: {resources_servers: {}}", "got none"},
       {"null_impl: {resources_servers: }", "got null"},
       {"two_impls: {resources_servers: {a: {}, b: {}}}", "got 2 (a, b)"},
@@ -106,8 +105,11 @@ TEST(ValidateServers, ResourcesServersNeedAKnownDomain) {
 
 TEST(ValidateServers, ReferenceTypoSuggestsTheClosestInstance) {
   json::object cfg = yaml(kValid);
-  cfg["weather_agent"].as_object()["responses_api_agents"].as_object()["simple_agent"]
-      .as_object()["model_server"].as_object()["name"] = "policy_modl";
+  cfg["weather_agent"]
+      .as_object()["responses_api_agents"]
+      .as_object()["simple_agent"]
+      .as_object()["model_server"]
+      .as_object()["name"] = "policy_modl";
   ConfigOrigins origins;
   origins.record(cfg, "agent.yaml");
   std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog, &origins); });

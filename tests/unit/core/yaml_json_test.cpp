@@ -26,26 +26,72 @@ struct ScalarCase {
 TEST(YamlScalars, PlainScalarsAreTypedLikePyYamlUnderOmegaConf) {
   const std::vector<ScalarCase> cases = {
       // null
-      {"", nullptr}, {"~", nullptr}, {"null", nullptr}, {"Null", nullptr}, {"NULL", nullptr},
+      {"", nullptr},
+      {"~", nullptr},
+      {"null", nullptr},
+      {"Null", nullptr},
+      {"NULL", nullptr},
       {"nULL", "nULL"},
       // YAML 1.1 booleans, three capitalisations each; y/n stay text
-      {"true", true}, {"True", true}, {"TRUE", true}, {"yes", true}, {"Yes", true},
-      {"YES", true}, {"on", true}, {"On", true}, {"ON", true}, {"false", false},
-      {"False", false}, {"FALSE", false}, {"no", false}, {"No", false}, {"NO", false},
-      {"off", false}, {"Off", false}, {"OFF", false}, {"y", "y"}, {"n", "n"}, {"tRUE", "tRUE"},
+      {"true", true},
+      {"True", true},
+      {"TRUE", true},
+      {"yes", true},
+      {"Yes", true},
+      {"YES", true},
+      {"on", true},
+      {"On", true},
+      {"ON", true},
+      {"false", false},
+      {"False", false},
+      {"FALSE", false},
+      {"no", false},
+      {"No", false},
+      {"NO", false},
+      {"off", false},
+      {"Off", false},
+      {"OFF", false},
+      {"y", "y"},
+      {"n", "n"},
+      {"tRUE", "tRUE"},
       // integers
-      {"0", 0}, {"42", 42}, {"-17", -17}, {"+5", 5}, {"1_000", 1000}, {"0x1F", 31},
-      {"0b101", 5}, {"017", 15}, {"12:30", 750}, {"9223372036854775807", INT64_MAX},
-      {"-9223372036854775808", INT64_MIN}, {"18446744073709551615", UINT64_MAX},
-      {"08", "08"}, {"0o17", "0o17"}, {"1_2a", "1_2a"},
+      {"0", 0},
+      {"42", 42},
+      {"-17", -17},
+      {"+5", 5},
+      {"1_000", 1000},
+      {"0x1F", 31},
+      {"0b101", 5},
+      {"017", 15},
+      {"12:30", 750},
+      {"9223372036854775807", INT64_MAX},
+      {"-9223372036854775808", INT64_MIN},
+      {"18446744073709551615", UINT64_MAX},
+      {"08", "08"},
+      {"0o17", "0o17"},
+      {"1_2a", "1_2a"},
       // floats (OmegaConf's pattern: an exponent needs no dot)
-      {"1.5", 1.5}, {"-2.25", -2.25}, {"1.", 1.0}, {".5", 0.5}, {"1e-3", 0.001},
-      {"1e3", 1000.0}, {"1.0e+3", 1000.0}, {"1_000.5", 1000.5}, {"1:30.5", 90.5},
-      {"-.5", "-.5"}, {"1.2.3", "1.2.3"},
+      {"1.5", 1.5},
+      {"-2.25", -2.25},
+      {"1.", 1.0},
+      {".5", 0.5},
+      {"1e-3", 0.001},
+      {"1e3", 1000.0},
+      {"1.0e+3", 1000.0},
+      {"1_000.5", 1000.5},
+      {"1:30.5", 90.5},
+      {"-.5", "-.5"},
+      {"1.2.3", "1.2.3"},
       // no timestamps, and everything else is text
-      {"2024-01-01", "2024-01-01"}, {"hello world", "hello world"}, {"a:b", "a:b"},
+      {"2024-01-01", "2024-01-01"},
+      {"hello world", "hello world"},
+      {"a:b", "a:b"},
       // quoted and tagged scalars are always text
-      {"'5'", "5"}, {"\"true\"", "true"}, {"'null'", "null"}, {"''", ""}, {"!!str 5", "5"},
+      {"'5'", "5"},
+      {"\"true\"", "true"},
+      {"'null'", "null"},
+      {"''", ""},
+      {"!!str 5", "5"},
   };
   for (const auto& c : cases) {
     json::value got = scalar(c.text);
@@ -127,13 +173,52 @@ TEST(YamlFile, LoadsAFile) {
 
 TEST(ToYaml, RoundTripsTrickyValues) {
   json::object tree;
-  const std::vector<std::string> strings = {
-      "yes", "no", "on", "Off", "y", "123", "-5", "1.5", "1e3", "0x1F", "017", "12:30", ".inf",
-      "", "null", "~", "NULL", "true", "a: b", "- item", "# comment", "key: value # c",
-      "multi\nline\ntext\n", "unicode héllo ✓ 日本語", "  leading space", "trailing space ",
-      "${a.b}", "\\${escaped}", "<<", "@at", "`tick", "*star", "&anchor", "!bang", "%percent",
-      "'single", "\"double", "tab\there", "[not, a, list]", "{not: a map}", "???", "-", "?",
-      ":", "a,b", "back\\slash"};
+  const std::vector<std::string> strings = {"yes",
+                                            "no",
+                                            "on",
+                                            "Off",
+                                            "y",
+                                            "123",
+                                            "-5",
+                                            "1.5",
+                                            "1e3",
+                                            "0x1F",
+                                            "017",
+                                            "12:30",
+                                            ".inf",
+                                            "",
+                                            "null",
+                                            "~",
+                                            "NULL",
+                                            "true",
+                                            "a: b",
+                                            "- item",
+                                            "# comment",
+                                            "key: value # c",
+                                            "multi\nline\ntext\n",
+                                            "unicode héllo ✓ 日本語",
+                                            "  leading space",
+                                            "trailing space ",
+                                            "${a.b}",
+                                            "\\${escaped}",
+                                            "<<",
+                                            "@at",
+                                            "`tick",
+                                            "*star",
+                                            "&anchor",
+                                            "!bang",
+                                            "%percent",
+                                            "'single",
+                                            "\"double",
+                                            "tab\there",
+                                            "[not, a, list]",
+                                            "{not: a map}",
+                                            "???",
+                                            "-",
+                                            "?",
+                                            ":",
+                                            "a,b",
+                                            "back\\slash"};
   json::array list;
   for (const auto& s : strings) list.emplace_back(s);
   tree["strings"] = list;
@@ -141,8 +226,18 @@ TEST(ToYaml, RoundTripsTrickyValues) {
   tree["true"] = "bool key";
   tree[""] = "empty key";
   tree["a b: c"] = "odd key";
-  tree["numbers"] = json::array{0, -7, INT64_MAX, INT64_MIN, UINT64_MAX, 1.0, 0.1, 1e-05, 1e+20,
-                                -0.0, 123456789.125, std::numeric_limits<double>::infinity(),
+  tree["numbers"] = json::array{0,
+                                -7,
+                                INT64_MAX,
+                                INT64_MIN,
+                                UINT64_MAX,
+                                1.0,
+                                0.1,
+                                1e-05,
+                                1e+20,
+                                -0.0,
+                                123456789.125,
+                                std::numeric_limits<double>::infinity(),
                                 -std::numeric_limits<double>::infinity()};
   tree["flags"] = json::array{true, false, nullptr};
   tree["empty_map"] = json::object();
@@ -170,10 +265,17 @@ TEST(ToYaml, IsBlockStyle) {
 
 TEST(PythonFloatRepr, MatchesPython) {
   const std::vector<std::pair<double, std::string>> cases = {
-      {1.0, "1.0"},        {0.1, "0.1"},         {-2.5, "-2.5"},
-      {100.0, "100.0"},    {0.0001, "0.0001"},   {1e-05, "1e-05"},
-      {1e16, "1e+16"},     {1.5e300, "1.5e+300"}, {123456789012345678.0, "1.2345678901234568e+17"},
-      {-0.0, "-0.0"},      {0.30000000000000004, "0.30000000000000004"}};
+      {1.0, "1.0"},
+      {0.1, "0.1"},
+      {-2.5, "-2.5"},
+      {100.0, "100.0"},
+      {0.0001, "0.0001"},
+      {1e-05, "1e-05"},
+      {1e16, "1e+16"},
+      {1.5e300, "1.5e+300"},
+      {123456789012345678.0, "1.2345678901234568e+17"},
+      {-0.0, "-0.0"},
+      {0.30000000000000004, "0.30000000000000004"}};
   for (const auto& [d, text] : cases) EXPECT_EQ(python_float_repr(d), text);
 }
 

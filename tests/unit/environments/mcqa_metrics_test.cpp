@@ -1,11 +1,11 @@
 // mcqa's /aggregate_metrics hooks (environments.md 5 and 9): key metrics at the highest k, the
 // recorded conformance rollouts, and the routes register_mcqa gives a resources server.
+#include "mcqa/mcqa_metrics.h"
 #include "conformance_dir.h"
 #include "core/json_text.h"
 #include "files.h"
 #include "http/router.h"
 #include "mcqa/mcqa.h"
-#include "mcqa/mcqa_metrics.h"
 #include "servers/aggregate_metrics.h"
 #include "servers/registry.h"
 
@@ -13,8 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <filesystem>
 #include <map>
@@ -116,7 +116,6 @@ TEST(McqaMetrics, ConformanceKeyMetrics) {
   EXPECT_EQ(out.at("group_level_metrics").as_array().size(), 5u);
 }
 
-
 namespace {
 
 gym::http::Response call(const gym::http::Router& router, gym::http::Method method,
@@ -141,7 +140,8 @@ TEST(McqaRoutes, RegisteredWithTheBaseRoutesStatelessReverifyAndItsHooks) {
   const auto* impl = registry.find("resources_servers", "mcqa");
   ASSERT_NE(impl, nullptr);
   EXPECT_EQ(impl->class_name, "MCQAResourcesServer");
-  json::object global{{"mcqa", json::object{{"resources_servers", json::object{{"mcqa", json::object{}}}}}}};
+  json::object global{
+      {"mcqa", json::object{{"resources_servers", json::object{{"mcqa", json::object{}}}}}}};
   gym::servers::ServerContext ctx(global, gym::core::find_server_instances(global).at(0));
   gym::http::Router router;
   impl->add_routes(ctx, router);

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <thread>
 
-#include <boost/asio/io_context.hpp>
 #include <google/protobuf/util/json_util.h>
+#include <boost/asio/io_context.hpp>
 
 #include "exporters/otlp/gzip.h"
 #include "exporters/otlp/otlp_encoding.h"

@@ -2,8 +2,8 @@
 // float repr (runtime.md 4.1, R7).
 #include "core/json_text.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <cmath>
 #include <limits>
@@ -14,11 +14,20 @@ TEST(JsonText, FloatsFollowPythonRepr) {
   struct Case {
     double v;
     const char* text;
-  } cases[] = {{1.0, "1.0"},        {80.0, "80.0"},        {0.1, "0.1"},
-               {1e-05, "1e-05"},    {0.0001, "0.0001"},    {1e16, "1e+16"},
-               {1e15, "1000000000000000.0"}, {123.456, "123.456"}, {-2.5, "-2.5"},
-               {0.0, "0.0"},        {1.5e-7, "1.5e-07"},   {2.5e+20, "2.5e+20"},
-               {0.3333333333333333, "0.3333333333333333"}, {1e100, "1e+100"}};
+  } cases[] = {{1.0, "1.0"},
+               {80.0, "80.0"},
+               {0.1, "0.1"},
+               {1e-05, "1e-05"},
+               {0.0001, "0.0001"},
+               {1e16, "1e+16"},
+               {1e15, "1000000000000000.0"},
+               {123.456, "123.456"},
+               {-2.5, "-2.5"},
+               {0.0, "0.0"},
+               {1.5e-7, "1.5e-07"},
+               {2.5e+20, "2.5e+20"},
+               {0.3333333333333333, "0.3333333333333333"},
+               {1e100, "1e+100"}};
   for (const auto& c : cases) EXPECT_EQ(render_json(boost::json::value(c.v)), c.text) << c.v;
 }
 
@@ -78,7 +87,8 @@ TEST(JsonParse, ReportsErrorsWithTheirOffset) {
 }
 
 TEST(JsonText, IndentedLikePythonJsonDumps) {
-  // python3 -c 'import json; print(json.dumps({"a":[1,2.0],"b":{},"c":[],"d":{"e":None}}, indent=2))'
+  // python3 -c 'import json; print(json.dumps({"a":[1,2.0],"b":{},"c":[],"d":{"e":None}},
+  // indent=2))'
   auto v = boost::json::parse(R"({"a":[1,2.0],"b":{},"c":[],"d":{"e":null}})");
   EXPECT_EQ(gym::core::render_json_indented(v, 2),
             "{\n  \"a\": [\n    1,\n    2.0\n  ],\n  \"b\": {},\n  \"c\": [],\n  \"d\": {\n"

@@ -27,7 +27,8 @@ TEST(Cookies, ParsesCookieHeader) {
 TEST(SessionCookie, SignsAndVerifies) {
   SessionCookie s("MCQAResourcesServer___mcqa");
   auto id = new_uuid4();
-  EXPECT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+  EXPECT_TRUE(std::regex_match(
+      id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
   auto value = s.sign(id);
   EXPECT_EQ(s.verify(value), id);
   // Deterministic key: another instance of the same server accepts it; another name does not.
@@ -38,8 +39,8 @@ TEST(SessionCookie, SignsAndVerifies) {
   EXPECT_FALSE(s.verify(tampered));
   EXPECT_FALSE(s.verify("garbage"));
   EXPECT_FALSE(s.verify(""));
-  EXPECT_EQ(s.set_cookie_header(id),
-            "MCQAResourcesServer___mcqa=" + value + "; Path=/; Max-Age=1209600; HttpOnly; SameSite=lax");
+  EXPECT_EQ(s.set_cookie_header(id), "MCQAResourcesServer___mcqa=" + value +
+                                         "; Path=/; Max-Age=1209600; HttpOnly; SameSite=lax");
 }
 
 TEST(Base64Url, RoundTrips) {

@@ -1,8 +1,8 @@
 // Strict create-params validation of the model servers' POST /v1/responses (runtime.md 4.7).
 #include "servers/model_server.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 namespace json = boost::json;
 using gym::servers::validate_model_create_params;
@@ -14,9 +14,7 @@ json::array errors_of(std::string_view body) {
   return validate_model_create_params(v);
 }
 
-std::string loc_of(const json::value& error) {
-  return json::serialize(error.at("loc"));
-}
+std::string loc_of(const json::value& error) { return json::serialize(error.at("loc")); }
 
 }  // namespace
 

@@ -4,8 +4,8 @@
 #include "models/session_bindings.h"
 #include "python_compat/json_equal.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 namespace json = boost::json;
 using gym::models::ReplayAnswer;
@@ -100,18 +100,18 @@ class ReplayStoreTest : public ::testing::Test {
  protected:
   ReplayStore multi_turn(ToolOutputCheck check) {
     ReplayStore store(check);
-    EXPECT_TRUE(store.add_row(row(items({kUser}),
-                                  items({kReasoning, kCall1, kCall2, kOut1, kOut2, kFinal})),
-                              "rollouts.jsonl", 1));
+    EXPECT_TRUE(store.add_row(
+        row(items({kUser}), items({kReasoning, kCall1, kCall2, kOut1, kOut2, kFinal})),
+        "rollouts.jsonl", 1));
     return store;
   }
   // What simple_agent appends after the first turn, tool outputs rendered compactly.
   json::array second_turn_input() {
     json::array outs;
-    outs.push_back(json::parse(
-        R"({"type":"function_call_output","call_id":"c1","output":"{\"temp\":1}"})"));
-    outs.push_back(json::parse(
-        R"({"type":"function_call_output","call_id":"c2","output":"{\"temp\":2.0}"})"));
+    outs.push_back(
+        json::parse(R"({"type":"function_call_output","call_id":"c1","output":"{\"temp\":1}"})"));
+    outs.push_back(
+        json::parse(R"({"type":"function_call_output","call_id":"c2","output":"{\"temp\":2.0}"})"));
     return append(append(user_input(), items({kReasoning, kCall1, kCall2})), outs);
   }
 };
@@ -170,8 +170,8 @@ TEST_F(ReplayStoreTest, ExactToolOutputCheckRejectsReserialisedOutputs) {
       << detail_message(second);
   EXPECT_NE(detail_message(second).find("rollouts.jsonl' line 1"), std::string::npos);
   // The recorded text itself passes.
-  auto verbatim = append(append(user_input(), items({kReasoning, kCall1, kCall2})),
-                         items({kOut1, kOut2}));
+  auto verbatim =
+      append(append(user_input(), items({kReasoning, kCall1, kCall2})), items({kOut1, kOut2}));
   EXPECT_EQ(store.answer(params_with(verbatim), "s").status, 200);
 }
 
@@ -181,10 +181,9 @@ TEST_F(ReplayStoreTest, OffIgnoresToolOutputsButNotCallIds) {
                       items({R"({"type":"function_call_output","call_id":"c1","output":"?"})",
                              R"({"type":"function_call_output","call_id":"c2","output":"!"})"}));
   EXPECT_EQ(store.answer(params_with(input), "s").status, 200);
-  auto wrong_id =
-      append(append(user_input(), items({kReasoning, kCall1, kCall2})),
-             items({R"({"type":"function_call_output","call_id":"c9","output":"?"})",
-                    R"({"type":"function_call_output","call_id":"c2","output":"!"})"}));
+  auto wrong_id = append(append(user_input(), items({kReasoning, kCall1, kCall2})),
+                         items({R"({"type":"function_call_output","call_id":"c9","output":"?"})",
+                                R"({"type":"function_call_output","call_id":"c2","output":"!"})"}));
   EXPECT_EQ(detail_type(store.answer(params_with(wrong_id), "s")), "replay_diverged");
 }
 

@@ -102,13 +102,11 @@ TEST(SelectorConfigPath, ExplicitFlavorOfABundledPreset) {
 TEST(SelectorConfigPath, SearchRootsWinOverBundledPresets) {
   TempDir first, second;
   auto in_second = second.write("resources_servers/mcqa/configs/mcqa.yaml", "mine: {}\n");
-  EXPECT_EQ(selector_config_path("resources_servers", "mcqa",
-                                 {first.path(), second.path()}),
+  EXPECT_EQ(selector_config_path("resources_servers", "mcqa", {first.path(), second.path()}),
             in_second);
   // The first root that has the file wins.
   auto in_first = first.write("resources_servers/mcqa/configs/mcqa.yaml", "first: {}\n");
-  EXPECT_EQ(selector_config_path("resources_servers", "mcqa",
-                                 {first.path(), second.path()}),
+  EXPECT_EQ(selector_config_path("resources_servers", "mcqa", {first.path(), second.path()}),
             in_first);
 }
 

@@ -3,8 +3,8 @@
 // BoolRule::as_integers expectations were checked against CPython 3.12's ==.
 #include "python_compat/json_equal.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -56,8 +56,8 @@ TEST(JsonEqual, NumbersCompareByExactValue) {
     // 2**64 - 1 != 2.0**64
     expect_values_equal(json::value(std::uint64_t{18446744073709551615ull}),
                         json::value(18446744073709551616.0), rule, false);
-    expect_values_equal(json::value(std::uint64_t{18446744073709551615ull}), json::value(-1),
-                        rule, false);
+    expect_values_equal(json::value(std::uint64_t{18446744073709551615ull}), json::value(-1), rule,
+                        false);
     EXPECT_FALSE(json_equal(json::value(NAN), json::value(NAN), rule));
     EXPECT_FALSE(json_equal(json::value(NAN), json::value(0), rule));
   }
@@ -91,13 +91,11 @@ TEST(JsonEqual, AsIntegersComparesBooleansAsPythonDoes) {
   expect_equal("true", "0.5", BoolRule::as_integers, false);
   expect_equal("true", "false", BoolRule::as_integers, false);
   expect_equal("true", "true", BoolRule::as_integers, true);
-  expect_equal(R"({"a":1,"b":[1,2.0]})", R"({"b":[1.0,2],"a":true})", BoolRule::as_integers,
-               true);
+  expect_equal(R"({"a":1,"b":[1,2.0]})", R"({"b":[1.0,2],"a":true})", BoolRule::as_integers, true);
 }
 
 TEST(JsonEqual, ObjectsAreUnorderedArraysOrdered) {
-  expect_equal_by_both_rules(R"({"a":1,"b":[1,{"c":2.0}]})", R"({"b":[1.0,{"c":2}],"a":1})",
-                             true);
+  expect_equal_by_both_rules(R"({"a":1,"b":[1,{"c":2.0}]})", R"({"b":[1.0,{"c":2}],"a":1})", true);
   expect_equal_by_both_rules(R"({"a":1})", R"({"a":1,"b":null})", false);
   expect_equal_by_both_rules(R"({"a":1})", R"({"a":1,"b":2})", false);
   expect_equal_by_both_rules("[1,2]", "[2,1]", false);

@@ -4,8 +4,8 @@
 
 #include "python_compat/errors.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -30,9 +30,11 @@ TEST(PythonRegex, ClassesAreUnicodeAware) {
   EXPECT_EQ(PyRegex(R"(\w+)").search("--éà_1--")->group(), "éà_1");
   EXPECT_EQ(PyRegex(R"(\d+)").search("x١٢٣")->group(), "١٢٣");
   EXPECT_TRUE(PyRegex(R"(\s)").fullmatch("\u3000"));
-  EXPECT_TRUE(PyRegex(R"(\s)").fullmatch("\x1c"));     // Python's \s covers U+001C..U+001F
+  EXPECT_TRUE(PyRegex(R"(\s)").fullmatch("\x1c"));      // Python's \s covers U+001C..U+001F
   EXPECT_TRUE(PyRegex(R"([\s]+)").fullmatch("\x1d "));  // inside a set too
-  EXPECT_EQ(PyRegex(R"(\S+)").findall("a\x1c" "b"), (Strings{"a", "b"}));
+  EXPECT_EQ(PyRegex(R"(\S+)").findall("a\x1c"
+                                      "b"),
+            (Strings{"a", "b"}));
   EXPECT_TRUE(PyRegex(R"(\bé\b)").search("x é y"));
 }
 

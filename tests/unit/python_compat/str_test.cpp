@@ -13,8 +13,8 @@ using namespace gym::python_compat;
 using Strings = std::vector<std::string>;
 
 TEST(PythonStr, IsspaceFollowsCategoryAndBidiClass) {
-  for (char32_t c : {U' ', U'\t', U'\n', U'\v', U'\f', U'\r', U'\x1c', U'\x1f', U'\x85',
-                     U'\u00a0', U'\u2028', U'\u2029', U'\u3000'})
+  for (char32_t c : {U' ', U'\t', U'\n', U'\v', U'\f', U'\r', U'\x1c', U'\x1f', U'\x85', U'\u00a0',
+                     U'\u2028', U'\u2029', U'\u3000'})
     EXPECT_TRUE(py_isspace(c)) << static_cast<unsigned>(c);
   for (char32_t c : {U'a', U'\u200b', U'\u180e', U'_', U'\0'})
     EXPECT_FALSE(py_isspace(c)) << static_cast<unsigned>(c);
@@ -44,7 +44,10 @@ TEST(PythonStr, SplitAndCollapse) {
 }
 
 TEST(PythonStr, SplitlinesKnowsEveryBoundary) {
-  EXPECT_EQ(py_splitlines("a\x1c" "b\u2028" "c\r\nd\n"), (Strings{"a", "b", "c", "d"}));
+  EXPECT_EQ(py_splitlines("a\x1c"
+                          "b\u2028"
+                          "c\r\nd\n"),
+            (Strings{"a", "b", "c", "d"}));
   EXPECT_EQ(py_splitlines("a\r\rb\v\fc\u0085"), (Strings{"a", "", "b", "", "c"}));
   EXPECT_EQ(py_splitlines(""), Strings{});
   EXPECT_EQ(py_splitlines("\n"), Strings{""});
@@ -109,7 +112,7 @@ TEST(PythonFloat, AcceptsWhatFloatAccepts) {
 }
 
 TEST(PythonFloat, RejectsWhatFloatRejects) {
-  for (const char* s : {"", " ", "1_", "_1", "1__0", "1_.5", "1._5", "1e", "e5", ".", "0x10",
-                        "1 2", "12abc", "in_f", "nan(1)", "1,5", "$5", "5%", "Paris"})
+  for (const char* s : {"", " ", "1_", "_1", "1__0", "1_.5", "1._5", "1e", "e5", ".", "0x10", "1 2",
+                        "12abc", "in_f", "nan(1)", "1,5", "$5", "5%", "Paris"})
     EXPECT_FALSE(py_float(s).has_value()) << s;
 }

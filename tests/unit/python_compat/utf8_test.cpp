@@ -32,9 +32,12 @@ TEST(Utf8, AppendEncodesEveryLength) {
 
 TEST(Utf8, ReplaceInvalidDecodesAsPython) {
   EXPECT_EQ(utf8_replace_invalid("é😀 ok"), "é😀 ok");
-  EXPECT_EQ(utf8_replace_invalid("a\xff" "b"), "a\uFFFD" "b");
-  EXPECT_EQ(utf8_replace_invalid("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");  // a surrogate
-  EXPECT_EQ(utf8_replace_invalid("\xc0\xaf"), "\uFFFD\uFFFD");            // overlong "/"
+  EXPECT_EQ(utf8_replace_invalid("a\xff"
+                                 "b"),
+            "a\uFFFD"
+            "b");
+  EXPECT_EQ(utf8_replace_invalid("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");            // a surrogate
+  EXPECT_EQ(utf8_replace_invalid("\xc0\xaf"), "\uFFFD\uFFFD");                      // overlong "/"
   EXPECT_EQ(utf8_replace_invalid("\xf4\x90\x80\x80"), "\uFFFD\uFFFD\uFFFD\uFFFD");  // > U+10FFFF
 }
 

@@ -57,14 +57,13 @@ TEST_F(CollateDatasets, RowsOfTheSplitInConfigOrderWithAgentRefs) {
   auto val_b = dir_.write("data/b_val.jsonl",
                           "{\"responses_create_params\":{\"input\":\"w\"},\"expected\":\"B\"}");
   json::object cfg{
-      {"agent_one", agent({dataset("train_a", "train", train_a),
-                           dataset("val_a", "validation", val_a)})},
+      {"agent_one",
+       agent({dataset("train_a", "train", train_a), dataset("val_a", "validation", val_a)})},
       {"policy_model",
-       json::object{
-           {"responses_api_models",
-            json::object{{"openai_model",
-                          json::object{{"datasets", json::array{dataset("m", "validation",
-                                                                        model_val)}}}}}}}},
+       json::object{{"responses_api_models",
+                     json::object{{"openai_model",
+                                   json::object{{"datasets", json::array{dataset("m", "validation",
+                                                                                 model_val)}}}}}}}},
       {"agent_two", agent({dataset("val_b", "validation", val_b)})},
       {"agent_three", agent({})},
   };

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/json_text.h"
 #include "files.h"
 #include "temp_dir.h"
-#include "core/json_text.h"
 
 namespace gym::rollouts::testing {
 

@@ -1,16 +1,17 @@
 // /aggregate_metrics (runtime.md 7.9, environments.md 5 and 9): the default statistics, the
 // environment hook, the pass@k family and the route (mcqa's hook: tests/unit/environments).
-// Expected values are worked out by hand (see the comments) and agree with upstream's nemo_gym/reward_profile.py.
+// Expected values are worked out by hand (see the comments) and agree with upstream's
+// nemo_gym/reward_profile.py.
+#include "servers/aggregate_metrics.h"
 #include "core/json_text.h"
 #include "http/router.h"
-#include "servers/aggregate_metrics.h"
 #include "servers/resources_server.h"
 
+#include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
