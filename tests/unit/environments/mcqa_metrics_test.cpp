@@ -6,12 +6,9 @@
 #include "files.h"
 #include "http/router.h"
 #include "mcqa/mcqa.h"
+#include "route_call.h"
 #include "servers/aggregate_metrics.h"
 #include "servers/registry.h"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -116,23 +113,7 @@ TEST(McqaMetrics, ConformanceKeyMetrics) {
   EXPECT_EQ(out.at("group_level_metrics").as_array().size(), 5u);
 }
 
-namespace {
-
-gym::http::Response call(const gym::http::Router& router, gym::http::Method method,
-                         const std::string& path, const std::string& body = "") {
-  auto match = router.match(method, path);
-  if (match.handler == nullptr) throw std::runtime_error("no route " + path);
-  gym::http::Request req;
-  req.method = method;
-  req.path = path;
-  req.body = body;
-  boost::asio::io_context io;
-  auto fut = boost::asio::co_spawn(io, (*match.handler)(req), boost::asio::use_future);
-  io.run();
-  return fut.get();
-}
-
-}  // namespace
+using gym::test::call_route;
 
 TEST(McqaRoutes, RegisteredWithTheBaseRoutesStatelessReverifyAndItsHooks) {
   gym::servers::Registry registry;
@@ -146,13 +127,13 @@ TEST(McqaRoutes, RegisteredWithTheBaseRoutesStatelessReverifyAndItsHooks) {
   gym::http::Router router;
   impl->add_routes(ctx, router);
 
-  EXPECT_EQ(call(router, gym::http::Method::get, "/").status, 200);
-  EXPECT_EQ(call(router, gym::http::Method::post, "/seed_session", "{}").body, "{}");
-  EXPECT_EQ(call(router, gym::http::Method::get, "/reverify_mode").body, R"("stateless")");
+  EXPECT_EQ(call_route(router, gym::http::Method::get, "/").status, 200);
+  EXPECT_EQ(call_route(router, gym::http::Method::post, "/seed_session", "{}").body, "{}");
+  EXPECT_EQ(call_route(router, gym::http::Method::get, "/reverify_mode").body, R"("stateless")");
   // /verify is there and validates its body before any verifier runs.
-  EXPECT_EQ(call(router, gym::http::Method::post, "/verify", "{}").status, 422);
-  auto res = call(router, gym::http::Method::post, "/aggregate_metrics",
-                  R"({"verify_responses":[{"reward":1.0,"extracted_answer":"A"}]})");
+  EXPECT_EQ(call_route(router, gym::http::Method::post, "/verify", "{}").status, 422);
+  auto res = call_route(router, gym::http::Method::post, "/aggregate_metrics",
+                        R"({"verify_responses":[{"reward":1.0,"extracted_answer":"A"}]})");
   EXPECT_EQ(res.status, 200);
   EXPECT_EQ(
       render(json::parse(res.body).at("key_metrics")),

@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/json_text.h"
+#include "expect.h"
 #include "files.h"
 #include "temp_dir.h"
 
@@ -65,29 +66,7 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// The message of the exception of type E that `fn` throws; a test failure when it throws none.
-template <typename E, typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
-
-template <typename Fn>
-std::string config_error_of(Fn&& fn) {
-  return error_of<core::ConfigError>(std::forward<Fn>(fn));
-}
+using gym::test::config_error_of;
+using gym::test::error_of;
 
 }  // namespace gym::rollouts::testing
-
-#define EXPECT_CONTAINS(haystack, needle)                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
-      << "expected to find: " << (needle) << "\nin: " << (haystack)
-
-#define EXPECT_NOT_CONTAINS(haystack, needle)                      \
-  EXPECT_EQ(std::string(haystack).find(needle), std::string::npos) \
-      << "expected not to find: " << (needle) << "\nin: " << (haystack)

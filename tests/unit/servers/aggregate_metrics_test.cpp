@@ -5,12 +5,10 @@
 #include "servers/aggregate_metrics.h"
 #include "core/json_text.h"
 #include "http/router.h"
+#include "route_call.h"
 #include "servers/resources_server.h"
 
 #include <gtest/gtest.h>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
 
 #include <cstdlib>
@@ -359,16 +357,7 @@ TEST(PassK, HighestKMetrics) {
 namespace {
 
 gym::http::Response call(const gym::http::Router& router, const std::string& body) {
-  auto match = router.match(gym::http::Method::post, "/aggregate_metrics");
-  if (match.handler == nullptr) throw std::runtime_error("no /aggregate_metrics route");
-  gym::http::Request req;
-  req.method = gym::http::Method::post;
-  req.path = "/aggregate_metrics";
-  req.body = body;
-  boost::asio::io_context io;
-  auto fut = boost::asio::co_spawn(io, (*match.handler)(req), boost::asio::use_future);
-  io.run();
-  return fut.get();
+  return gym::test::call_route(router, gym::http::Method::post, "/aggregate_metrics", body);
 }
 
 }  // namespace
