@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 namespace {
 
@@ -52,10 +53,8 @@ struct EvalFlags {
   }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
+// Applies NeMo Gym's legacy program names: `ng_run ...` is `gym env start ...`.
+void apply_legacy_name(std::vector<std::string>& args) {
   std::string program = std::filesystem::path(args[0]).filename().string();
   if (auto it = kLegacyNames.find(program); it != kLegacyNames.end()) {
     std::string verb;
@@ -63,151 +62,189 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "note: `%s` is deprecated; use `gym%s`\n", program.c_str(), verb.c_str());
     args.insert(args.begin() + 1, it->second.begin(), it->second.end());
   }
+}
 
-  CLI::App app{"gym-cpp: NeMo Gym-compatible rollout runtime"};
-  app.require_subcommand(0, 1);
-  bool version = false, json = false, verbose = false;
-  app.add_flag("--version", version, "Print the gym-cpp version and the NeMo Gym version");
-  app.add_flag("--json", json, "Machine-readable output where supported");
-  app.add_flag("-v,--verbose", verbose, "Debug logging");
+// Every verb, its flags and where they land; run() dispatches to the verb that was given.
+class Cli {
+ public:
+  Cli() {
+    app_.require_subcommand(0, 1);
+    app_.add_flag("--version", version_, "Print the gym-cpp version and the NeMo Gym version");
+    app_.add_flag("--json", json_, "Machine-readable output where supported");
+    app_.add_flag("-v,--verbose", verbose_, "Debug logging");
+    serve_ = app_.add_subcommand("serve", "");  // internal: a spawned server process
+    serve_->group("");                          // hidden from --help
+    add_env_and_config();
+    add_eval_run();
+    add_demo();
+    add_telemetry_report();
+  }
 
-  gym::cli::ConfigFlags flags;
-  // Common flags of runtime.md 9.1; every one becomes a config source or override.
-  auto add_config_flags = [&](CLI::App* sub) {
-    sub->add_option("--config", flags.config_paths, "YAML config file (repeatable)")
+  // The process exit code.
+  int run(const std::vector<std::string>& args) {
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants it so
+    try {
+      app_.parse(reversed);
+    } catch (const CLI::ParseError& e) {
+      return app_.exit(e) == 0 ? 0 : 1;
+    }
+    gym::core::init_logging(verbose_);
+    flags_.verbose = verbose_;
+    if (version_) {
+      if (json_) {
+        std::printf("{\"gym_cpp\":\"%s\",\"nemo_gym\":\"0.7.0\"}\n", GYM_VERSION);
+      } else {
+        std::printf("gym-cpp %s (NeMo Gym 0.7.0 compatible)\n", GYM_VERSION);
+      }
+      return 0;
+    }
+    try {
+      if (auto code = dispatch()) return *code;
+    } catch (const gym::core::ConfigError& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
+    }
+    std::cout << app_.help();
+    return 1;
+  }
+
+ private:
+  // Common flags of every verb that loads a config; each becomes a config source or override.
+  void add_config_flags(CLI::App* sub) {
+    sub->add_option("--config", flags_.config_paths, "YAML config file (repeatable)")
         ->allow_extra_args(false);
-    sub->add_option("--resources-server", flags.resources_servers,
+    sub->add_option("--resources-server", flags_.resources_servers,
                     "Environment preset NAME[/flavor] (repeatable)")
         ->allow_extra_args(false);
-    sub->add_option("--model-type", flags.model_types, "Model preset NAME[/flavor] (repeatable)")
+    sub->add_option("--model-type", flags_.model_types, "Model preset NAME[/flavor] (repeatable)")
         ->allow_extra_args(false);
-    sub->add_option("--search-dir", flags.search_dirs, "Extra search root (repeatable)")
+    sub->add_option("--search-dir", flags_.search_dirs, "Extra search root (repeatable)")
         ->allow_extra_args(false);
-    sub->add_option("-m,--model", flags.model, "policy_model_name");
-    sub->add_option("--model-url", flags.model_url, "policy_base_url");
-    sub->add_option("--model-api-key", flags.model_api_key, "policy_api_key");
-    sub->add_flag("--json", json, "Machine-readable output where supported");
-    sub->add_flag("-v,--verbose", verbose, "Debug logging (also in servers)");
+    sub->add_option("-m,--model", flags_.model, "policy_model_name");
+    sub->add_option("--model-url", flags_.model_url, "policy_base_url");
+    sub->add_option("--model-api-key", flags_.model_api_key, "policy_api_key");
+    sub->add_flag("--json", json_, "Machine-readable output where supported");
+    sub->add_flag("-v,--verbose", verbose_, "Debug logging (also in servers)");
     sub->allow_extras();  // overrides: key=v, +key=v, ++key=v
-  };
-
-  auto* serve = app.add_subcommand("serve", "");  // internal: a spawned server process
-  serve->group("");                               // hidden from --help
-
-  auto* env = app.add_subcommand("env", "Run servers");
-  env->require_subcommand(1);
-  auto* env_start =
-      env->add_subcommand("start", "Start the head server and every configured server");
-  add_config_flags(env_start);
-  auto* env_status = env->add_subcommand("status", "Show the servers of a running deployment");
-  add_config_flags(env_status);
-
-  auto* config = app.add_subcommand("config", "Inspect the merged configuration");
-  config->require_subcommand(1);
-  auto* show = config->add_subcommand("show", "Print the merged, validated config as YAML");
-  add_config_flags(show);
-
-  EvalFlags eval_flags;
-  auto* eval = app.add_subcommand("eval", "Collect rollouts");
-  eval->require_subcommand(1);
-  auto* eval_run = eval->add_subcommand(
-      "run",
-      "Collect rollouts: start the servers (or use a running deployment with --no-serve), "
-      "run every input row through its agent, aggregate");
-  add_config_flags(eval_run);
-  eval_run->add_flag("--no-serve", eval_flags.no_serve,
-                     "Use the deployment behind the head server instead of starting servers");
-  eval_run->add_flag("--resume", eval_flags.resume, "Continue a previous run of the same output");
-  eval_run->add_option("-a,--agent", eval_flags.agent, "Agent for rows without agent_ref");
-  eval_run->add_option("-i,--input", eval_flags.input, "Input JSONL");
-  eval_run->add_option("-o,--output", eval_flags.output, "Rollouts JSONL to write");
-  eval_run->add_option("--limit", eval_flags.limit, "Read only the first N rows");
-  eval_run->add_option("--num-repeats", eval_flags.num_repeats, "Rollouts per row");
-  eval_run->add_option("--concurrency", eval_flags.concurrency, "Rollouts in flight at most");
-  eval_run->add_option("--split", eval_flags.split, "Dataset split to collate without --input");
-  eval_run->add_option("--temperature", eval_flags.temperature,
-                       "responses_create_params.temperature");
-  eval_run->add_option("--top-p", eval_flags.top_p, "responses_create_params.top_p");
-  eval_run->add_option("--max-output-tokens", eval_flags.max_output_tokens,
-                       "responses_create_params.max_output_tokens");
-  eval_run->add_flag("--disable-aggregation", eval_flags.disable_aggregation,
-                     "Skip the aggregate metrics");
-  eval_run->add_option("--prompt-config", eval_flags.prompt_config,
-                       "Not supported in this release: setting prompt_config is a config error");
-
-  gym::cli::DemoOptions demo_opts;
-  auto* demo = app.add_subcommand(
-      "demo", "Generate demo tasks for several environments and collect them with replay_model");
-  add_config_flags(demo);
-  demo->add_option("--output-dir", demo_opts.output_dir, "Where the demo writes its files")
-      ->capture_default_str();
-  demo->add_option("--tasks-per-env", demo_opts.tasks_per_env, "Demo tasks per environment")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  demo->add_option("--num-repeats", demo_opts.num_repeats, "Rollouts per task")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  demo->add_option("--concurrency", demo_opts.concurrency, "Rollouts in flight")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-
-  std::vector<std::string> report_files;
-  auto* telemetry = app.add_subcommand("telemetry", "Read the telemetry a run wrote");
-  telemetry->require_subcommand(1);
-  auto* telemetry_report = telemetry->add_subcommand(
-      "report", "Summarise a run from console-exporter files (telemetry.console_path)");
-  telemetry_report->add_option("FILE", report_files, "Console-exporter output; - reads stdin")
-      ->required();
-  telemetry_report->add_flag("--json", json, "The same figures as one JSON object");
-
-  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants it reversed
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;
   }
-  gym::core::init_logging(verbose);
-  flags.verbose = verbose;
-  if (version) {
-    if (json) {
-      std::printf("{\"gym_cpp\":\"%s\",\"nemo_gym\":\"0.7.0\"}\n", GYM_VERSION);
-    } else {
-      std::printf("gym-cpp %s (NeMo Gym 0.7.0 compatible)\n", GYM_VERSION);
-    }
-    return 0;
+
+  void add_env_and_config() {
+    auto* env = app_.add_subcommand("env", "Run servers");
+    env->require_subcommand(1);
+    env_start_ = env->add_subcommand("start", "Start the head server and every configured server");
+    add_config_flags(env_start_);
+    env_status_ = env->add_subcommand("status", "Show the servers of a running deployment");
+    add_config_flags(env_status_);
+    auto* config = app_.add_subcommand("config", "Inspect the merged configuration");
+    config->require_subcommand(1);
+    config_show_ = config->add_subcommand("show", "Print the merged, validated config as YAML");
+    add_config_flags(config_show_);
   }
-  try {
-    for (auto* sub : {env_start, env_status, show, demo, eval_run}) {
+
+  void add_eval_run() {
+    auto* eval = app_.add_subcommand("eval", "Collect rollouts");
+    eval->require_subcommand(1);
+    auto* run = eval_run_ = eval->add_subcommand(
+        "run",
+        "Collect rollouts: start the servers (or use a running deployment with --no-serve), "
+        "run every input row through its agent, aggregate");
+    add_config_flags(run);
+    auto& f = eval_flags_;
+    run->add_flag("--no-serve", f.no_serve,
+                  "Use the deployment behind the head server instead of starting servers");
+    run->add_flag("--resume", f.resume, "Continue a previous run of the same output");
+    run->add_option("-a,--agent", f.agent, "Agent for rows without agent_ref");
+    run->add_option("-i,--input", f.input, "Input JSONL");
+    run->add_option("-o,--output", f.output, "Rollouts JSONL to write");
+    run->add_option("--limit", f.limit, "Read only the first N rows");
+    run->add_option("--num-repeats", f.num_repeats, "Rollouts per row");
+    run->add_option("--concurrency", f.concurrency, "Rollouts in flight at most");
+    run->add_option("--split", f.split, "Dataset split to collate without --input");
+    run->add_option("--temperature", f.temperature, "responses_create_params.temperature");
+    run->add_option("--top-p", f.top_p, "responses_create_params.top_p");
+    run->add_option("--max-output-tokens", f.max_output_tokens,
+                    "responses_create_params.max_output_tokens");
+    run->add_flag("--disable-aggregation", f.disable_aggregation, "Skip the aggregate metrics");
+    run->add_option("--prompt-config", f.prompt_config,
+                    "Not supported in this release: setting prompt_config is a config error");
+  }
+
+  void add_demo() {
+    demo_ = app_.add_subcommand(
+        "demo", "Generate demo tasks for several environments and collect them with replay_model");
+    add_config_flags(demo_);
+    demo_->add_option("--output-dir", demo_options_.output_dir, "Where the demo writes its files")
+        ->capture_default_str();
+    demo_->add_option("--tasks-per-env", demo_options_.tasks_per_env, "Demo tasks per environment")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    demo_->add_option("--num-repeats", demo_options_.num_repeats, "Rollouts per task")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    demo_->add_option("--concurrency", demo_options_.concurrency, "Rollouts in flight")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+  }
+
+  void add_telemetry_report() {
+    auto* telemetry = app_.add_subcommand("telemetry", "Read the telemetry a run wrote");
+    telemetry->require_subcommand(1);
+    telemetry_report_ = telemetry->add_subcommand(
+        "report", "Summarise a run from console-exporter files (telemetry.console_path)");
+    telemetry_report_->add_option("FILE", report_files_, "Console-exporter output; - reads stdin")
+        ->required();
+    telemetry_report_->add_flag("--json", json_, "The same figures as one JSON object");
+  }
+
+  // The verb's exit code; none when no verb was given.
+  std::optional<int> dispatch() {
+    for (auto* sub : {env_start_, env_status_, config_show_, demo_, eval_run_}) {
       if (!*sub) continue;
-      flags.overrides = sub->remaining();
-      flags.parse_order.clear();
-      for (auto* opt : sub->parse_order()) flags.parse_order.push_back(opt->get_name());
+      flags_.overrides = sub->remaining();
+      flags_.parse_order.clear();
+      for (auto* opt : sub->parse_order()) flags_.parse_order.push_back(opt->get_name());
     }
-    if (*serve) return gym::cli::run_serve();
-    if (*env_start)
-      return gym::orchestrator::run_env_start(gym::cli::to_sources(flags),
-                                              gym::exporters::metrics_pipelines(),
-                                              gym::cli::builtin_registry().catalog());
-    if (*env_status) return gym::orchestrator::run_env_status(gym::cli::to_sources(flags), json);
-    if (*show) return gym::cli::run_config_show(flags);
-    if (*telemetry_report) return gym::cli::run_telemetry_report(report_files, json);
-    if (*eval_run) {
-      auto eval_overrides = eval_flags.overrides();
-      flags.overrides.insert(flags.overrides.begin(), eval_overrides.begin(), eval_overrides.end());
-      return gym::cli::run_eval(gym::cli::to_sources(flags), eval_flags.no_serve,
-                                gym::exporters::metrics_pipelines());
+    using namespace gym;
+    if (*serve_) return cli::run_serve();
+    if (*env_start_)
+      return orchestrator::run_env_start(cli::to_sources(flags_), exporters::metrics_pipelines(),
+                                         cli::builtin_registry().catalog());
+    if (*env_status_) return orchestrator::run_env_status(cli::to_sources(flags_), json_);
+    if (*config_show_) return cli::run_config_show(flags_);
+    if (*telemetry_report_) return cli::run_telemetry_report(report_files_, json_);
+    if (*eval_run_) {
+      auto eval_overrides = eval_flags_.overrides();
+      flags_.overrides.insert(flags_.overrides.begin(), eval_overrides.begin(),
+                              eval_overrides.end());
+      return cli::run_eval(cli::to_sources(flags_), eval_flags_.no_serve,
+                           exporters::metrics_pipelines());
     }
-    if (*demo) {
-      demo_opts.config = flags;
-      return gym::cli::run_demo(demo_opts);
+    if (*demo_) {
+      demo_options_.config = flags_;
+      return cli::run_demo(demo_options_);
     }
-  } catch (const gym::core::ConfigError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return std::nullopt;
   }
-  std::cout << app.help();
-  return 1;
+
+  CLI::App app_{"gym-cpp: NeMo Gym-compatible rollout runtime"};
+  bool version_ = false, json_ = false, verbose_ = false;
+  gym::cli::ConfigFlags flags_;
+  EvalFlags eval_flags_;
+  gym::cli::DemoOptions demo_options_;
+  std::vector<std::string> report_files_;
+  CLI::App *serve_ = nullptr, *env_start_ = nullptr, *env_status_ = nullptr,
+           *config_show_ = nullptr, *eval_run_ = nullptr, *demo_ = nullptr,
+           *telemetry_report_ = nullptr;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  apply_legacy_name(args);
+  Cli cli;
+  return cli.run(args);
 }
