@@ -293,4 +293,15 @@ std::string py_type_name(const json::value& v) {
 
 bool py_hashable(const json::value& v) { return !v.is_array() && !v.is_object(); }
 
+bool py_is_number(const json::value& v) {
+  return v.is_bool() || v.is_int64() || v.is_uint64() || v.is_double();
+}
+
+double py_float_of(const json::value& v) {
+  if (v.is_bool()) return v.get_bool() ? 1.0 : 0.0;
+  if (v.is_int64()) return static_cast<double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+  return v.get_double();
+}
+
 }  // namespace gym::python_compat

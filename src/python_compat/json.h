@@ -23,4 +23,9 @@ std::string py_type_name(const boost::json::value& v);
 // hash() would succeed: not a list and not a dict.
 bool py_hashable(const boost::json::value& v);
 
+// isinstance(v, (bool, int, float)): a number in Python's arithmetic.
+bool py_is_number(const boost::json::value& v);
+// float(v) of such a number (True is 1.0).
+double py_float_of(const boost::json::value& v);
+
 }  // namespace gym::python_compat
