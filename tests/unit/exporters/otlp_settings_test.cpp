@@ -1,6 +1,7 @@
 // The OTLP/HTTP settings (telemetry.md 7.2): precedence, defaults, and the startup errors a
 // process gets through the check of its pipeline factory (exporters::metrics_pipelines()).
 #include "exporters/otlp/otlp_settings.h"
+#include "expect.h"
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@ namespace gym::exporters {
 namespace {
 
 using core::ConfigError;
+using gym::test::config_error_of;
 using telemetry::TelemetrySettings;
 using telemetry::testing::FakeEnv;
 
@@ -29,22 +31,6 @@ boost::json::object config(std::string_view json_text) {
 TelemetrySettings resolve_checked_settings(const boost::json::object& cfg,
                                            const telemetry::GetEnv& getenv) {
   return telemetry::resolve_checked_settings(cfg, getenv, metrics_pipelines());
-}
-
-// The message of the ConfigError `f` throws; fails the test when none is thrown.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return {};
-}
-
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(OtlpSettings, DefaultsAndPrecedence) {
@@ -101,39 +87,39 @@ TEST(OtlpSettings, InvalidValuesAreStartupErrors) {
   FakeEnv env;
   env.set("NEMO_GYM_OTEL_ENABLED", "1");
   env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
-  std::string message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+  std::string message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
   EXPECT_EQ(message,
             "config error: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: gRPC is not supported yet; use "
             "http/protobuf (port 4318) or http/json");
   env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift");
-  message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "'thrift'")) << message;
-  EXPECT_TRUE(contains(message, "http/protobuf, http/json")) << message;
+  message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "'thrift'");
+  EXPECT_CONTAINS(message, "http/protobuf, http/json");
   env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
   env.set("OTEL_EXPORTER_OTLP_HEADERS", "secret-without-equals");
-  message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_HEADERS")) << message;
-  EXPECT_FALSE(contains(message, "secret-without-equals")) << message;
+  message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_HEADERS");
+  EXPECT_NOT_CONTAINS(message, "secret-without-equals");
   env.set("OTEL_EXPORTER_OTLP_HEADERS", "");
   env.set("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli");
-  message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "brotli")) << message;
+  message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "brotli");
   env.set("OTEL_EXPORTER_OTLP_COMPRESSION", "");
   env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318");
-  message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_ENDPOINT")) << message;
-  EXPECT_TRUE(contains(message, "must be an http:// or https:// URL")) << message;
+  message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  EXPECT_CONTAINS(message, "must be an http:// or https:// URL");
   for (const char* bad : {"ftp://collector:4318", "http:/collector:4318", "http://col lector"}) {
     env.set("OTEL_EXPORTER_OTLP_ENDPOINT", bad);
-    message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
-    EXPECT_TRUE(contains(message, "must be an http:// or https:// URL")) << bad << ": " << message;
+    message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+    EXPECT_CONTAINS(message, "must be an http:// or https:// URL");
   }
   env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "HTTPS://collector:4318");  // a scheme in any case
   EXPECT_NO_THROW(resolve_checked_settings(config("{}"), env.get()));
   env.set("OTEL_EXPORTER_OTLP_ENDPOINT", "");
   env.set("OTEL_EXPORTER_OTLP_TIMEOUT", "-5");
-  message = error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "OTEL_EXPORTER_OTLP_TIMEOUT")) << message;
+  message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_TIMEOUT");
 
   // Not checked while telemetry is off or the exporter is console.
   FakeEnv off;
@@ -143,11 +129,11 @@ TEST(OtlpSettings, InvalidValuesAreStartupErrors) {
   off.set("NEMO_GYM_OTEL_EXPORTER", "console");
   EXPECT_NO_THROW(resolve_checked_settings(config("{}"), off.get()));
   FakeEnv yaml;
-  message = error_of([&] {
+  message = config_error_of([&] {
     resolve_checked_settings(config(R"({"telemetry": {"enabled": true, "otlp_protocol": "grpc"}})"),
                              yaml.get());
   });
-  EXPECT_TRUE(contains(message, "telemetry.otlp_protocol")) << message;
+  EXPECT_CONTAINS(message, "telemetry.otlp_protocol");
 }
 
 // The check alone, as the orchestrator, the servers and the collector run it: the same error as
@@ -157,8 +143,9 @@ TEST(OtlpSettings, CheckExporterSettingsThrowsWhatThePipelineWould) {
   env.set("NEMO_GYM_OTEL_ENABLED", "1");
   env.set("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc");
   const auto settings = telemetry::resolve_settings(config("{}"), env.get());
-  const std::string checked = error_of([&] { check_exporter_settings(settings, env.get()); });
-  const std::string built = error_of([&] {
+  const std::string checked =
+      config_error_of([&] { check_exporter_settings(settings, env.get()); });
+  const std::string built = config_error_of([&] {
     MetricsPipeline(settings, {"mcqa", "resources_servers"}, "run", env.get());
   });
   EXPECT_EQ(checked,

@@ -1,4 +1,5 @@
 #include "telemetry/config.h"
+#include "expect.h"
 
 #include <gtest/gtest.h>
 
@@ -13,26 +14,11 @@ namespace gym::telemetry {
 namespace {
 
 using core::ConfigError;
+using gym::test::config_error_of;
 using testing::FakeEnv;
 
 boost::json::object config(std::string_view json_text) {
   return boost::json::parse(json_text).as_object();
-}
-
-// The message of the ConfigError `f` throws; fails the test when none is thrown.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return {};
-}
-
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(TelemetryConfig, DefaultsWithoutABlock) {
@@ -107,8 +93,8 @@ TEST(TelemetryConfig, UnknownKeysWarnOnce) {
   auto s = resolve_settings(config(R"({"telemetry": {"enabeld": true, "prometheus": {"prt": 1}}})"),
                             env.get());
   ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_TRUE(contains(s.warnings[0], "telemetry.enabeld")) << s.warnings[0];
-  EXPECT_TRUE(contains(s.warnings[0], "telemetry.prometheus.prt")) << s.warnings[0];
+  EXPECT_CONTAINS(s.warnings[0], "telemetry.enabeld");
+  EXPECT_CONTAINS(s.warnings[0], "telemetry.prometheus.prt");
 }
 
 TEST(TelemetryConfig, PrecedenceIsPrimaryThenLensThenYaml) {
@@ -192,57 +178,57 @@ TEST(TelemetryConfig, BooleanSpellings) {
   for (const char* f : {"0", "false", "No", "OFF", " false"}) {
     EXPECT_FALSE(parse_bool("V", f)) << f;
   }
-  std::string message = error_of([] { parse_bool("NEMO_GYM_OTEL_ENABLED", "maybe"); });
-  EXPECT_TRUE(contains(message, "NEMO_GYM_OTEL_ENABLED")) << message;
-  EXPECT_TRUE(contains(message, "maybe")) << message;
-  EXPECT_TRUE(contains(message, "1, true, yes, on")) << message;
-  EXPECT_TRUE(contains(message, "0, false, no, off")) << message;
+  std::string message = config_error_of([] { parse_bool("NEMO_GYM_OTEL_ENABLED", "maybe"); });
+  EXPECT_CONTAINS(message, "NEMO_GYM_OTEL_ENABLED");
+  EXPECT_CONTAINS(message, "maybe");
+  EXPECT_CONTAINS(message, "1, true, yes, on");
+  EXPECT_CONTAINS(message, "0, false, no, off");
 
   FakeEnv env;
   env.set("NEMO_LENS_TRACES_ENABLED", "2");
-  message = error_of([&] { resolve_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "NEMO_LENS_TRACES_ENABLED='2'")) << message;
+  message = config_error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "NEMO_LENS_TRACES_ENABLED='2'");
   FakeEnv sdk;
   sdk.set("OTEL_SDK_DISABLED", "disable");
-  message = error_of([&] { resolve_settings(config("{}"), sdk.get()); });
-  EXPECT_TRUE(contains(message, "OTEL_SDK_DISABLED")) << message;
+  message = config_error_of([&] { resolve_settings(config("{}"), sdk.get()); });
+  EXPECT_CONTAINS(message, "OTEL_SDK_DISABLED");
 }
 
 TEST(TelemetryConfig, YamlErrorsNameTheKey) {
   FakeEnv env;
-  auto message = error_of(
+  auto message = config_error_of(
       [&] { resolve_settings(config(R"({"telemetry": {"enabled": "sometimes"}})"), env.get()); });
-  EXPECT_TRUE(contains(message, "telemetry.enabled")) << message;
-  message = error_of(
+  EXPECT_CONTAINS(message, "telemetry.enabled");
+  message = config_error_of(
       [&] { resolve_settings(config(R"({"telemetry": {"exporter": "stdout"}})"), env.get()); });
-  EXPECT_TRUE(contains(message, "telemetry.exporter")) << message;
-  EXPECT_TRUE(contains(message, "'stdout'")) << message;
-  EXPECT_TRUE(contains(message, "otlp, console")) << message;
-  message = error_of([&] {
+  EXPECT_CONTAINS(message, "telemetry.exporter");
+  EXPECT_CONTAINS(message, "'stdout'");
+  EXPECT_CONTAINS(message, "otlp, console");
+  message = config_error_of([&] {
     resolve_settings(config(R"({"telemetry": {"memory_profiling": {"interval_seconds": 0}}})"),
                      env.get());
   });
-  EXPECT_TRUE(contains(message, "telemetry.memory_profiling.interval_seconds")) << message;
-  message = error_of([&] {
+  EXPECT_CONTAINS(message, "telemetry.memory_profiling.interval_seconds");
+  message = config_error_of([&] {
     resolve_settings(config(R"({"telemetry": {"memory_profiling": {"interval_seconds": "x"}}})"),
                      env.get());
   });
-  EXPECT_TRUE(contains(message, "telemetry.memory_profiling.interval_seconds")) << message;
-  message = error_of([&] {
+  EXPECT_CONTAINS(message, "telemetry.memory_profiling.interval_seconds");
+  message = config_error_of([&] {
     resolve_settings(config(R"({"telemetry": {"prometheus": {"port": 70000}}})"), env.get());
   });
-  EXPECT_TRUE(contains(message, "telemetry.prometheus.port")) << message;
-  message = error_of([&] { resolve_settings(config(R"({"telemetry": 5})"), env.get()); });
-  EXPECT_TRUE(contains(message, "`telemetry`")) << message;
+  EXPECT_CONTAINS(message, "telemetry.prometheus.port");
+  message = config_error_of([&] { resolve_settings(config(R"({"telemetry": 5})"), env.get()); });
+  EXPECT_CONTAINS(message, "`telemetry`");
 }
 
 TEST(TelemetryConfig, VariableErrorsNameTheVariable) {
   auto fails_with = [](const char* var, const char* value, std::string_view expected) {
     FakeEnv env;
     env.set(var, value);
-    std::string message = error_of([&] { resolve_settings(config("{}"), env.get()); });
-    EXPECT_TRUE(contains(message, var)) << message;
-    EXPECT_TRUE(contains(message, expected)) << message;
+    std::string message = config_error_of([&] { resolve_settings(config("{}"), env.get()); });
+    EXPECT_CONTAINS(message, var);
+    EXPECT_CONTAINS(message, expected);
   };
   fails_with("NEMO_GYM_OTEL_EXPORTER", "stdout", "'stdout'");
   fails_with("NEMO_LENS_EXPORTER", "jaeger", "otlp, console");
@@ -254,8 +240,8 @@ TEST(TelemetryConfig, VariableErrorsNameTheVariable) {
   FakeEnv env;
   env.set("OTEL_METRIC_EXPORT_INTERVAL", "5000");
   env.set("OTEL_METRIC_EXPORT_TIMEOUT", "6000");
-  std::string message = error_of([&] { resolve_settings(config("{}"), env.get()); });
-  EXPECT_TRUE(contains(message, "OTEL_METRIC_EXPORT_TIMEOUT=6000")) << message;
+  std::string message = config_error_of([&] { resolve_settings(config("{}"), env.get()); });
+  EXPECT_CONTAINS(message, "OTEL_METRIC_EXPORT_TIMEOUT=6000");
   env.set("OTEL_METRIC_EXPORT_TIMEOUT", "4000");
   EXPECT_EQ(resolve_settings(config("{}"), env.get()).export_timeout.count(), 4000);
 }
@@ -272,17 +258,17 @@ TEST(SpanGroups, PresetsGroupsAndErrors) {
   EXPECT_TRUE(resolve_span_groups("", "X").none());
   EXPECT_TRUE(resolve_span_groups("optimizer,step", "X").none());  // accepted, never emitted
   std::string message =
-      error_of([] { resolve_span_groups("server,rolout", "NEMO_GYM_OTEL_SPAN_GROUPS"); });
+      config_error_of([] { resolve_span_groups("server,rolout", "NEMO_GYM_OTEL_SPAN_GROUPS"); });
   EXPECT_EQ(message,
             "config error: unknown span group or preset 'rolout' in NEMO_GYM_OTEL_SPAN_GROUPS; "
             "valid names: agent, all, checkpoint, default, evaluate, forward_backward, "
             "http_client, job, load_checkpoint, model_call, model_init, optimizer, per_rollout, "
             "rollout, sandbox, server, step, verify");
   FakeEnv env;
-  message = error_of([&] {
+  message = config_error_of([&] {
     resolve_settings(config(R"({"telemetry": {"span_groups": "per_step"}})"), env.get());
   });
-  EXPECT_TRUE(contains(message, "'per_step' in telemetry.span_groups")) << message;
+  EXPECT_CONTAINS(message, "'per_step' in telemetry.span_groups");
 }
 
 TEST(RunId, Precedence) {
