@@ -3,6 +3,7 @@
 #include "core/config.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gym::cli {
@@ -21,6 +22,12 @@ struct ConfigFlags {
 // Sources for the config loader: config files and selector presets coalesced into one list in
 // flag order (runtime.md 6.3), flags turned into ++overrides, then the user's overrides.
 core::ConfigSources to_sources(const ConfigFlags& flags);
+
+// --model, --model-url and --model-api-key set policy_model_name, policy_base_url and
+// policy_api_key, which only live model servers read (vllm_model, openai_model,
+// azure_openai_model). Throws core::ConfigError when one is given but no configured model server
+// reads it, or when the verb starts no server (`starts_servers` false: env status, --no-serve).
+void check_model_flags(const ConfigFlags& flags, bool starts_servers, std::string_view verb);
 
 // Hidden: serve the instance named by NEMO_GYM_CONFIG_PATH from NEMO_GYM_CONFIG_DICT(_FILE).
 int run_serve();

@@ -1,6 +1,7 @@
 // `gym serve` (a spawned server) and `gym config show`.
 #include "cli/builtins.h"
 #include "cli/commands.h"
+#include "core/secrets.h"
 #include "core/yaml_json.h"
 #include "exporters/metrics_pipeline.h"
 #include "orchestrator/presets.h"
@@ -53,6 +54,36 @@ core::ConfigSources to_sources(const ConfigFlags& flags) {
   return s;
 }
 
+void check_model_flags(const ConfigFlags& flags, bool starts_servers, std::string_view verb) {
+  std::vector<std::string> given;
+  if (!flags.model.empty()) given.push_back("--model");
+  if (!flags.model_url.empty()) given.push_back("--model-url");
+  if (!flags.model_api_key.empty()) given.push_back("--model-api-key");
+  if (given.empty()) return;
+  std::string names;
+  for (const auto& g : given) names += (names.empty() ? "" : ", ") + g;
+  if (!starts_servers)
+    throw core::ConfigError("config error: " + names + " does not apply to " + std::string(verb) +
+                            ": it starts no model server (the running deployment's model servers "
+                            "already have their endpoint); drop the flag");
+  static constexpr std::string_view kLive[] = {"vllm_model", "openai_model", "azure_openai_model"};
+  std::string configured;
+  for (const auto& inst : core::find_server_instances(core::load_config(to_sources(flags)))) {
+    if (inst.server_type != "responses_api_models") continue;
+    for (auto live : kLive)
+      if (inst.impl == live) return;
+    configured += (configured.empty() ? "" : ", ") + inst.name + " (" + inst.impl + ")";
+  }
+  throw core::ConfigError(
+      "config error: " + names +
+      " sets policy_model_name / policy_base_url / policy_api_key, which only the live model "
+      "servers vllm_model, openai_model and azure_openai_model read; the configured model "
+      "servers are " +
+      (configured.empty() ? std::string("none") : configured) +
+      ". Choose one with --model-type vllm_model (or openai_model, azure_openai_model), or drop "
+      "the flag");
+}
+
 int run_serve() {
   // Children never re-merge: they read the fully resolved config (runtime.md 3.4, R2).
   const char* instance = std::getenv("NEMO_GYM_CONFIG_PATH");
@@ -86,7 +117,7 @@ int run_config_show(const ConfigFlags& flags) {
   core::ConfigOrigins origins;
   auto cfg = core::load_config(to_sources(flags), &origins);
   core::validate_server_instances(cfg, builtin_registry().catalog(), &origins);
-  std::fputs(core::to_yaml(cfg).c_str(), stdout);
+  std::fputs(core::to_yaml(core::masked_secrets(cfg)).c_str(), stdout);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // `gym demo`: the collection of `make demo` on data the project generates itself (no network, no
 // API key, no NeMo Gym data): demo tasks for several environments and recorded model answers,
-// replayed by replay_model, collected with repeats by `gym eval run`.
+// replayed by replay_model, collected with repeats by `gym eval run`. `--model-url` sends the
+// same tasks to a live model instead.
 #include "cli/commands.h"
 #include "cli/eval_run.h"
 #include "demo_data/demo_data.h"
@@ -27,7 +28,16 @@ int run_demo(const DemoOptions& opt) {
 
   ConfigFlags flags = opt.config;
   for (const auto& env : data.environments) flags.resources_servers.push_back(env.resources_server);
-  flags.model_types.push_back("replay_model");
+  // Offline by default. With --model-url the same tasks go to a live endpoint (vllm_model
+  // unless --model-type names another live model server); a local vLLM takes any key.
+  const bool live = !flags.model_url.empty();
+  if (!live) {
+    flags.model_types.push_back("replay_model");
+  } else {
+    if (flags.model_types.empty()) flags.model_types.push_back("vllm_model");
+    if (flags.model_api_key.empty()) flags.model_api_key = "EMPTY";
+  }
+  check_model_flags(flags, true, "gym demo");
   const fs::path output = dir / "rollouts" / "demo.jsonl";
   // Telemetry on, as a user would turn it on: every process appends its console-exporter lines
   // to one file, the orchestrator samples memory, and the report below reads the file. A fresh

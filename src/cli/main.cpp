@@ -209,6 +209,11 @@ class Cli {
     }
     using namespace gym;
     if (*serve_) return cli::run_serve();
+    if (*env_start_) cli::check_model_flags(flags_, true, "gym env start");
+    if (*env_status_) cli::check_model_flags(flags_, false, "gym env status");
+    if (*eval_run_)
+      cli::check_model_flags(flags_, !eval_flags_.no_serve,
+                             eval_flags_.no_serve ? "gym eval run --no-serve" : "gym eval run");
     if (*env_start_)
       return orchestrator::run_env_start(cli::to_sources(flags_), exporters::metrics_pipelines(),
                                          cli::builtin_registry().catalog());

@@ -2,6 +2,7 @@
 
 #include "core/json_text.h"
 #include "core/process_limits.h"
+#include "core/secrets.h"
 #include "core/termination_signals.h"
 #include "core/yaml_json.h"
 #include "http/server.h"
@@ -205,11 +206,14 @@ class Deployment::Impl {
         pipelines_, telemetry_settings, telemetry::ProcessIdentity{"orchestrator", "orchestrator"},
         run_id, telemetry::ProcessRole::orchestrator, getenv);
 
+    // The head server shows the config with its secrets masked (servers get theirs from the
+    // environment).
     const std::string yaml = core::to_yaml(cfg_);
 
     const auto addresses = core::DeploymentAddresses::from_config(cfg_);
     try {
-      head_ = std::make_unique<HeadServer>(addresses.head_host, addresses.head_port, yaml,
+      head_ = std::make_unique<HeadServer>(addresses.head_host, addresses.head_port,
+                                           core::to_yaml(core::masked_secrets(cfg_)),
                                            [this] { return server_instances(); });
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: head server: %s\n", e.what());
@@ -390,12 +394,17 @@ class Deployment::Impl {
       }
       for (bool reported = false;;) {
         if (int code = take_signal(std::chrono::milliseconds(0))) return code;
-        // https: a completed TCP connect counts (gym-cpp has no TLS client yet).
-        auto r = http_get(parsed->host, std::atoi(parsed->port.c_str()), parsed->target,
-                          std::chrono::seconds(5));
-        bool answered = r.outcome == ProbeOutcome::success ||
-                        (parsed->tls && r.outcome != ProbeOutcome::connection_error);
-        if (answered) break;
+        // https: a completed TLS handshake counts; a certificate we would refuse stops here.
+        const int port = std::atoi(parsed->port.c_str());
+        auto r = parsed->tls
+                     ? tls_handshake(parsed->host, port, std::chrono::seconds(5))
+                     : http_get(parsed->host, port, parsed->target, std::chrono::seconds(5));
+        if (r.outcome == ProbeOutcome::success) break;
+        if (parsed->tls && r.outcome == ProbeOutcome::unknown_error) {
+          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), e.url.c_str(),
+                       r.error.c_str());
+          return 2;
+        }
         if (r.error.rfind("cannot resolve", 0) == 0) {
           std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), e.url.c_str(),
                        r.error.c_str());

@@ -6,6 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -44,12 +48,8 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-}  // namespace
-
-ProbeResult http_get(const std::string& host, int port, const std::string& path,
-                     std::chrono::milliseconds timeout) {
-  ProbeResult r;
-  const auto deadline = Clock::now() + timeout;
+// Opens a TCP connection to host:port before the deadline; -1 and `r` filled on failure.
+int connect_before(const std::string& host, int port, Clock::time_point deadline, ProbeResult& r) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -58,7 +58,7 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
   if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
     r.outcome = ProbeOutcome::connection_error;
     r.error = std::string("cannot resolve ") + host + ": " + gai_strerror(rc);
-    return r;
+    return -1;
   }
   int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int rc = fd < 0 ? -1 : ::connect(fd, res->ai_addr, res->ai_addrlen);
@@ -67,7 +67,7 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
     if (fd >= 0) ::close(fd);
     r.outcome = o;
     r.error = std::move(why);
-    return r;
+    return -1;
   };
   if (rc != 0 && errno != EINPROGRESS)
     return fail(ProbeOutcome::connection_error, std::strerror(errno));
@@ -76,7 +76,24 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
   socklen_t len = sizeof err;
   ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) return fail(ProbeOutcome::connection_error, std::strerror(err));
+  return fd;
+}
 
+}  // namespace
+
+ProbeResult http_get(const std::string& host, int port, const std::string& path,
+                     std::chrono::milliseconds timeout) {
+  ProbeResult r;
+  const auto deadline = Clock::now() + timeout;
+  const std::string service = std::to_string(port);
+  int fd = connect_before(host, port, deadline, r);
+  if (fd < 0) return r;
+  auto fail = [&](ProbeOutcome o, std::string why) {
+    if (fd >= 0) ::close(fd);
+    r.outcome = o;
+    r.error = std::move(why);
+    return r;
+  };
   std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host + ":" + service +
                         "\r\nConnection: close\r\n\r\n";
   for (std::size_t sent = 0; sent < request.size();) {
@@ -126,6 +143,51 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
     }
   }
   return r;
+}
+
+ProbeResult tls_handshake(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  ProbeResult r;
+  const auto deadline = Clock::now() + timeout;
+  int fd = connect_before(host, port, deadline, r);
+  if (fd < 0) return r;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = ctx ? SSL_new(ctx) : nullptr;
+  auto finish = [&](ProbeOutcome o, std::string why) {
+    if (ssl) SSL_free(ssl);
+    if (ctx) SSL_CTX_free(ctx);
+    ::close(fd);
+    r.outcome = o;
+    r.error = std::move(why);
+    return r;
+  };
+  if (!ssl) return finish(ProbeOutcome::unknown_error, "cannot create a TLS context");
+  // The same checks as the HTTP client: the system trust store (SSL_CERT_FILE) and the host name.
+  SSL_CTX_set_default_verify_paths(ctx);
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_set_verify(ssl, SSL_VERIFY_PEER, nullptr);
+  SSL_set_tlsext_host_name(ssl, host.c_str());
+  SSL_set1_host(ssl, host.c_str());
+  SSL_set_fd(ssl, fd);
+  for (;;) {
+    ERR_clear_error();
+    const int rc = SSL_connect(ssl);
+    if (rc == 1) return finish(ProbeOutcome::success, "");
+    const int why = SSL_get_error(ssl, rc);
+    if (why == SSL_ERROR_WANT_READ || why == SSL_ERROR_WANT_WRITE) {
+      if (!wait_for(fd, why == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline))
+        return finish(ProbeOutcome::timeout, "TLS handshake timed out");
+      continue;
+    }
+    std::string reason;
+    if (const long verify = SSL_get_verify_result(ssl); verify != X509_V_OK)
+      reason = X509_verify_cert_error_string(verify);
+    else if (unsigned long e = ERR_get_error(); e != 0)
+      reason = ERR_reason_error_string(e) ? ERR_reason_error_string(e) : "unknown TLS error";
+    else
+      reason = "the connection closed during the handshake";
+    return finish(ProbeOutcome::unknown_error,
+                  "TLS handshake with " + host + ":" + std::to_string(port) + " failed: " + reason);
+  }
 }
 
 }  // namespace gym::orchestrator

@@ -20,6 +20,11 @@ struct ProbeResult {
 ProbeResult http_get(const std::string& host, int port, const std::string& path,
                      std::chrono::milliseconds timeout);
 
+// A TLS handshake with host:port, verifying the certificate against the system trust store
+// (SSL_CERT_FILE) and the host name as the HTTP client does: success once it completes; a
+// refused handshake is unknown_error with "TLS handshake with host:port failed: <reason>".
+ProbeResult tls_handshake(const std::string& host, int port, std::chrono::milliseconds timeout);
+
 std::string to_string(ProbeOutcome o);
 
 }  // namespace gym::orchestrator

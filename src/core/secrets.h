@@ -1,0 +1,22 @@
+#pragma once
+// Secrets in a config (API keys, tokens, passwords) masked wherever a config is shown: `gym
+// config show`, the head server's /global_config_dict_yaml, logs. Servers that need a key get
+// the unmasked config through their environment (NEMO_GYM_CONFIG_DICT), never over HTTP.
+#include <boost/json/object.hpp>
+
+#include <string_view>
+
+namespace gym::core {
+
+inline constexpr std::string_view kMaskedSecret = "****";  // upstream's mask
+
+// Whether a key names a secret: *api_key, *_token, token, *access_key, authorization, *secret*,
+// *password* (case-insensitive, '-' read as '_'), e.g. policy_api_key, hf_token, api-key.
+// Keys that only count tokens (max_output_tokens, return_token_id_information) are not secrets.
+bool is_secret_key(std::string_view key);
+
+// A copy of `cfg` with every non-empty string (or list of strings) under a secret key replaced by
+// kMaskedSecret, at any depth.
+boost::json::object masked_secrets(const boost::json::object& cfg);
+
+}  // namespace gym::core

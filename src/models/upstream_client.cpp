@@ -1,0 +1,107 @@
+#include "models/upstream_client.h"
+
+#include "core/json_text.h"
+
+#include <boost/json.hpp>
+
+namespace gym::models {
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t kBodyInMessage = 1000;  // enough for any endpoint's error text
+
+std::string masked(std::string text, const std::string& secret) {
+  if (secret.size() < 4) return text;  // too short to tell from ordinary text
+  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
+    text.replace(at, secret.size(), "***");
+  return text;
+}
+
+bool mentions_context_length(std::string_view body) {
+  return body.find("context length") != std::string_view::npos ||
+         body.find("context_length") != std::string_view::npos ||
+         body.find("maximum context") != std::string_view::npos ||
+         body.find("max_tokens") != std::string_view::npos;
+}
+
+std::string hint(int status, std::string_view body) {
+  if (status == 401 || status == 403)
+    return "the endpoint rejected the API key: check policy_api_key (--model-api-key)";
+  if (status == 404)
+    return "the endpoint does not know this model or path: check policy_model_name (--model) "
+           "and policy_base_url (--model-url; OpenAI-compatible base URLs usually end in /v1)";
+  if (status == 400 && mentions_context_length(body))
+    return "the conversation does not fit the model's context window: lower max_output_tokens "
+           "or shorten the input";
+  if (status == 429 || status >= 500)
+    return "retried until global_http_retry_budget_seconds ran out; the endpoint is overloaded "
+           "or down";
+  return {};
+}
+
+}  // namespace
+
+asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client,
+                                                        const UpstreamEndpoint& endpoint,
+                                                        std::string_view path,
+                                                        const json::value& body) {
+  http::ClientRequest req;
+  req.url = endpoint.url(path);
+  req.body = core::render_json(body);
+  req.headers = endpoint.headers;
+  req.kind = http::CallKind::external;
+  try {
+    co_return co_await client.request(std::move(req));
+  } catch (const http::RequestError& e) {
+    throw UpstreamError("model endpoint " + endpoint.url(path) +
+                            " gave no answer: " + masked(e.what(), endpoint.secret),
+                        0, "");
+  }
+}
+
+asio::awaitable<json::object> post_upstream(http::HttpClient& client,
+                                            const UpstreamEndpoint& endpoint,
+                                            std::string_view path, const json::value& body) {
+  auto answer = co_await post_upstream_raw(client, endpoint, path, body);
+  const std::string url = endpoint.url(path);
+  if (answer.status < 200 || answer.status > 299) {
+    std::string text = masked(std::move(answer.body), endpoint.secret);
+    std::string message = "model endpoint " + url + " answered HTTP " +
+                          std::to_string(answer.status) + ": " + text.substr(0, kBodyInMessage);
+    if (auto h = hint(answer.status, text); !h.empty()) message += " (" + h + ")";
+    throw UpstreamError(std::move(message), answer.status, std::move(text));
+  }
+  boost::system::error_code ec;
+  json::value v = core::parse_json(answer.body, ec);
+  if (ec || !v.is_object())
+    throw UpstreamError("model endpoint " + url + " answered HTTP " +
+                            std::to_string(answer.status) +
+                            " with a body that is not a JSON object: " +
+                            masked(answer.body.substr(0, kBodyInMessage), endpoint.secret),
+                        answer.status, "");
+  co_return std::move(v.get_object());
+}
+
+http::Response upstream_failure(const UpstreamError& e) {
+  const int status = e.status() >= 400 && e.status() < 500 ? e.status() : 502;
+  return http::Response::json(json::string(e.what()), status);
+}
+
+std::vector<http::Header> endpoint_headers(const std::string& api_key,
+                                           const json::value* default_headers,
+                                           const std::string& key_header) {
+  std::vector<http::Header> headers;
+  if (default_headers && default_headers->is_object())
+    for (const auto& [k, v] : default_headers->get_object())
+      headers.push_back({std::string(k), v.is_string() ? std::string(v.get_string())
+                                                       : core::render_json(v)});
+  if (key_header == "Authorization")
+    headers.push_back({"Authorization", "Bearer " + api_key});
+  else
+    headers.push_back({key_header, api_key});
+  return headers;
+}
+
+}  // namespace gym::models

@@ -1,0 +1,66 @@
+#pragma once
+// The calls a live model server makes to its OpenAI-compatible endpoint (vLLM, OpenAI, Azure, a
+// gateway): JSON POSTs through the process's HTTP client as external calls (429/5xx retried
+// within the retry budget, runtime.md 8.3), and the answer a failed call gives our caller. The
+// API key travels only in the request headers: it is never part of a message.
+#include "http/client.h"
+#include "http/message.h"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gym::models {
+
+struct UpstreamEndpoint {
+  std::string base_url;              // e.g. https://api.openai.com/v1 (no trailing slash)
+  std::string query;                 // appended to every URL, e.g. "?api-version=2024-10-21"
+  std::vector<http::Header> headers;  // authentication and the configured default headers
+  std::string secret;                // the API key, masked if an endpoint echoes it back
+
+  std::string url(std::string_view path) const { return base_url + std::string(path) + query; }
+};
+
+// An endpoint's final non-2xx answer, or no answer at all (status 0). what() says which URL,
+// what it answered and what to check, without the key.
+class UpstreamError : public std::runtime_error {
+ public:
+  UpstreamError(std::string message, int status, std::string body)
+      : std::runtime_error(std::move(message)), status_(status), body_(std::move(body)) {}
+  int status() const { return status_; }        // 0: no response (refused, timeout, budget)
+  const std::string& body() const { return body_; }  // the endpoint's body, key masked
+
+ private:
+  int status_;
+  std::string body_;
+};
+
+// POST `body` to endpoint.url(path) and return the answer's JSON object. Throws UpstreamError.
+boost::asio::awaitable<boost::json::object> post_upstream(http::HttpClient& client,
+                                                          const UpstreamEndpoint& endpoint,
+                                                          std::string_view path,
+                                                          const boost::json::value& body);
+
+// The same call, answering with the endpoint's raw body and status (forwarded routes).
+boost::asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client,
+                                                               const UpstreamEndpoint& endpoint,
+                                                               std::string_view path,
+                                                               const boost::json::value& body);
+
+// What our route answers when the endpoint failed: the endpoint's 4xx status (so an OpenAI
+// client sees the same error class), 502 for 5xx and for no answer; a JSON string body
+// naming the URL and status, with the hint for the common mistakes (bad key, unknown model,
+// context too long).
+http::Response upstream_failure(const UpstreamError& e);
+
+// The headers of one endpoint: `Authorization: Bearer <key>` (or `<key_header>: <key>`) and
+// the default headers of the config.
+std::vector<http::Header> endpoint_headers(const std::string& api_key,
+                                           const boost::json::value* default_headers,
+                                           const std::string& key_header = "Authorization");
+
+}  // namespace gym::models

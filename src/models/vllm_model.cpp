@@ -1,0 +1,424 @@
+#include "models/vllm_model.h"
+
+#include "core/json_text.h"
+#include "models/instance_keys.h"
+#include "models/upstream_client.h"
+#include "servers/model_server.h"
+#include "servers/responses_api.h"
+
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+#include <boost/json.hpp>
+
+#include <ctime>
+#include <memory>
+
+namespace gym::models {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using http::Request;
+using http::Response;
+
+namespace {
+
+constexpr std::string_view kUrlHow = "--model-url or ++policy_base_url=<url>";
+
+// Upstream keys gym-cpp leaves out, and why (a startup error when set).
+constexpr std::pair<std::string_view, std::string_view> kUnsupported[] = {
+    {"audio_root", "audio inputs are not implemented"},
+    {"use_completions_api", "the Completions API path is not implemented; use Chat Completions"},
+    {"render_chat_template", "client-side chat templates need a tokenizer, which gym-cpp does "
+                             "not load"},
+    {"tokenizer", "gym-cpp does not load tokenizers"},
+};
+
+json::object copy_or_empty(const json::object* o) { return o ? *o : json::object(); }
+
+// A metadata value that upstream reads as JSON text (metadata values are strings).
+json::object metadata_json(const json::object& metadata, std::string_view key) {
+  const auto* v = metadata.if_contains(key);
+  if (!v || v->is_null() || (v->is_string() && v->get_string().empty())) return {};
+  if (!v->is_string())
+    throw ConversionError("metadata." + std::string(key) + " must be a JSON object as a string");
+  boost::system::error_code ec;
+  json::value parsed = core::parse_json(v->get_string(), ec);
+  if (ec || !parsed.is_object())
+    throw ConversionError("metadata." + std::string(key) + " is not a JSON object: " +
+                          std::string(v->get_string()));
+  return std::move(parsed.get_object());
+}
+
+// A chat.completion with one empty assistant message (upstream's answer for a prompt that no
+// longer fits: finish_reason "length").
+json::object empty_completion(const std::string& model, std::string_view finish_reason) {
+  json::object message{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", nullptr}};
+  json::object choice{{"index", 0}, {"finish_reason", finish_reason}, {"message", message}};
+  return json::object{{"id", "chtcmpl-123"},
+                      {"object", "chat.completion"},
+                      {"created", static_cast<std::int64_t>(std::time(nullptr))},
+                      {"model", model},
+                      {"choices", json::array{choice}}};
+}
+
+// Reasoning moved out of assistant history: upstream strips <think> text from assistant
+// content when the engine parses reasoning, and passes it back as reasoning_content when the
+// model interleaves reasoning with tool calls.
+void move_reasoning_out_of_history(json::array& messages, bool interleaved) {
+  for (auto& mv : messages) {
+    auto* m = mv.if_object();
+    if (!m || !m->contains("content")) continue;
+    const auto* role = m->if_contains("role");
+    if (!role || !role->is_string() || role->get_string() != "assistant") continue;
+    auto& content = m->at("content");
+    std::optional<std::string> reasoning;
+    if (content.is_string()) {
+      auto split = split_think_tags(content.get_string());
+      content = json::string(split.rest);
+      if (!split.reasoning.empty()) reasoning = split.reasoning.front();
+    } else if (auto* parts = content.if_array()) {
+      for (auto& p : *parts) {
+        auto* po = p.if_object();
+        const auto* text = po ? po->if_contains("text") : nullptr;
+        if (!text || !text->is_string()) continue;
+        auto split = split_think_tags(text->get_string());
+        if (!split.reasoning.empty() && reasoning)
+          throw ConversionError("an assistant message has reasoning in more than one part");
+        po->at("text") = json::string(split.rest);
+        if (!split.reasoning.empty()) reasoning = split.reasoning.front();
+      }
+    }
+    if (reasoning && interleaved) {
+      (*m)["reasoning_content"] = *reasoning;
+      (*m)["reasoning"] = *reasoning;
+    }
+  }
+}
+
+// "token_id:<n>" tokens and their logprobs from choice.logprobs.content (vLLM with
+// return_tokens_as_token_ids).
+std::pair<json::array, json::array> logprob_tokens(const json::object& choice) {
+  const auto* block = choice.if_contains("logprobs");
+  const auto* content = block && block->is_object() ? block->get_object().if_contains("content")
+                                                    : nullptr;
+  if (!content || !content->is_array())
+    throw ConversionError(
+        "return_token_id_information asks the endpoint for per-token logprobs (logprobs=true, "
+        "top_logprobs=0, return_tokens_as_token_ids=true) but the answer had none: is it vLLM?");
+  json::array ids, logprobs;
+  std::size_t i = 0;
+  for (const auto& entry : content->get_array()) {
+    const auto* e = entry.if_object();
+    const std::string where = "choice.logprobs.content[" + std::to_string(i++) + "]";
+    const auto* token = e ? e->if_contains("token") : nullptr;
+    constexpr std::string_view kPrefix = "token_id:";
+    if (!token || !token->is_string() || !token->get_string().starts_with(kPrefix))
+      throw ConversionError(where + ".token must use the `token_id:<int>` format");
+    std::string_view digits = std::string_view(token->get_string()).substr(kPrefix.size());
+    std::int64_t id = 0;
+    try {
+      std::size_t used = 0;
+      id = std::stoll(std::string(digits), &used);
+      if (used != digits.size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw ConversionError(where + ".token must use the `token_id:<int>` format");
+    }
+    const auto* lp = e->if_contains("logprob");
+    if (!lp || !lp->is_number() || lp->is_bool())
+      throw ConversionError(where + ".logprob must be numeric");
+    ids.push_back(id);
+    logprobs.push_back(lp->to_number<double>());
+  }
+  return {std::move(ids), std::move(logprobs)};
+}
+
+struct VllmServer {
+  servers::ServerContext& ctx;
+  VllmModelConfig config;
+  std::vector<UpstreamEndpoint> endpoints;
+
+  const UpstreamEndpoint& endpoint_of(const Request& req) const {
+    return endpoints[endpoint_for_session(req.session_id, endpoints.size())];
+  }
+
+  // POST /chat/completions of the session's endpoint, then the answer as upstream shapes it.
+  asio::awaitable<json::object> chat(const Request& req, json::object body) {
+    body = vllm_chat_body(config, std::move(body));
+    if (!config.sequential_reasoning_allowed) {
+      const auto& messages = body.at("messages").as_array();
+      if (!messages.empty()) {
+        const auto& last = messages.back().as_object();
+        const auto* content = last.if_contains("content");
+        const bool empty_content =
+            !content || content->is_null() ||
+            (content->is_string() && content->get_string().empty());
+        if (last.contains("role") && last.at("role") == "assistant" && empty_content &&
+            !last.contains("tool_calls"))
+          co_return empty_completion(config.model, "content_filter");
+      }
+    }
+    const auto& endpoint = endpoint_of(req);
+    json::object completion;
+    try {
+      completion = co_await post_upstream(*ctx.client, endpoint, "/chat/completions", body);
+    } catch (const UpstreamError& e) {
+      // vLLM says 400 when the prompt no longer fits: the turn ends as cut off, like upstream.
+      if (e.status() == 400 && (e.body().find("context length") != std::string::npos ||
+                                e.body().find("max_tokens") != std::string::npos))
+        co_return empty_completion(config.model, "length");
+      throw;
+    }
+    co_await shape_answer(endpoint, body, completion);
+    co_return completion;
+  }
+
+  asio::awaitable<void> shape_answer(const UpstreamEndpoint& endpoint, const json::object& body,
+                                     json::object& completion) {
+    auto* choices = completion.if_contains("choices");
+    if (!choices || !choices->is_array() || choices->get_array().empty() ||
+        !choices->get_array()[0].is_object())
+      throw UpstreamError("model endpoint " + endpoint.url("/chat/completions") +
+                              " answered without choices",
+                          200, "");
+    auto& choice = choices->get_array()[0].get_object();
+    auto* mv = choice.if_contains("message");
+    if (!mv || !mv->is_object())
+      throw UpstreamError("model endpoint " + endpoint.url("/chat/completions") +
+                              " answered a choice without a message",
+                          200, "");
+    auto& message = mv->get_object();
+    auto text_of = [&](std::string_view key) -> std::string {
+      const auto* v = message.if_contains(key);
+      return v && v->is_string() ? std::string(v->get_string()) : std::string();
+    };
+    std::string reasoning = text_of("reasoning_content");
+    if (reasoning.empty()) reasoning = text_of("reasoning");
+    if (config.uses_reasoning_parser) {
+      if (!reasoning.empty()) {
+        message.erase("reasoning_content");
+        message.erase("reasoning");
+        message["content"] = wrap_in_think_tags({reasoning}) + text_of("content");
+      }
+    } else if (!reasoning.empty()) {
+      throw UpstreamError(
+          "model endpoint " + endpoint.url("/chat/completions") +
+              " answered with reasoning_content, but this server is configured with "
+              "uses_reasoning_parser: false; start vLLM without a reasoning parser or set "
+              "uses_reasoning_parser: true",
+          200, "");
+    }
+    if (config.return_token_id_information)
+      co_await attach_token_ids(endpoint, body, completion, choice, message);
+  }
+
+  asio::awaitable<void> attach_token_ids(const UpstreamEndpoint& endpoint, const json::object& body,
+                                         json::object& completion, json::object& choice,
+                                         json::object& message) {
+    const bool message_has_ids = message.contains("prompt_token_ids") ||
+                                 message.contains("generation_token_ids") ||
+                                 message.contains("generation_log_probs");
+    const auto* prompt = completion.if_contains("prompt_token_ids");
+    const auto* generated = choice.if_contains("token_ids");
+    const bool prompt_present = prompt && !prompt->is_null();
+    const bool generated_present = generated && !generated->is_null();
+    if (prompt_present != generated_present)
+      throw ConversionError(std::string("the endpoint returned partial token ids; missing ") +
+                            (prompt_present ? "choice.token_ids" : "prompt_token_ids"));
+    if (!message_has_ids) {
+      auto [ids, logprobs] = logprob_tokens(choice);
+      json::value prompt_ids;
+      if (prompt_present) {
+        if (generated->as_array() != ids)
+          throw ConversionError("the endpoint's token_ids disagree with its logprob tokens");
+        prompt_ids = *prompt;
+      } else {
+        json::object tokenize;
+        for (auto key : {"model", "messages", "tools", "chat_template_kwargs",
+                         "mm_processor_kwargs", "required_prefix_token_ids"})
+          if (const auto* v = body.if_contains(key)) tokenize[key] = *v;
+        UpstreamEndpoint root = endpoint;
+        if (root.base_url.ends_with("/v1")) root.base_url.resize(root.base_url.size() - 3);
+        auto answer = co_await post_upstream(*ctx.client, root, "/tokenize", tokenize);
+        const auto* tokens = answer.if_contains("tokens");
+        if (!tokens || !tokens->is_array())
+          throw ConversionError("the endpoint's /tokenize answer has no `tokens` list");
+        prompt_ids = *tokens;
+      }
+      if (ids.size() != logprobs.size())
+        throw ConversionError("generation token ids and logprobs differ in length");
+      message["prompt_token_ids"] = std::move(prompt_ids);
+      message["generation_token_ids"] = std::move(ids);
+      message["generation_log_probs"] = std::move(logprobs);
+      choice.erase("logprobs");
+    }
+    completion.erase("prompt_token_ids");
+    choice.erase("token_ids");
+  }
+
+  asio::awaitable<Response> responses(Request& req, json::object& params) {
+    try {
+      if (config.is_responses_native) co_return co_await responses_native(req, params);
+      auto chat_params = responses_to_chat_params(params, config.conversion());
+      auto completion = co_await chat(req, std::move(chat_params));
+      params["model"] = config.model;
+      co_return Response::json(
+          chat_completion_to_response(params, completion, config.conversion()));
+    } catch (const ConversionError& e) {
+      co_return Response::json(json::string(std::string("vllm_model: ") + e.what()), 400);
+    } catch (const UpstreamError& e) {
+      co_return upstream_failure(e);
+    }
+  }
+
+  asio::awaitable<Response> responses_native(Request& req, json::object& params) {
+    json::object body = config.extra_body;
+    for (const auto& [k, v] : params) body[k] = v;
+    body["model"] = config.model;
+    if (!config.chat_template_kwargs.empty())
+      body["chat_template_kwargs"] = config.chat_template_kwargs;
+    for (const auto& [k, v] : config.sampling_overrides) body[k] = v;
+    const auto& endpoint = endpoint_of(req);
+    auto answer = co_await post_upstream(*ctx.client, endpoint, "/responses", body);
+    if (auto problem = servers::response_problem(answer))
+      throw UpstreamError("model endpoint " + endpoint.url("/responses") +
+                              " answered with something that is not a Response: " + *problem,
+                          200, "");
+    co_return Response::json(answer);
+  }
+
+  asio::awaitable<Response> chat_completions(Request& req, json::value& body) {
+    try {
+      auto* o = body.if_object();
+      if (!o || !o->contains("messages") || !o->at("messages").is_array())
+        co_return Response::detail(
+            422, json::array{json::object{{"type", "missing"},
+                                          {"loc", json::array{"body", "messages"}},
+                                          {"msg", "Field required"},
+                                          {"input", body}}});
+      co_return Response::json(co_await chat(req, std::move(*o)));
+    } catch (const ConversionError& e) {
+      co_return Response::json(json::string(std::string("vllm_model: ") + e.what()), 400);
+    } catch (const UpstreamError& e) {
+      co_return upstream_failure(e);
+    }
+  }
+};
+
+}  // namespace
+
+VllmModelConfig read_vllm_model_config(const core::ServerInstance& instance) {
+  InstanceKeys keys(instance);
+  for (const auto& [name, why] : kUnsupported) keys.reject_unsupported(name, why);
+  VllmModelConfig c;
+  for (auto& url : keys.required_strings("base_url", kUrlHow))
+    c.base_urls.push_back(checked_base_url(std::move(url), keys.key("base_url")));
+  c.api_key = keys.required_string("api_key", "--model-api-key or ++policy_api_key=<key>");
+  c.model = keys.required_string("model", "--model or ++policy_model_name=<name>");
+  c.return_token_id_information = keys.flag("return_token_id_information", false);
+  c.request_prompt_and_generation_token_ids =
+      keys.flag("request_prompt_and_generation_token_ids", false);
+  c.uses_reasoning_parser = keys.flag("uses_reasoning_parser", true);
+  c.uses_interleaved_reasoning = keys.flag("uses_interleaved_reasoning", true);
+  c.preserve_reasoning_in_assistant_content =
+      keys.flag("preserve_reasoning_in_assistant_content", false);
+  c.replace_developer_role_with_system = keys.flag("replace_developer_role_with_system", false);
+  c.sequential_reasoning_allowed = keys.flag("sequential_reasoning_allowed", true);
+  c.is_responses_native = keys.flag("is_responses_native", false);
+  c.chat_template_kwargs = copy_or_empty(keys.mapping("chat_template_kwargs"));
+  c.sampling_overrides = copy_or_empty(keys.mapping("sampling_overrides"));
+  c.extra_body = copy_or_empty(keys.mapping("extra_body"));
+  if (const auto* headers = keys.mapping("default_headers")) c.default_headers = *headers;
+  if (c.is_responses_native) {
+    // Upstream raises NotImplementedError on the first request; here it is a startup error.
+    for (auto [name, set] : {std::pair{"return_token_id_information", c.return_token_id_information},
+                             std::pair{"replace_developer_role_with_system",
+                                       c.replace_developer_role_with_system},
+                             std::pair{"sequential_reasoning_allowed",
+                                       !c.sequential_reasoning_allowed}})
+      if (set)
+        throw core::ConfigError("config error: " + keys.key(name) +
+                                " does not work with is_responses_native: true (as upstream)");
+  }
+  return c;
+}
+
+json::object vllm_chat_body(const VllmModelConfig& config, json::object body) {
+  if (config.replace_developer_role_with_system)
+    if (auto* messages = body.if_contains("messages"); messages && messages->is_array())
+      for (auto& m : messages->get_array())
+        if (auto* mo = m.if_object(); mo && mo->contains("role") && mo->at("role") == "developer")
+          (*mo)["role"] = "system";
+  body["model"] = config.model;
+
+  json::object metadata;
+  if (const auto* md = body.if_contains("metadata"); md && md->is_object())
+    metadata = md->get_object();
+  json::object template_kwargs = config.chat_template_kwargs;
+  for (auto& [k, v] : metadata_json(metadata, "chat_template_kwargs")) template_kwargs[k] = v;
+  if (!template_kwargs.empty()) body["chat_template_kwargs"] = std::move(template_kwargs);
+  json::object extra = config.extra_body;
+  for (auto& [k, v] : metadata_json(metadata, "extra_body")) extra[k] = v;
+
+  for (auto key : {"audio_data", "audio_path", "audio_paths"})
+    if (const auto* v = metadata.if_contains(key); v && !v->is_null())
+      throw ConversionError(std::string("metadata.") + key +
+                            ": audio inputs are not supported by gym-cpp's vllm_model");
+
+  if (config.return_token_id_information) {
+    body["logprobs"] = true;
+    body["top_logprobs"] = 0;
+    body["return_tokens_as_token_ids"] = true;
+    if (config.request_prompt_and_generation_token_ids) body["return_token_ids"] = true;
+  }
+  if (config.uses_reasoning_parser && !config.preserve_reasoning_in_assistant_content)
+    if (auto* messages = body.if_contains("messages"); messages && messages->is_array())
+      move_reasoning_out_of_history(messages->get_array(), config.uses_interleaved_reasoning);
+  if (const auto* top = body.if_contains("top_logprobs"); top && top->is_null())
+    body.erase("top_logprobs");
+  // extra_body fills in what the request does not set; the request wins.
+  for (auto& [k, v] : extra)
+    if (!body.contains(k)) body[k] = v;
+  // Pinned sampling wins over everything (on-policy training).
+  for (const auto& [k, v] : config.sampling_overrides) body[k] = v;
+  if (config.return_token_id_information)
+    if (const auto* n = body.if_contains("n"); n && !n->is_null() && !(n->is_int64() && n->get_int64() == 1))
+      throw ConversionError("return_token_id_information needs n=1 (one choice per request)");
+  return body;
+}
+
+std::size_t endpoint_for_session(std::string_view session_id, std::size_t n) {
+  if (n <= 1) return 0;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(session_id.data(), session_id.size(), digest, &size, EVP_sha256(), nullptr);
+  std::uint64_t head = 0;
+  for (int i = 0; i < 8; ++i) head = (head << 8) | digest[i];
+  return static_cast<std::size_t>(head % n);
+}
+
+void register_vllm_model(servers::Registry& registry) {
+  registry.add({
+      "responses_api_models",
+      "vllm_model",
+      "VLLMModel",
+      [](servers::ServerContext& ctx, http::Router& router) {
+        auto server = std::make_shared<VllmServer>(VllmServer{ctx, read_vllm_model_config(ctx.instance), {}});
+        for (const auto& url : server->config.base_urls)
+          server->endpoints.push_back(UpstreamEndpoint{
+              url, "", endpoint_headers(server->config.api_key, &server->config.default_headers),
+              server->config.api_key});
+        if (!server->config.sampling_overrides.empty())
+          spdlog::info("vllm_model: {} pins sampling on every request: {}", ctx.instance.name,
+                       core::render_json(server->config.sampling_overrides));
+        servers::ModelServerHandlers handlers;
+        handlers.responses = [server](Request& req, json::object& params) {
+          return server->responses(req, params);
+        };
+        handlers.chat_completions = [server](Request& req, json::value& body) {
+          return server->chat_completions(req, body);
+        };
+        servers::add_model_server_routes(router, std::move(handlers));
+      },
+  });
+}
+
+}  // namespace gym::models
