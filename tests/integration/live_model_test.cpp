@@ -7,6 +7,7 @@
 // must give back every recorded reward.
 #include "conformance_dir.h"
 #include "files.h"
+#include "npm_package.h"
 #include "orchestrator/ports.h"
 #include "process.h"
 #include "temp_dir.h"
@@ -63,8 +64,9 @@ class Deployment {
       : head_port_(gym::orchestrator::free_port()),
         log_(log),
         proc_({"/bin/sh", "-c",
-               "exec " + (env.empty() ? "" : "env " + env + " ") + gym_binary() + " env start " + args +
-                   " ++head_server.port=" + std::to_string(head_port_) + " >" + log + " 2>&1"}) {}
+               "exec " + (env.empty() ? "" : "env " + env + " ") + gym_binary() + " env start " +
+                   args + " ++head_server.port=" + std::to_string(head_port_) + " >" + log +
+                   " 2>&1"}) {}
   ~Deployment() {
     if (proc_.running()) {
       proc_.signal(SIGTERM);
@@ -144,8 +146,7 @@ const char* kWeatherRequest =
 TEST(VllmModel, ConvertsToChatCompletionsAndBack) {
   FakeEndpoint fake;
   TempDir tmp;
-  Deployment d("--config " + write_file(tmp, "m.yaml", vllm_config(fake.base())),
-               tmp.file("log"));
+  Deployment d("--config " + write_file(tmp, "m.yaml", vllm_config(fake.base())), tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const int port = d.port_of("policy_model");
   fake.script(R"([{"answer":{"id":"x","object":"chat.completion","created":1700000002,
@@ -191,7 +192,8 @@ TEST(VllmModel, ConvertsToChatCompletionsAndBack) {
   json::object turn2 = json::parse(kWeatherRequest).as_object();
   auto& input = turn2.at("input").as_array();
   for (const auto& item : out) input.push_back(item);
-  input.push_back(json::object{{"type", "function_call_output"}, {"call_id", "call_1"},
+  input.push_back(json::object{{"type", "function_call_output"},
+                               {"call_id", "call_1"},
                                {"output", "{\"weather\":\"sunny\"}"}});
   a = post_json(port, "/v1/responses", json::serialize(turn2), a.cookie);
   ASSERT_EQ(a.status, 200) << json::serialize(a.body);
@@ -216,8 +218,7 @@ TEST(VllmModel, ConvertsToChatCompletionsAndBack) {
 TEST(VllmModel, LengthFinishesAndContextOverflowsAreIncomplete) {
   FakeEndpoint fake;
   TempDir tmp;
-  Deployment d("--config " + write_file(tmp, "m.yaml", vllm_config(fake.base())),
-               tmp.file("log"));
+  Deployment d("--config " + write_file(tmp, "m.yaml", vllm_config(fake.base())), tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const int port = d.port_of("policy_model");
   fake.script(R"([{"answer":{"id":"x","object":"chat.completion","created":1,"model":"m",
@@ -236,11 +237,13 @@ TEST(VllmModel, LengthFinishesAndContextOverflowsAreIncomplete) {
 TEST(VllmModel, TokenIdsForTraining) {
   FakeEndpoint fake;
   TempDir tmp;
-  Deployment d("--config " + write_file(tmp, "m.yaml",
-                                        vllm_config(fake.base()) +
-                                            "      request_prompt_and_generation_token_ids: false\n") +
-                   " ++policy_model.responses_api_models.vllm_model.return_token_id_information=true",
-               tmp.file("log"));
+  Deployment d(
+      "--config " +
+          write_file(
+              tmp, "m.yaml",
+              vllm_config(fake.base()) + "      request_prompt_and_generation_token_ids: false\n") +
+          " ++policy_model.responses_api_models.vllm_model.return_token_id_information=true",
+      tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const int port = d.port_of("policy_model");
   auto a = post_json(port, "/v1/responses", R"({"input":"hi"})");
@@ -271,9 +274,10 @@ TEST(VllmModel, TokenIdsForTraining) {
 TEST(VllmModel, SessionsStickToOneBaseUrlAndSpreadOverAll) {
   FakeEndpoint a_fake, b_fake;
   TempDir tmp;
-  Deployment d("--config " + write_file(tmp, "m.yaml",
-                                        vllm_config("[" + a_fake.base() + ", " + b_fake.base() + "]")),
-               tmp.file("log"));
+  Deployment d(
+      "--config " +
+          write_file(tmp, "m.yaml", vllm_config("[" + a_fake.base() + ", " + b_fake.base() + "]")),
+      tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const int port = d.port_of("policy_model");
   for (int session = 0; session < 16; ++session) {
@@ -335,19 +339,21 @@ TEST(VllmModel, RetriesRateLimitsAndNamesWhatFailed) {
 TEST(OpenAIModel, ForwardsResponsesAndChatWithTheConfiguredModel) {
   FakeEndpoint fake;
   TempDir tmp;
-  Deployment d("--config " + write_file(tmp, "m.yaml",
-                                        "policy_model:\n  responses_api_models:\n    openai_model:\n"
-                                        "      openai_base_url: " + fake.base() +
-                                            "\n      openai_api_key: " + kSecret +
-                                            "\n      openai_model: gpt-test\n"
-                                            "      openai_default_headers: {X-Team: rl}\n"
-                                            "      extra_body: {store: false}\n"
-                                            "      drop_input_reasoning_items: true\n"),
-               tmp.file("log"));
+  Deployment d(
+      "--config " + write_file(tmp, "m.yaml",
+                               "policy_model:\n  responses_api_models:\n    openai_model:\n"
+                               "      openai_base_url: " +
+                                   fake.base() + "\n      openai_api_key: " + kSecret +
+                                   "\n      openai_model: gpt-test\n"
+                                   "      openai_default_headers: {X-Team: rl}\n"
+                                   "      extra_body: {store: false}\n"
+                                   "      drop_input_reasoning_items: true\n"),
+      tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const int port = d.port_of("policy_model");
-  auto a = post_json(port, "/v1/responses",
-                     R"({"input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"rs_1","summary":[]},
+  auto a = post_json(
+      port, "/v1/responses",
+      R"({"input":[{"role":"user","content":"hi"},{"type":"reasoning","id":"rs_1","summary":[]},
                         {"role":"user","content":"again"}],"model":"ignored"})");
   ASSERT_EQ(a.status, 200) << json::serialize(a.body);
   EXPECT_EQ(a.body.at("output").at(0).at("content").at(0).at("text"), "Hello");
@@ -370,7 +376,8 @@ TEST(AzureOpenAIModel, UsesAzureUrlsApiVersionAndApiKeyHeader) {
   const std::string endpoint = "http://127.0.0.1:" + std::to_string(fake.port);
   Deployment d("--model-type azure_openai_model --model-url " + endpoint + " --model my-deploy" +
                    " --model-api-key " + kSecret +
-                   " ++policy_model.responses_api_models.azure_openai_model.default_query.api-version=2024-10-21",
+                   " ++policy_model.responses_api_models.azure_openai_model.default_query.api-"
+                   "version=2024-10-21",
                tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const int port = d.port_of("policy_model");
@@ -392,11 +399,12 @@ TEST(LiveModelConfig, MissingApiVersionAndUnsupportedKeysAreStartupErrors) {
                                   "http://127.0.0.1:9 --model d --model-api-key k 2>&1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("api-version"), std::string::npos) << r.output;
-  Deployment d("--config " + write_file(tmp, "m.yaml",
-                                        vllm_config("http://127.0.0.1:9/v1") +
-                                            "      use_completions_api: true\n") +
-                   " ++model_endpoint_readiness_timeout_seconds=0",
-               tmp.file("log"));
+  Deployment d(
+      "--config " +
+          write_file(tmp, "m.yaml",
+                     vllm_config("http://127.0.0.1:9/v1") + "      use_completions_api: true\n") +
+          " ++model_endpoint_readiness_timeout_seconds=0",
+      tmp.file("log"));
   EXPECT_FALSE(d.ready());
   EXPECT_NE(d.output().find("vllm_model.use_completions_api is not supported"), std::string::npos)
       << d.output();
@@ -422,8 +430,8 @@ TEST(LiveModelSecrets, TheKeyIsMaskedInConfigShowStatusAndTheHeadServer) {
   EXPECT_EQ(show.output.find("hf_abcdef123456"), std::string::npos) << show.output;
   EXPECT_NE(show.output.find("api_key: \"****\""), std::string::npos) << show.output;
 
-  Deployment d("--model-type vllm_model --model-url " + fake.base() + " --model m --model-api-key " +
-                   kSecret,
+  Deployment d("--model-type vllm_model --model-url " + fake.base() +
+                   " --model m --model-api-key " + kSecret,
                tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   const auto yaml = d.head_get("/global_config_dict_yaml");
@@ -441,6 +449,13 @@ TEST(LiveModelSecrets, TheKeyIsMaskedInConfigShowStatusAndTheHeadServer) {
 
 namespace {
 
+std::string node_path() {
+  std::string why;
+  auto node = gym::test::node_binary(&why);
+  EXPECT_FALSE(node.empty()) << why;
+  return node;
+}
+
 // The fake endpoint behind an https front (Node's TLS server) with a certificate of the test PKI.
 struct HttpsFake {
   FakeEndpoint fake;
@@ -448,8 +463,9 @@ struct HttpsFake {
   int port = 0;
   HttpsFake(const std::string& key, const std::string& cert) {
     front = std::make_unique<ChildProcess>(std::vector<std::string>{
-        GYM_NODE, std::string(GYM_SOURCE_ROOT) + "/tests/integration/openai_client/https_proxy.js",
-        key, cert, std::to_string(fake.port)});
+        node_path(),
+        std::string(GYM_SOURCE_ROOT) + "/tests/integration/openai_client/https_proxy.js", key, cert,
+        std::to_string(fake.port)});
     port = front->wait_port();
   }
   std::string base() const { return "https://localhost:" + std::to_string(port) + "/v1"; }
@@ -477,7 +493,70 @@ TEST(VllmModelHttps, TalksTlsToTheEndpointAndRefusesAnUntrustedCertificate) {
                tmp.file("log2"), "SSL_CERT_FILE=" + pki.other_ca);
   EXPECT_FALSE(d.ready());
   EXPECT_EQ(d.proc().wait_exit(), 2);
-  EXPECT_NE(d.output().find("TLS handshake with localhost:" + std::to_string(https.port) + " failed"),
-            std::string::npos)
+  EXPECT_NE(
+      d.output().find("TLS handshake with localhost:" + std::to_string(https.port) + " failed"),
+      std::string::npos)
       << d.output();
+}
+
+TEST(OpenAIClient, TheOfficialClientParsesOurResponsesAndChatCompletionsWithTokenIds) {
+  std::string why;
+  const auto node = gym::test::node_binary(&why);
+  ASSERT_FALSE(node.empty()) << why;
+  const auto modules =
+      gym::test::npm_install({"openai_node", "openai@6", "openai/package.json"}, &why);
+  ASSERT_FALSE(modules.empty()) << why;
+  FakeEndpoint fake;
+  TempDir tmp;
+  Deployment d(
+      "--config " + write_file(tmp, "m.yaml", vllm_config(fake.base())) +
+          " ++policy_model.responses_api_models.vllm_model.return_token_id_information=true",
+      tmp.file("log"));
+  ASSERT_TRUE(d.ready()) << d.output();
+  const std::string base = "http://127.0.0.1:" + std::to_string(d.port_of("policy_model")) + "/v1";
+  auto r = gym::test::run_command("'" + node + "' '" + std::string(GYM_SOURCE_ROOT) +
+                                  "/tests/integration/openai_client/client.js' '" + modules + "' " +
+                                  base + " both");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto newline = r.output.find('\n');
+  ASSERT_NE(newline, std::string::npos) << r.output;
+  auto responses = json::parse(r.output.substr(0, newline)).as_object();
+  auto chat = json::parse(r.output.substr(newline + 1)).as_object();
+  EXPECT_EQ(responses.at("ok"), true) << r.output;
+  EXPECT_EQ(responses.at("status"), "completed");
+  EXPECT_EQ(responses.at("output_text"), "Hello");
+  const auto& last = responses.at("output").as_array().back().as_object();
+  EXPECT_EQ(json::serialize(last.at("generation_token_ids")), "[101,102,103]") << r.output;
+  EXPECT_EQ(json::serialize(last.at("prompt_token_ids")), "[1,2,3,4]");
+  EXPECT_EQ(chat.at("ok"), true) << r.output;
+  EXPECT_EQ(chat.at("content"), "Hello");
+  const auto& message = chat.at("choices").at(0).at("message").as_object();
+  EXPECT_EQ(json::serialize(message.at("generation_token_ids")), "[101,102,103]") << r.output;
+  EXPECT_EQ(message.at("generation_log_probs").as_array().size(), 3u);
+}
+
+TEST(LiveModelCollection, AFailingEndpointBecomesFailureRowsNamingItsUrlAndStatus) {
+  FakeEndpoint fake;
+  fake.script(R"([{"status":401,"times":1000,"body":{"error":{"message":"Incorrect API key"}}}])");
+  TempDir tmp;
+  const auto input = write_file(tmp, "in.jsonl",
+                                "{\"responses_create_params\":{\"input\":\"Weather in Oslo?\"}}\n"
+                                "{\"responses_create_params\":{\"input\":\"Weather in Rome?\"}}\n");
+  const auto out = tmp.file("out.jsonl");
+  auto r = gym::test::run_command(
+      gym_binary() +
+      " eval run --resources-server example_single_tool_call --model-type vllm_model" +
+      " --model-url " + fake.base() + " --model fake-model --model-api-key " + kSecret +
+      " --agent example_single_tool_call_simple_agent --input " + input + " --output " + out +
+      " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) + " 2>&1");
+  EXPECT_EQ(r.code, 3) << r.output;
+  const auto failures = read_jsonl(tmp.file("out_failures.jsonl"));
+  ASSERT_EQ(failures.size(), 2u) << r.output;
+  for (const auto& row : failures) {
+    const auto text = json::serialize(row);
+    EXPECT_NE(text.find(fake.base() + "/chat/completions"), std::string::npos) << text;
+    EXPECT_NE(text.find("HTTP 401"), std::string::npos) << text;
+    EXPECT_EQ(text.find(kSecret), std::string::npos) << text;
+  }
+  EXPECT_EQ(r.output.find(kSecret), std::string::npos) << r.output;
 }

@@ -141,8 +141,10 @@ json::object chat_answer(const json::object& request, std::string content) {
 
 json::object responses_answer(const json::object& request) {
   json::object part{{"annotations", json::array{}}, {"text", "Hello"}, {"type", "output_text"}};
-  json::object message{{"id", "msg_fake"},         {"content", json::array{part}},
-                       {"role", "assistant"},      {"status", "completed"},
+  json::object message{{"id", "msg_fake"},
+                       {"content", json::array{part}},
+                       {"role", "assistant"},
+                       {"status", "completed"},
                        {"type", "message"}};
   return json::object{{"id", "resp_fake"},
                       {"created_at", 1700000000.0},
@@ -169,11 +171,11 @@ void remember(const Request& req, const json::value& body) {
     headers[name] = h.value;
   }
   const auto q = req.target.find('?');
-  fake().received.push_back(json::object{
-      {"path", req.path},
-      {"query", q == std::string::npos ? std::string() : req.target.substr(q + 1)},
-      {"headers", std::move(headers)},
-      {"body", body}});
+  fake().received.push_back(
+      json::object{{"path", req.path},
+                   {"query", q == std::string::npos ? std::string() : req.target.substr(q + 1)},
+                   {"headers", std::move(headers)},
+                   {"body", body}});
 }
 
 // The next scripted step, if any.
@@ -203,10 +205,9 @@ asio::awaitable<Response> serve(Request& req, bool chat) {
     if (!step->content.empty()) co_return Response::json(chat_answer(request, step->content));
     if (!step->body.is_null()) co_return Response::json(step->body, step->status);
     if (step->status != 200)
-      co_return Response::json(
-          json::object{{"error", json::object{{"message", "scripted failure"},
-                                              {"code", step->status}}}},
-          step->status);
+      co_return Response::json(json::object{{"error", json::object{{"message", "scripted failure"},
+                                                                   {"code", step->status}}}},
+                               step->status);
   }
   if (!chat) co_return Response::json(responses_answer(request));
   if (!fake().table.empty()) {
@@ -276,27 +277,29 @@ int main(int argc, char** argv) {
     boost::system::error_code ec;
     json::value body = gym::core::parse_json(req.body, ec);
     remember(req, body);
-    co_return Response::json(json::object{{"count", 4}, {"max_model_len", 4096},
-                                          {"tokens", json::array{1, 2, 3, 4}}});
+    co_return Response::json(
+        json::object{{"count", 4}, {"max_model_len", 4096}, {"tokens", json::array{1, 2, 3, 4}}});
   });
   router.post("/script", [](Request& req) -> asio::awaitable<Response> {
     auto steps = gym::core::parse_json(req.body);
     for (const auto& s : steps.as_array()) {
       const auto& o = s.as_object();
       Step step;
-      if (const auto* v = o.if_contains("status")) step.status = static_cast<int>(v->to_number<std::int64_t>());
+      if (const auto* v = o.if_contains("status"))
+        step.status = static_cast<int>(v->to_number<std::int64_t>());
       if (const auto* v = o.if_contains("body")) step.body = *v;
       if (const auto* v = o.if_contains("answer")) step.body = *v;
       if (const auto* v = o.if_contains("hang")) step.hang = v->as_bool();
       if (const auto* v = o.if_contains("content")) step.content = v->as_string();
-      if (const auto* v = o.if_contains("times")) step.times = static_cast<int>(v->to_number<std::int64_t>());
+      if (const auto* v = o.if_contains("times"))
+        step.times = static_cast<int>(v->to_number<std::int64_t>());
       fake().script.push_back(std::move(step));
     }
     co_return Response::json(json::object{{"queued", fake().script.size()}});
   });
   router.get("/received", [](Request&) -> asio::awaitable<Response> {
-    co_return Response::json(json::object{{"requests", fake().received},
-                                          {"served", fake().served}});
+    co_return Response::json(
+        json::object{{"requests", fake().received}, {"served", fake().served}});
   });
   router.post("/reset", [](Request&) -> asio::awaitable<Response> {
     fake().script.clear();

@@ -1,16 +1,12 @@
 #include "otlp_receiver.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
+#include "npm_package.h"
 
-#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 namespace gym::test {
-namespace fs = std::filesystem;
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
@@ -18,64 +14,26 @@ namespace {
 
 constexpr const char* kPackage = "@opentelemetry/otlp-transformer@0.214.0";
 
-bool not_found(const char* program) {
-  return std::string_view(program).find("NOTFOUND") != std::string_view::npos;
-}
-
-// Closes a file descriptor (and so drops its flock) however the scope ends.
-struct FileLock {
-  int fd = -1;
-  explicit FileLock(const fs::path& path) {
-    fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd >= 0) ::flock(fd, LOCK_EX);
-  }
-  ~FileLock() {
-    if (fd >= 0) ::close(fd);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-};
-
 }  // namespace
 
 std::string OtlpReceiver::node_modules(std::string* why) {
-  const fs::path dir = fs::path(build_path("tests/integration/otlp_node"));
-  const fs::path root = dir /
-                        "node_modules/@opentelemetry/otlp-transformer/"
-                        "build/src/generated/root.js";
-  const fs::path stamp = dir / "node_modules/@opentelemetry/otlp-transformer/package.json";
-  if (fs::exists(root) && fs::exists(stamp)) return (dir / "node_modules").string();
-  if (not_found(GYM_NPM)) {
-    *why = "npm not found";
-    return {};
-  }
-  fs::create_directories(dir);
-  FileLock lock(dir / ".install.lock");
-  if (fs::exists(root) && fs::exists(stamp)) return (dir / "node_modules").string();  // raced
-  const std::string command =
-      fmt::format("cd '{}' && '{}' install --no-audit --no-fund --silent '{}' >&2", dir.string(),
-                  GYM_NPM, kPackage);
-  if (std::system(command.c_str()) != 0 || !fs::exists(root)) {
-    *why = "`npm install " + std::string(kPackage) + "` failed (no registry access?)";
-    return {};
-  }
-  return (dir / "node_modules").string();
+  return npm_install(
+      {"otlp_node", kPackage, "@opentelemetry/otlp-transformer/build/src/generated/root.js"}, why);
 }
 
 OtlpReceiver::OtlpReceiver(std::optional<Tls> tls) {
-  if (not_found(GYM_NODE)) {
-    error_ =
-        "node (Node.js 20) was not found at configure time; install it "
-        "(scripts/setup.sh)";
+  std::string why;
+  const std::string node = node_binary(&why);
+  if (node.empty()) {
+    error_ = why;
     return;
   }
-  std::string why;
   const std::string modules = node_modules(&why);
   if (modules.empty()) {
     error_ = why;
     return;
   }
-  std::vector<std::string> argv{GYM_NODE, GYM_OTLP_RECEIVER, modules};
+  std::vector<std::string> argv{node, GYM_OTLP_RECEIVER, modules};
   if (tls) {
     argv.insert(argv.end(), {"--tls", tls->key, tls->cert});
   }

@@ -20,7 +20,8 @@ const TestPki& test_pki(const std::string& name) {
       p.error = "the openssl CLI was not found at configure time; install it (scripts/setup.sh)";
       return p;
     }
-    const fs::path dir = fs::path(build_path("tests/integration/" + name)) / std::to_string(::getpid());
+    const fs::path dir =
+        fs::path(build_path("tests/integration/" + name)) / std::to_string(::getpid());
     fs::remove_all(dir);
     fs::create_directories(dir);
     const auto at = [&](const char* file) { return (dir / file).string(); };
