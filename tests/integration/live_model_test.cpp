@@ -560,3 +560,21 @@ TEST(LiveModelCollection, AFailingEndpointBecomesFailureRowsNamingItsUrlAndStatu
   }
   EXPECT_EQ(r.output.find(kSecret), std::string::npos) << r.output;
 }
+
+TEST(LiveDemo, TheDemoRunsItsTasksAgainstAnEndpointGivenByModelUrl) {
+  FakeEndpoint fake;
+  TempDir tmp;
+  auto r = gym::test::run_command(
+      gym_binary() + " demo --output-dir " + tmp.file("demo") +
+      " --tasks-per-env 2 --num-repeats 1 --concurrency 4 --model-url " + fake.base() +
+      " --model fake-model ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
+      " 2>&1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  const auto rows = read_jsonl(tmp.file("demo/rollouts/demo.jsonl"));
+  EXPECT_EQ(rows.size(), 6u) << r.output;  // 3 environments x 2 tasks, answered by the endpoint
+  const auto got = fake.received();
+  ASSERT_GE(got.size(), 6u);
+  EXPECT_EQ(got[0].at("path").as_string(), "/v1/chat/completions");
+  EXPECT_EQ(got[0].at("body").at("model").as_string(), "fake-model");
+  EXPECT_EQ(got[0].at("headers").at("authorization").as_string(), "Bearer EMPTY");
+}

@@ -146,7 +146,8 @@ TEST(SelectorConfigPath, NearMissSuggestsTheClosestPreset) {
                   "; did you mean 'mcqa'?\nbuilt-in presets:");
   EXPECT_CONTAINS(
       config_error_of([] { selector_config_path("responses_api_models", "replay_modle", {}); }),
-      "; did you mean 'replay_model'?\nbuilt-in presets: replay_model");
+      "; did you mean 'replay_model'?\nbuilt-in presets: azure_openai_model openai_model "
+      "replay_model vllm_model");
 }
 
 TEST(SelectorConfigPath, UnknownFlavorOfAKnownNameIsAnError) {
