@@ -30,7 +30,8 @@ void mask(json::value& v) {
 
 bool is_secret_key(std::string_view key) {
   std::string k(key);
-  for (auto& c : k) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : k)
+    c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto ends = [&](std::string_view s) { return k.ends_with(s); };
   return ends("api_key") || ends("apikey") || ends("_token") || k == "token" ||
          ends("access_key") || k == "authorization" || k.find("secret") != std::string::npos ||

@@ -257,8 +257,9 @@ std::string content_text(const json::value& content) {
 // the others (background, include, max_tool_calls, previous_response_id, prompt, text,
 // truncation) have no chat form and are left out, as upstream's chat schema ignores them.
 constexpr std::array<std::string_view, 11> kSameNameFields{
-    "model", "metadata", "parallel_tool_calls", "service_tier", "store", "temperature",
-    "tool_choice", "top_logprobs", "top_p", "user", "stream"};
+    "model",       "metadata",    "parallel_tool_calls", "service_tier", "store",
+    "temperature", "tool_choice", "top_logprobs",        "top_p",        "user",
+    "stream"};
 
 // Responses names a forced function {"type": "function", "name"}; Chat Completions nests it.
 json::value chat_tool_choice(const json::value& choice) {
@@ -287,7 +288,8 @@ json::array chat_tools(const json::array& tools) {
 
 json::object reasoning_item(std::vector<std::string> texts) {
   json::array summary;
-  for (auto& t : texts) summary.push_back(json::object{{"text", std::move(t)}, {"type", "summary_text"}});
+  for (auto& t : texts)
+    summary.push_back(json::object{{"text", std::move(t)}, {"type", "summary_text"}});
   json::object item;
   item["id"] = random_item_id("rs");
   item["summary"] = std::move(summary);
@@ -398,7 +400,8 @@ json::object responses_to_chat_params(const json::object& params,
   json::object out;
   out["messages"] = std::move(b.messages);
   for (auto key : kSameNameFields)
-    if (const auto* v = params.if_contains(key)) out[key] = key == "tool_choice" ? chat_tool_choice(*v) : *v;
+    if (const auto* v = params.if_contains(key))
+      out[key] = key == "tool_choice" ? chat_tool_choice(*v) : *v;
   if (const auto* max = present(params, "max_output_tokens")) out["max_tokens"] = *max;
   if (const auto* reasoning = present(params, "reasoning"); reasoning && reasoning->is_object())
     if (const auto* effort = present(reasoning->get_object(), "effort"))

@@ -69,9 +69,9 @@ std::int64_t InstanceKeys::count(std::string_view name, std::int64_t def, std::i
   try {
     return core::get_int(config_, name, def, min, 1'000'000'000);
   } catch (const core::ConfigError&) {
-    throw core::ConfigError("config error: " + key(name) + " must be an integer >= " +
-                            std::to_string(min) + " (got " + json::serialize(config_.at(name)) +
-                            ")");
+    throw core::ConfigError("config error: " + key(name) +
+                            " must be an integer >= " + std::to_string(min) + " (got " +
+                            json::serialize(config_.at(name)) + ")");
   }
 }
 

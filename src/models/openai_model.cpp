@@ -171,23 +171,22 @@ void add_routes(const std::shared_ptr<Server>& server, http::Router& router) {
 OpenAIModelConfig read_openai_model_config(const core::ServerInstance& instance) {
   InstanceKeys keys(instance);
   OpenAIModelConfig c;
-  c.base_url =
-      checked_base_url(keys.required_string("openai_base_url", kUrlHow), keys.key("openai_base_url"));
+  c.base_url = checked_base_url(keys.required_string("openai_base_url", kUrlHow),
+                                keys.key("openai_base_url"));
   c.api_key = keys.required_string("openai_api_key", kKeyHow);
   c.model = keys.required_string("openai_model", kModelHow);
   if (const auto* headers = keys.mapping("openai_default_headers")) c.default_headers = *headers;
   if (const auto* extra = keys.mapping("extra_body")) c.extra_body = *extra;
   c.drop_input_reasoning_items = keys.flag("drop_input_reasoning_items", false);
-  c.max_concurrent_requests =
-      static_cast<std::size_t>(keys.count("max_concurrent_requests", 0, 0));
+  c.max_concurrent_requests = static_cast<std::size_t>(keys.count("max_concurrent_requests", 0, 0));
   return c;
 }
 
 AzureOpenAIModelConfig read_azure_openai_model_config(const core::ServerInstance& instance) {
   InstanceKeys keys(instance);
   AzureOpenAIModelConfig c;
-  c.endpoint =
-      checked_base_url(keys.required_string("openai_base_url", kUrlHow), keys.key("openai_base_url"));
+  c.endpoint = checked_base_url(keys.required_string("openai_base_url", kUrlHow),
+                                keys.key("openai_base_url"));
   c.api_key = keys.required_string("openai_api_key", kKeyHow);
   c.deployment = keys.required_string("openai_model", kModelHow);
   const auto* query = keys.mapping("default_query");
@@ -202,8 +201,7 @@ AzureOpenAIModelConfig read_azure_openai_model_config(const core::ServerInstance
     c.query += percent_encoded(k) + "=" +
                percent_encoded(v.is_string() ? std::string(v.get_string()) : core::render_json(v));
   }
-  c.num_concurrent_requests =
-      static_cast<std::size_t>(keys.count("num_concurrent_requests", 8, 1));
+  c.num_concurrent_requests = static_cast<std::size_t>(keys.count("num_concurrent_requests", 8, 1));
   return c;
 }
 
@@ -218,8 +216,8 @@ void register_openai_model(servers::Registry& registry) {
                                   endpoint_headers(config.api_key, &config.default_headers),
                                   config.api_key};
         const auto limit = config.max_concurrent_requests;
-        add_routes(std::make_shared<OpenAIServer>(
-                       OpenAIServer{ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
+        add_routes(std::make_shared<OpenAIServer>(OpenAIServer{
+                       ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
                    router);
       },
   });
@@ -236,8 +234,8 @@ void register_azure_openai_model(servers::Registry& registry) {
             config.endpoint + "/openai/deployments/" + percent_encoded(config.deployment),
             config.query, endpoint_headers(config.api_key, nullptr, "api-key"), config.api_key};
         const auto limit = config.num_concurrent_requests;
-        add_routes(std::make_shared<AzureServer>(
-                       AzureServer{ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
+        add_routes(std::make_shared<AzureServer>(AzureServer{
+                       ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
                    router);
       },
   });

@@ -30,10 +30,10 @@ struct OpenAIModelConfig {
 OpenAIModelConfig read_openai_model_config(const core::ServerInstance& instance);
 
 struct AzureOpenAIModelConfig {
-  std::string endpoint;     // openai_base_url: https://<resource>.openai.azure.com
-  std::string api_key;      // openai_api_key, sent as `api-key`
-  std::string deployment;   // openai_model
-  std::string query;        // default_query as "?api-version=..."
+  std::string endpoint;    // openai_base_url: https://<resource>.openai.azure.com
+  std::string api_key;     // openai_api_key, sent as `api-key`
+  std::string deployment;  // openai_model
+  std::string query;       // default_query as "?api-version=..."
   std::size_t num_concurrent_requests = 8;
 };
 AzureOpenAIModelConfig read_azure_openai_model_config(const core::ServerInstance& instance);

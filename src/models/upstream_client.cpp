@@ -62,8 +62,8 @@ asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client
 }
 
 asio::awaitable<json::object> post_upstream(http::HttpClient& client,
-                                            const UpstreamEndpoint& endpoint,
-                                            std::string_view path, const json::value& body) {
+                                            const UpstreamEndpoint& endpoint, std::string_view path,
+                                            const json::value& body) {
   auto answer = co_await post_upstream_raw(client, endpoint, path, body);
   const std::string url = endpoint.url(path);
   if (answer.status < 200 || answer.status > 299) {
@@ -95,8 +95,8 @@ std::vector<http::Header> endpoint_headers(const std::string& api_key,
   std::vector<http::Header> headers;
   if (default_headers && default_headers->is_object())
     for (const auto& [k, v] : default_headers->get_object())
-      headers.push_back({std::string(k), v.is_string() ? std::string(v.get_string())
-                                                       : core::render_json(v)});
+      headers.push_back(
+          {std::string(k), v.is_string() ? std::string(v.get_string()) : core::render_json(v)});
   if (key_header == "Authorization")
     headers.push_back({"Authorization", "Bearer " + api_key});
   else

@@ -17,10 +17,10 @@
 namespace gym::models {
 
 struct UpstreamEndpoint {
-  std::string base_url;              // e.g. https://api.openai.com/v1 (no trailing slash)
-  std::string query;                 // appended to every URL, e.g. "?api-version=2024-10-21"
+  std::string base_url;               // e.g. https://api.openai.com/v1 (no trailing slash)
+  std::string query;                  // appended to every URL, e.g. "?api-version=2024-10-21"
   std::vector<http::Header> headers;  // authentication and the configured default headers
-  std::string secret;                // the API key, masked if an endpoint echoes it back
+  std::string secret;                 // the API key, masked if an endpoint echoes it back
 
   std::string url(std::string_view path) const { return base_url + std::string(path) + query; }
 };
@@ -31,7 +31,7 @@ class UpstreamError : public std::runtime_error {
  public:
   UpstreamError(std::string message, int status, std::string body)
       : std::runtime_error(std::move(message)), status_(status), body_(std::move(body)) {}
-  int status() const { return status_; }        // 0: no response (refused, timeout, budget)
+  int status() const { return status_; }             // 0: no response (refused, timeout, budget)
   const std::string& body() const { return body_; }  // the endpoint's body, key masked
 
  private:

@@ -27,8 +27,9 @@ constexpr std::string_view kUrlHow = "--model-url or ++policy_base_url=<url>";
 constexpr std::pair<std::string_view, std::string_view> kUnsupported[] = {
     {"audio_root", "audio inputs are not implemented"},
     {"use_completions_api", "the Completions API path is not implemented; use Chat Completions"},
-    {"render_chat_template", "client-side chat templates need a tokenizer, which gym-cpp does "
-                             "not load"},
+    {"render_chat_template",
+     "client-side chat templates need a tokenizer, which gym-cpp does "
+     "not load"},
     {"tokenizer", "gym-cpp does not load tokenizers"},
 };
 
@@ -43,8 +44,8 @@ json::object metadata_json(const json::object& metadata, std::string_view key) {
   boost::system::error_code ec;
   json::value parsed = core::parse_json(v->get_string(), ec);
   if (ec || !parsed.is_object())
-    throw ConversionError("metadata." + std::string(key) + " is not a JSON object: " +
-                          std::string(v->get_string()));
+    throw ConversionError("metadata." + std::string(key) +
+                          " is not a JSON object: " + std::string(v->get_string()));
   return std::move(parsed.get_object());
 }
 
@@ -98,8 +99,8 @@ void move_reasoning_out_of_history(json::array& messages, bool interleaved) {
 // return_tokens_as_token_ids).
 std::pair<json::array, json::array> logprob_tokens(const json::object& choice) {
   const auto* block = choice.if_contains("logprobs");
-  const auto* content = block && block->is_object() ? block->get_object().if_contains("content")
-                                                    : nullptr;
+  const auto* content =
+      block && block->is_object() ? block->get_object().if_contains("content") : nullptr;
   if (!content || !content->is_array())
     throw ConversionError(
         "return_token_id_information asks the endpoint for per-token logprobs (logprobs=true, "
@@ -148,9 +149,8 @@ struct VllmServer {
       if (!messages.empty()) {
         const auto& last = messages.back().as_object();
         const auto* content = last.if_contains("content");
-        const bool empty_content =
-            !content || content->is_null() ||
-            (content->is_string() && content->get_string().empty());
+        const bool empty_content = !content || content->is_null() ||
+                                   (content->is_string() && content->get_string().empty());
         if (last.contains("role") && last.at("role") == "assistant" && empty_content &&
             !last.contains("tool_calls"))
           co_return empty_completion(config.model, "content_filter");
@@ -176,9 +176,9 @@ struct VllmServer {
     auto* choices = completion.if_contains("choices");
     if (!choices || !choices->is_array() || choices->get_array().empty() ||
         !choices->get_array()[0].is_object())
-      throw UpstreamError("model endpoint " + endpoint.url("/chat/completions") +
-                              " answered without choices",
-                          200, "");
+      throw UpstreamError(
+          "model endpoint " + endpoint.url("/chat/completions") + " answered without choices", 200,
+          "");
     auto& choice = choices->get_array()[0].get_object();
     auto* mv = choice.if_contains("message");
     if (!mv || !mv->is_object())
@@ -329,11 +329,10 @@ VllmModelConfig read_vllm_model_config(const core::ServerInstance& instance) {
   if (const auto* headers = keys.mapping("default_headers")) c.default_headers = *headers;
   if (c.is_responses_native) {
     // Upstream raises NotImplementedError on the first request; here it is a startup error.
-    for (auto [name, set] : {std::pair{"return_token_id_information", c.return_token_id_information},
-                             std::pair{"replace_developer_role_with_system",
-                                       c.replace_developer_role_with_system},
-                             std::pair{"sequential_reasoning_allowed",
-                                       !c.sequential_reasoning_allowed}})
+    for (auto [name, set] :
+         {std::pair{"return_token_id_information", c.return_token_id_information},
+          std::pair{"replace_developer_role_with_system", c.replace_developer_role_with_system},
+          std::pair{"sequential_reasoning_allowed", !c.sequential_reasoning_allowed}})
       if (set)
         throw core::ConfigError("config error: " + keys.key(name) +
                                 " does not work with is_responses_native: true (as upstream)");
@@ -380,7 +379,8 @@ json::object vllm_chat_body(const VllmModelConfig& config, json::object body) {
   // Pinned sampling wins over everything (on-policy training).
   for (const auto& [k, v] : config.sampling_overrides) body[k] = v;
   if (config.return_token_id_information)
-    if (const auto* n = body.if_contains("n"); n && !n->is_null() && !(n->is_int64() && n->get_int64() == 1))
+    if (const auto* n = body.if_contains("n");
+        n && !n->is_null() && !(n->is_int64() && n->get_int64() == 1))
       throw ConversionError("return_token_id_information needs n=1 (one choice per request)");
   return body;
 }
@@ -401,7 +401,8 @@ void register_vllm_model(servers::Registry& registry) {
       "vllm_model",
       "VLLMModel",
       [](servers::ServerContext& ctx, http::Router& router) {
-        auto server = std::make_shared<VllmServer>(VllmServer{ctx, read_vllm_model_config(ctx.instance), {}});
+        auto server =
+            std::make_shared<VllmServer>(VllmServer{ctx, read_vllm_model_config(ctx.instance), {}});
         for (const auto& url : server->config.base_urls)
           server->endpoints.push_back(UpstreamEndpoint{
               url, "", endpoint_headers(server->config.api_key, &server->config.default_headers),

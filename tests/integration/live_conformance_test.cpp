@@ -56,8 +56,8 @@ json::array chat_messages(const json::array& items) {
                                    {"content", text_of(item.at("output"))},
                                    {"tool_call_id", item.at("call_id")}});
       } else {
-        out.push_back(json::object{{"role", item.at("role")},
-                                   {"content", text_of(item.at("content"))}});
+        out.push_back(
+            json::object{{"role", item.at("role")}, {"content", text_of(item.at("content"))}});
       }
       continue;
     }
@@ -70,10 +70,12 @@ json::array chat_messages(const json::array& items) {
           std::string(assistant->at("content").as_string()) + text_of(item.at("content"));
     } else if (type == "function_call") {
       if (!assistant->contains("tool_calls")) (*assistant)["tool_calls"] = json::array();
-      assistant->at("tool_calls").as_array().push_back(json::object{
-          {"id", item.at("call_id")},
-          {"type", "function"},
-          {"function", json::object{{"name", item.at("name")}, {"arguments", item.at("arguments")}}}});
+      assistant->at("tool_calls")
+          .as_array()
+          .push_back(json::object{{"id", item.at("call_id")},
+                                  {"type", "function"},
+                                  {"function", json::object{{"name", item.at("name")},
+                                                            {"arguments", item.at("arguments")}}}});
     }
   }
   return out;
@@ -96,7 +98,8 @@ json::object chat_answer(const json::array& turn) {
       calls.push_back(json::object{
           {"id", item.at("call_id")},
           {"type", "function"},
-          {"function", json::object{{"name", item.at("name")}, {"arguments", item.at("arguments")}}}});
+          {"function",
+           json::object{{"name", item.at("name")}, {"arguments", item.at("arguments")}}}});
     }
   }
   const char* finish = calls.empty() ? "stop" : "tool_calls";
@@ -108,9 +111,8 @@ json::object chat_answer(const json::array& turn) {
       {"object", "chat.completion"},
       {"created", 1700000000},
       {"model", "recorded"},
-      {"choices", json::array{json::object{{"index", 0},
-                                           {"finish_reason", finish},
-                                           {"message", std::move(message)}}}}};
+      {"choices", json::array{json::object{
+                      {"index", 0}, {"finish_reason", finish}, {"message", std::move(message)}}}}};
 }
 
 // The fake's table: for every recorded rollout and model turn, the conversation so far and the
@@ -168,9 +170,8 @@ const Env kEnvs[] = {
 };
 void PrintTo(const Env& e, std::ostream* os) { *os << e.name; }
 
-const char* kVerifierFields[] = {"expected_answer", "extracted_answer", "accuracy",
-                                 "set_overlap",     "num_expected",     "num_predicted",
-                                 "num_correct"};
+const char* kVerifierFields[] = {"expected_answer", "extracted_answer", "accuracy",   "set_overlap",
+                                 "num_expected",    "num_predicted",    "num_correct"};
 
 class LiveConformance : public ::testing::TestWithParam<Env> {};
 
@@ -186,8 +187,8 @@ TEST_P(LiveConformance, VllmModelReproducesTheRecordedRewards) {
   TempDir tmp;
   const auto recorded = read_jsonl(dir + "/example_rollouts.jsonl");
   ASSERT_GT(write_table(recorded, tmp.file("table.jsonl")), 0u);
-  ChildProcess fake({gym::test::build_path("tests/support/gym_fake_openai"), "--table",
-                     tmp.file("table.jsonl")});
+  ChildProcess fake(
+      {gym::test::build_path("tests/support/gym_fake_openai"), "--table", tmp.file("table.jsonl")});
   const int port = fake.wait_port();
   ASSERT_GT(port, 0);
 

@@ -83,7 +83,8 @@ const RequestCase kRequests[] = {
     {"instructions fold with the leading system and developer messages",
      R"({"instructions":"rules","input":[{"role":"system","content":"s"},{"role":"developer","content":[{"type":"input_text","text":"d"}]},{"role":"user","content":"u"}]})",
      R"({"messages":[{"content":"rules\n\ns\n\nd","role":"system"},{"content":"u","role":"user"}]})"},
-    {"sampling fields: max_output_tokens, reasoning effort, the same-name ones; no-chat fields dropped",
+    {"sampling fields: max_output_tokens, reasoning effort, the same-name ones; no-chat fields "
+     "dropped",
      R"({"input":"x","max_output_tokens":64,"reasoning":{"effort":"low","summary":null},"temperature":0.5,
         "top_p":0.9,"user":"u","metadata":{"k":"v"},"store":false,"service_tier":"auto","top_logprobs":2,
         "truncation":"auto","text":{"format":{"type":"text"}},"max_tool_calls":3,"background":false,
@@ -126,16 +127,21 @@ TEST(RequestConversionErrors, SayWhatCannotBeConverted) {
     }
     return "";
   };
-  EXPECT_NE(error_of(R"({"input":[{"type":"mcp_call","id":"x"}]})").find("'mcp_call' has no Chat Completions form"),
+  EXPECT_NE(error_of(R"({"input":[{"type":"mcp_call","id":"x"}]})")
+                .find("'mcp_call' has no Chat Completions form"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"input":"x","tool_choice":"required"})").find("at least one tool"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"input":[{"role":"user","content":[{"type":"input_audio"}]}]})").find("input_audio"),
+  EXPECT_NE(error_of(R"({"input":[{"role":"user","content":[{"type":"input_audio"}]}]})")
+                .find("input_audio"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"u"}]}]})")
-                .find("only text"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"input":[{"role":"wizard","content":"x"}]})").find("unknown message role 'wizard'"),
+  EXPECT_NE(
+      error_of(
+          R"({"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"u"}]}]})")
+          .find("only text"),
+      std::string::npos);
+  EXPECT_NE(error_of(R"({"input":[{"role":"wizard","content":"x"}]})")
+                .find("unknown message role 'wizard'"),
             std::string::npos);
   // partial token ids are refused, as upstream does
   try {
@@ -179,11 +185,9 @@ const AnswerCase kAnswers[] = {
     {"tool calls only: no empty message",
      R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]})",
      R"([{"arguments":"{\"a\":1}","call_id":"c1","name":"f","type":"function_call","id":"c1","status":"completed"}])"},
-    {"nothing at all: one empty message",
-     R"({"role":"assistant","content":null})",
+    {"nothing at all: one empty message", R"({"role":"assistant","content":null})",
      R"([{"id":"msg_*","content":[{"annotations":[],"text":"","type":"output_text","logprobs":null}],"role":"assistant","status":"completed","type":"message"}])"},
-    {"a refusal is a refusal part",
-     R"({"role":"assistant","content":null,"refusal":"no"})",
+    {"a refusal is a refusal part", R"({"role":"assistant","content":null,"refusal":"no"})",
      R"([{"id":"msg_*","content":[{"refusal":"no","type":"refusal"}],"role":"assistant","status":"completed","type":"message"}])"},
     {"token ids go on the last item",
      R"({"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}],
@@ -198,7 +202,8 @@ INSTANTIATE_TEST_SUITE_P(Table, AnswerConversion, ::testing::ValuesIn(kAnswers))
 
 TEST(ChatCompletionToResponse, FinishReasonUsageAndEcho) {
   auto params = obj(R"({"input":"x","model":"served","temperature":0.3,"max_output_tokens":5})");
-  auto completion = obj(R"({"id":"c","created":1700000001,"choices":[{"index":0,"finish_reason":"length",
+  auto completion =
+      obj(R"({"id":"c","created":1700000001,"choices":[{"index":0,"finish_reason":"length",
       "message":{"role":"assistant","content":"par"}}],
       "usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":13,
                "prompt_tokens_details":{"cached_tokens":3},"reasoning_output_tokens":2}})");
@@ -239,8 +244,7 @@ TEST(VllmChatBody, PreprocessesAsUpstream) {
   c.chat_template_kwargs = obj(R"({"enable_thinking":true})");
   c.extra_body = obj(R"({"top_k":5,"temperature":1.0})");
   c.sampling_overrides = obj(R"({"temperature":0.6})");
-  auto body = gym::models::vllm_chat_body(
-      c, obj(R"({"messages":[{"role":"developer","content":"d"},
+  auto body = gym::models::vllm_chat_body(c, obj(R"({"messages":[{"role":"developer","content":"d"},
                             {"role":"assistant","content":"<think>r</think>answer"}],
                 "metadata":{"chat_template_kwargs":"{\"x\":1}","extra_body":"{\"min_p\":0.1}"},
                 "temperature":0.2,"top_logprobs":null})"));
@@ -249,7 +253,8 @@ TEST(VllmChatBody, PreprocessesAsUpstream) {
   const auto& assistant = body.at("messages").as_array()[1].as_object();
   EXPECT_EQ(assistant.at("content"), "answer");
   EXPECT_EQ(assistant.at("reasoning_content"), "r");
-  EXPECT_EQ(gym::core::render_json(body.at("chat_template_kwargs")), R"({"enable_thinking":true,"x":1})");
+  EXPECT_EQ(gym::core::render_json(body.at("chat_template_kwargs")),
+            R"({"enable_thinking":true,"x":1})");
   EXPECT_EQ(body.at("top_k").as_int64(), 5);
   EXPECT_EQ(body.at("min_p").as_double(), 0.1);
   EXPECT_EQ(body.at("temperature").as_double(), 0.6);  // pinned over request and extra_body
