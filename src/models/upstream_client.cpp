@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include <strings.h>
+
 namespace gym::models {
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -93,8 +95,13 @@ std::vector<http::Header> endpoint_headers(const std::string& api_key,
                                            const json::value* default_headers,
                                            const std::string& key_header) {
   std::vector<http::Header> headers;
+  auto same_name = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+  };
+  // The key header wins over a default header of the same name, as upstream's dict merge does.
   if (default_headers && default_headers->is_object())
     for (const auto& [k, v] : default_headers->get_object())
+      if (!same_name(k, key_header))
       headers.push_back(
           {std::string(k), v.is_string() ? std::string(v.get_string()) : core::render_json(v)});
   if (key_header == "Authorization")
