@@ -86,7 +86,8 @@ struct HttpServer::Loop {
     socklen_t len = sizeof addr;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     acceptor.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
-    if (!o.session_cookie_name.empty()) cookie.emplace(o.session_cookie_name);
+    if (!o.session_cookie_name.empty())
+      cookie.emplace(o.session_cookie_name, o.session_signing_key);
   }
 
   // Records the server metrics into `m` from now on (telemetry.md 6.6); null or disabled: none.
@@ -446,7 +447,11 @@ std::uint16_t bound_port(int fd) {
 }  // namespace
 
 HttpServer::HttpServer(Router router, ServerOptions options)
-    : router_(std::move(router)), options_(std::move(options)) {}
+    : router_(std::move(router)), options_(std::move(options)) {
+  // Chosen before any worker is forked, so all of them sign with the same key.
+  if (!options_.session_cookie_name.empty() && options_.session_signing_key.empty())
+    options_.session_signing_key = process_session_key();
+}
 
 void HttpServer::start(asio::io_context& io) {
   bind();

@@ -31,7 +31,8 @@ struct ServerOptions {
   std::chrono::milliseconds worker_stop_grace{7'000};  // root waits this long for workers
   int num_workers = 1;                                 // > 1: forked workers (D13)
   std::string session_cookie_name;                     // empty: no session middleware
-  bool access_log = false;                             // uvicorn_logging_show_200_ok
+  std::string session_signing_key;  // HMAC key of the cookies; empty: process_session_key()
+  bool access_log = false;          // uvicorn_logging_show_200_ok
 };
 
 // Per-process counters, read by tests and (later) telemetry. Only touched on the loop thread.

@@ -6,6 +6,8 @@
 #include <boost/json.hpp>
 
 #include <array>
+#include <cctype>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace gym::http {
@@ -75,18 +77,50 @@ std::string new_uuid4() {
   return s;
 }
 
+std::string new_session_key() {
+  std::array<unsigned char, 32> b{};
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1)
+    throw std::runtime_error("RAND_bytes failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s.push_back(kHex[c >> 4]);
+    s.push_back(kHex[c & 0xf]);
+  }
+  return s;
+}
+
+const std::string& process_session_key() {
+  static const std::string key = [] {
+    const char* given = std::getenv(kSessionKeyVariable);
+    return given && *given ? std::string(given) : new_session_key();
+  }();
+  return key;
+}
+
+bool is_valid_session_id(std::string_view id) {
+  if (id.empty() || id.size() > 128 || id == "." || id == "..") return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' ||
+          c == '-'))
+      return false;
+  return true;
+}
+
 std::string SessionCookie::sign(std::string_view session_id) const {
   boost::json::object o;
   o["session_id"] = session_id;
   std::string payload = base64url_encode(boost::json::serialize(o));
-  return payload + "." + base64url_encode(hmac_sha256(name_, payload));
+  return payload + "." + base64url_encode(hmac_sha256(key_, name_ + "." + payload));
 }
 
 std::optional<std::string> SessionCookie::verify(std::string_view value) const {
   auto dot = value.find('.');
   if (dot == std::string_view::npos) return std::nullopt;
   auto payload = value.substr(0, dot);
-  auto expected = base64url_encode(hmac_sha256(name_, payload));
+  // The cookie name is signed too: one deployment key, but a cookie of one server is no
+  // session of another.
+  auto expected = base64url_encode(hmac_sha256(key_, name_ + "." + std::string(payload)));
   auto given = value.substr(dot + 1);
   if (given.size() != expected.size() ||
       CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0)
@@ -97,7 +131,7 @@ std::optional<std::string> SessionCookie::verify(std::string_view value) const {
   auto v = boost::json::parse(*decoded, ec);
   if (ec || !v.is_object()) return std::nullopt;
   auto* id = v.get_object().if_contains("session_id");
-  if (!id || !id->is_string()) return std::nullopt;
+  if (!id || !id->is_string() || !is_valid_session_id(id->get_string())) return std::nullopt;
   return std::string(id->get_string());
 }
 

@@ -1,18 +1,37 @@
 #pragma once
-// Signed session cookies of runtime.md 4.3. The cookie is named `<ServerClass>___<instance>` and
-// that name is also the HMAC key, so every worker of a server accepts the others' cookies.
+// Signed session cookies of runtime.md 4.3. The cookie is named `<ServerClass>___<instance>`.
+// Upstream signs with that public name, so anyone who reaches a server can forge another
+// session's cookie; gym-cpp signs with a secret key instead: one random key per deployment,
+// handed to its servers privately (kSessionKeyVariable), so every worker and every restart
+// within the deployment accepts the others' cookies. Clients only echo cookies, so this stays
+// wire-compatible.
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace gym::http {
 
+// The environment variable that carries a deployment's signing key to its servers.
+inline constexpr const char* kSessionKeyVariable = "GYM_SESSION_SIGNING_KEY";
+
+// The key of this process: kSessionKeyVariable when set, else one random key made once per
+// process (a server started on its own; its forked workers share it).
+const std::string& process_session_key();
+// A fresh random key (64 hex digits) for a deployment.
+std::string new_session_key();
+
+// A session id we accept from a cookie: 1-128 characters of [A-Za-z0-9._:-], not "." or ".."
+// (never empty, path-like or with control characters).
+bool is_valid_session_id(std::string_view id);
+
 class SessionCookie {
  public:
-  explicit SessionCookie(std::string cookie_name) : name_(std::move(cookie_name)) {}
+  SessionCookie(std::string cookie_name, std::string key)
+      : name_(std::move(cookie_name)), key_(std::move(key)) {}
 
   const std::string& name() const { return name_; }
-  // The session id carried by a cookie value, if the value is well-formed and correctly signed.
+  // The session id carried by a cookie value, if the value is well-formed, correctly signed and
+  // a valid session id.
   std::optional<std::string> verify(std::string_view value) const;
   // A signed cookie value for `session_id`.
   std::string sign(std::string_view session_id) const;
@@ -21,6 +40,7 @@ class SessionCookie {
 
  private:
   std::string name_;
+  std::string key_;
 };
 
 std::string new_uuid4();

@@ -6,6 +6,7 @@
 #include "core/termination_signals.h"
 #include "core/yaml_json.h"
 #include "http/server.h"
+#include "http/session_cookie.h"
 #include "http/url.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
@@ -175,6 +176,7 @@ class Deployment::Impl {
       throw core::ConfigError(
           "no server instance is configured: add one with --config FILE or a selector such as "
           "--resources-server example_single_tool_call");
+    for (const auto& warning : check_listen_hosts(cfg_, instances)) spdlog::warn("{}", warning);
     // Invalid telemetry values stop us here, before anything starts (ConfigError).
     const auto getenv = telemetry::process_env();
     auto telemetry_settings = telemetry::resolve_checked_settings(cfg_, getenv, pipelines_);
@@ -191,6 +193,9 @@ class Deployment::Impl {
     const auto run_id = telemetry::resolve_run_id(telemetry_settings, getenv);
     for (const auto& [key, value] : telemetry::child_environment(telemetry_settings, run_id))
       child_env.push_back(key + "=" + value);
+    // One secret per deployment signs every server's session cookies (not in the config, so
+    // the head server never shows it).
+    child_env.push_back(std::string(http::kSessionKeyVariable) + "=" + http::new_session_key());
     if (telemetry_settings.active()) {
       // T3: a --no-serve collector reading the served config joins this run.
       auto* block = cfg_.if_contains("telemetry");

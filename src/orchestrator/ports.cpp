@@ -51,6 +51,33 @@ std::int64_t prometheus_port_count(const core::ServerInstance& inst) {
 
 std::uint16_t free_port(const std::string& host) { return try_bind(host, 0); }
 
+std::vector<std::string> check_listen_hosts(const json::object& cfg,
+                                            const std::vector<core::ServerInstance>& instances) {
+  if (core::get_bool(cfg, "use_absolute_ip", false))
+    throw core::ConfigError(
+        "config error: use_absolute_ip: true is not implemented in gym-cpp yet (servers would "
+        "advertise this machine's address); set default_host to the address other machines "
+        "should use, or remove use_absolute_ip");
+  auto loopback = [](const std::string& host) {
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  };
+  const auto addresses = core::DeploymentAddresses::from_config(cfg);
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& who, const std::string& host) {
+    warnings.push_back(who + " listens on " + host +
+                       ", which is not a loopback address: gym-cpp servers have no "
+                       "authentication, so anyone who can reach it can call them (and read the "
+                       "config from the head server). Bind 127.0.0.1 unless this is a private "
+                       "network.");
+  };
+  if (!loopback(addresses.head_host)) warn("the head server", addresses.head_host);
+  for (const auto& inst : instances) {
+    const std::string host = core::get_string(inst.config, "host", addresses.default_host);
+    if (!loopback(host)) warn("server " + inst.name, host);
+  }
+  return warnings;
+}
+
 bool port_free(const std::string& host, int port) { return try_bind(host, port) != 0; }
 
 void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,

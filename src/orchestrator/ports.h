@@ -14,6 +14,12 @@ namespace gym::orchestrator {
 
 // A port the OS considers free on `host` right now (bind to port 0 and read it back).
 std::uint16_t free_port(const std::string& host = "127.0.0.1");
+
+// Servers have no authentication, so where they listen matters: `use_absolute_ip: true` is a
+// ConfigError until it is implemented (it would advertise another address), and every host that
+// is not loopback (127.0.0.0/8, ::1, localhost) is returned as a warning naming the instance.
+std::vector<std::string> check_listen_hosts(const boost::json::object& cfg,
+                                            const std::vector<core::ServerInstance>& instances);
 // Whether `port` can be bound on `host` right now.
 bool port_free(const std::string& host, int port);
 

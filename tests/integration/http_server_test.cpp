@@ -49,7 +49,8 @@ std::string server_binary() { return build_path("tests/support/gym_test_server")
 
 // A started test server: `--port 0` plus `flags`; `port` is -1 if it never announced itself.
 struct Server {
-  explicit Server(std::vector<std::string> flags = {}) : proc(argv(std::move(flags))) {
+  explicit Server(std::vector<std::string> flags = {}, std::vector<std::string> env = {})
+      : proc(argv(std::move(flags)), std::move(env)) {
     port = proc.wait_port();
   }
   static std::vector<std::string> argv(std::vector<std::string> flags) {
@@ -895,12 +896,16 @@ TEST(HttpServer, SessionCookieKeepsTheSessionAndRejectsTampering) {
   EXPECT_TRUE(std::regex_match(session_of(r), kUuid4));
 }
 
-TEST(HttpServer, SeparateServersWithTheSameCookieNameShareTheKey) {
-  Server a({"--cookie", kCookieName});
-  Server b({"--cookie", kCookieName});
-  Server other({"--cookie", "MCQAResourcesServer___mcqa"});
+TEST(HttpServer, ServersOfOneDeploymentShareTheSigningKeyAndNoOneElseCanSign) {
+  // The orchestrator hands one random key to every server of a deployment.
+  const std::string key = "GYM_SESSION_SIGNING_KEY=" + gym::http::new_session_key();
+  Server a({"--cookie", kCookieName}, {key});
+  Server b({"--cookie", kCookieName}, {key});
+  Server stranger({"--cookie", kCookieName});  // same cookie name, its own random key
+  Server other({"--cookie", "MCQAResourcesServer___mcqa"}, {key});
   ASSERT_GT(a.port, 0);
   ASSERT_GT(b.port, 0);
+  ASSERT_GT(stranger.port, 0);
   ASSERT_GT(other.port, 0);
   auto ra = http_raw(a.port, post("/session", "{}"));
   auto id = session_of(ra);
@@ -911,7 +916,15 @@ TEST(HttpServer, SeparateServersWithTheSameCookieNameShareTheKey) {
   auto rb = http_raw(b.port, post("/session", "{}", cookie_header));
   EXPECT_EQ(session_of(rb), id) << "server b rejected server a's cookie";
   EXPECT_EQ(check_set_cookie(rb, kCookieName).value, parts.value);
-  // The same value under another server's cookie name is signed with another key.
+  // A server outside the deployment does not take it, and the cookie name is no key: a cookie
+  // signed with it (upstream's scheme, which anyone can compute) is a new session.
+  EXPECT_NE(session_of(http_raw(stranger.port, post("/session", "{}", cookie_header))), id);
+  const auto forged = gym::http::SessionCookie(kCookieName, kCookieName).sign(id);
+  EXPECT_NE(session_of(http_raw(
+                a.port, post("/session", "{}",
+                             "Cookie: " + std::string(kCookieName) + "=" + forged + "\r\n"))),
+            id);
+  // The same value under another server's cookie name is no session there.
   auto ro = http_raw(
       other.port,
       post("/session", "{}", "Cookie: MCQAResourcesServer___mcqa=" + parts.value + "\r\n"));

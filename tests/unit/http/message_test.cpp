@@ -25,15 +25,24 @@ TEST(Cookies, ParsesCookieHeader) {
 }
 
 TEST(SessionCookie, SignsAndVerifies) {
-  SessionCookie s("MCQAResourcesServer___mcqa");
+  const std::string key = new_session_key();
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_NE(key, new_session_key());
+  SessionCookie s("MCQAResourcesServer___mcqa", key);
   auto id = new_uuid4();
   EXPECT_TRUE(std::regex_match(
       id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
   auto value = s.sign(id);
   EXPECT_EQ(s.verify(value), id);
-  // Deterministic key: another instance of the same server accepts it; another name does not.
-  EXPECT_EQ(SessionCookie("MCQAResourcesServer___mcqa").verify(value), id);
-  EXPECT_FALSE(SessionCookie("MCQAResourcesServer___other").verify(value));
+  // The deployment's key: another worker of the same deployment accepts it.
+  EXPECT_EQ(SessionCookie("MCQAResourcesServer___mcqa", key).verify(value), id);
+  // A cookie signed with the public cookie name as the key (upstream's scheme: anyone can make
+  // one) or with another deployment's key is refused.
+  EXPECT_FALSE(SessionCookie("MCQAResourcesServer___mcqa", new_session_key()).verify(value));
+  EXPECT_FALSE(
+      s.verify(SessionCookie("MCQAResourcesServer___mcqa", "MCQAResourcesServer___mcqa").sign(id)));
+  // One key per deployment, but another server's cookie is no session here.
+  EXPECT_FALSE(SessionCookie("MCQAResourcesServer___other", key).verify(value));
   auto tampered = value;
   tampered.back() = tampered.back() == 'A' ? 'B' : 'A';
   EXPECT_FALSE(s.verify(tampered));
@@ -41,6 +50,16 @@ TEST(SessionCookie, SignsAndVerifies) {
   EXPECT_FALSE(s.verify(""));
   EXPECT_EQ(s.set_cookie_header(id), "MCQAResourcesServer___mcqa=" + value +
                                          "; Path=/; Max-Age=1209600; HttpOnly; SameSite=lax");
+}
+
+TEST(SessionCookie, SignedButInvalidSessionIdsAreRefused) {
+  SessionCookie s("X___x", new_session_key());
+  for (const char* bad : {"", ".", "..", "../etc/passwd", "a/b", "a\nb", "tab\there", "\x01"})
+    EXPECT_FALSE(s.verify(s.sign(bad))) << bad;
+  EXPECT_FALSE(s.verify(s.sign(std::string(129, 'a'))));
+  EXPECT_TRUE(s.verify(s.sign(std::string(128, 'a'))));
+  EXPECT_TRUE(s.verify(s.sign("session-1.2_a:b")));
+  EXPECT_TRUE(is_valid_session_id(new_uuid4()));
 }
 
 TEST(Base64Url, RoundTrips) {

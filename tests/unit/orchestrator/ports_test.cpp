@@ -268,4 +268,20 @@ TEST(AssignPrometheusPorts, PastThe65535IsAConfigError) {
 }
 
 }  // namespace
+TEST(CheckListenHosts, NonLoopbackHostsWarnAndUseAbsoluteIpIsAnError) {
+  json::object cfg;
+  add_instance(cfg, "local", "resources_servers", "mcqa", json::object{{"host", "127.0.0.2"}});
+  add_instance(cfg, "open", "resources_servers", "mcqa", json::object{{"host", "0.0.0.0"}});
+  add_instance(cfg, "default", "resources_servers", "mcqa");
+  auto warnings = check_listen_hosts(cfg, core::find_server_instances(cfg));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("server open listens on 0.0.0.0"), std::string::npos);
+  EXPECT_NE(warnings[0].find("no authentication"), std::string::npos);
+  cfg["head_server"] = json::object{{"host", "10.0.0.5"}};
+  EXPECT_EQ(check_listen_hosts(cfg, core::find_server_instances(cfg)).size(), 2u);
+  cfg["use_absolute_ip"] = true;
+  EXPECT_NE(config_error_of([&] { check_listen_hosts(cfg, {}); }).find("use_absolute_ip"),
+            std::string::npos);
+}
+
 }  // namespace gym::orchestrator
