@@ -78,6 +78,7 @@ struct HttpServer::Loop {
   std::list<Conn> conns;
   std::size_t active_requests = 0;
   bool stopping = false;
+  std::size_t buffered_body_bytes = 0;    // bodies held now (max_buffered_body_bytes)
   std::unique_ptr<ServerSeries> metrics;  // null: not instrumented (the head server)
 
   Loop(asio::io_context& io, const Router& r, const ServerOptions& o, ServerStats& s, int fd)
@@ -173,10 +174,26 @@ struct Session {
     --loop.stats.connections_open;
   }
 
+  // Counts `bytes` of the current request's body against the process's budget; false when
+  // that would pass it.
+  bool hold_body(std::size_t bytes) {
+    if (bytes <= held) return true;
+    const std::size_t more = bytes - held;
+    if (loop.buffered_body_bytes + more > loop.opt.max_buffered_body_bytes) return false;
+    loop.buffered_body_bytes += more;
+    held = bytes;
+    return true;
+  }
+  void release_body() {
+    loop.buffered_body_bytes -= held;
+    held = 0;
+  }
+
   Loop& loop;
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   std::list<Loop::Conn>::iterator entry;
+  std::size_t held = 0;  // body bytes of the current request counted in the loop's budget
 };
 
 // The route template a request head would be dispatched to; empty when none matches.
@@ -228,6 +245,19 @@ asio::awaitable<void> reject_too_large(Session& s, const RequestParser& parser,
       parser.get()[bhttp::field::cookie], &metrics, route_of(s.loop, parser.get()));
 }
 
+asio::awaitable<void> reject_busy(Session& s, const RequestParser& parser,
+                                  const RequestMetrics& metrics) {
+  co_await reject_and_close(
+      s, 503,
+      Response::detail(503, boost::json::string("Server busy: request bodies of " +
+                                                std::to_string(s.loop.buffered_body_bytes) +
+                                                " bytes are being held, and this one would pass "
+                                                "http_max_buffered_body_bytes (" +
+                                                std::to_string(s.loop.opt.max_buffered_body_bytes) +
+                                                "); retry later")),
+      parser.get()[bhttp::field::cookie], &metrics, route_of(s.loop, parser.get()));
+}
+
 // A request head that could not be read: 431 (too large), 413 (the head announced a body over
 // the limit), nothing when the client went away or timed out, else 400.
 asio::awaitable<void> reject_head(Session& s, const RequestParser& parser,
@@ -266,7 +296,12 @@ asio::awaitable<bool> read_request(Session& s, RequestParser& parser,
   s.entry->busy = true;
   parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
   parser.body_limit(opt.max_body_bytes);
-  s.stream.expires_after(opt.read_timeout);
+  // The whole request has one deadline; each read also has its own.
+  const auto deadline = std::chrono::steady_clock::now() + opt.body_timeout;
+  auto expire = [&] {
+    s.stream.expires_at(std::min(deadline, std::chrono::steady_clock::now() + opt.read_timeout));
+  };
+  expire();
   auto [hec, hn] = co_await bhttp::async_read_header(s.stream, s.buffer, parser, kTuple);
   (void)hn;
   if (hec) {
@@ -274,6 +309,12 @@ asio::awaitable<bool> read_request(Session& s, RequestParser& parser,
     co_return false;
   }
   metrics.emplace(s.loop.metrics.get(), parser.get());
+  // A declared length is counted before its body is read: a server that cannot hold it says so
+  // at once instead of receiving it.
+  if (!s.hold_body(parser.content_length().value_or(0))) {
+    co_await reject_busy(s, parser, *metrics);
+    co_return false;
+  }
   if (auto expect = parser.get()[bhttp::field::expect]; beast::iequals(expect, "100-continue")) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     auto [cec, cn] = co_await asio::async_write(s.stream, asio::buffer(kContinue), kTuple);
@@ -281,12 +322,16 @@ asio::awaitable<bool> read_request(Session& s, RequestParser& parser,
     if (cec) co_return false;
   }
   while (!parser.is_done()) {
-    // A body must keep making progress; each read gets the full timeout again.
-    s.stream.expires_after(opt.read_timeout);
+    // A body must keep making progress, and all of it must arrive before the deadline.
+    expire();
     auto [bec, bn] = co_await bhttp::async_read_some(s.stream, s.buffer, parser, kTuple);
     (void)bn;
     if (bec == bhttp::error::body_limit) co_await reject_too_large(s, parser, *metrics);
     if (bec) co_return false;
+    if (!s.hold_body(parser.get().body().size())) {  // a chunked body grows as it arrives
+      co_await reject_busy(s, parser, *metrics);
+      co_return false;
+    }
   }
   s.stream.expires_never();
   co_return true;
@@ -363,8 +408,10 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     const bool keep_alive = parser.get().keep_alive();
     Request req = to_request(parser.release());
     Response res = co_await handle(loop, req);
+    s.release_body();  // the handler is done with it
     if (!co_await write_response(s, req, res, keep_alive, *metrics)) break;
   }
+  s.release_body();
   s.close();
 }
 

@@ -21,11 +21,17 @@ class GymMetrics;
 namespace gym::http {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";                      // D12: loopback unless configured
-  std::uint16_t port = 0;                              // 0: the OS chooses
-  std::size_t max_body_bytes = 64ull << 20;            // http_max_request_body_bytes -> 413
-  std::size_t max_header_bytes = 64u << 10;            // request head limit -> 431
-  std::chrono::milliseconds read_timeout{30'000};      // http_request_read_timeout_seconds
+  std::string host = "127.0.0.1";                  // D12: loopback unless configured
+  std::uint16_t port = 0;                          // 0: the OS chooses
+  std::size_t max_body_bytes = 64ull << 20;        // http_max_request_body_bytes -> 413
+  std::size_t max_header_bytes = 64u << 10;        // request head limit -> 431
+  std::chrono::milliseconds read_timeout{30'000};  // http_request_read_timeout_seconds
+  // http_request_body_timeout_seconds: a whole request (head and body) must arrive within this,
+  // however slowly it trickles (read_timeout bounds each read only).
+  std::chrono::milliseconds body_timeout{300'000};
+  // http_max_buffered_body_bytes: request bodies held at once by one serving process (bodies
+  // being received plus those being handled); a request that would pass it gets 503.
+  std::size_t max_buffered_body_bytes = 512ull << 20;
   std::chrono::milliseconds keep_alive_idle{30'000};   // idle connection lifetime
   std::chrono::milliseconds shutdown_grace{500};       // in-flight requests at shutdown
   std::chrono::milliseconds worker_stop_grace{7'000};  // root waits this long for workers

@@ -52,6 +52,13 @@ http::ServerOptions server_options(const boost::json::object& global,
       1000 * core::get_double(global, "http_request_read_timeout_seconds",
                               std::chrono::duration<double>(o.read_timeout).count(), 0.001,
                               86400)));
+  o.body_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(
+      1000 * core::get_double(global, "http_request_body_timeout_seconds",
+                              std::chrono::duration<double>(o.body_timeout).count(), 0.001,
+                              86400)));
+  o.max_buffered_body_bytes = static_cast<std::size_t>(
+      core::get_int(global, "http_max_buffered_body_bytes",
+                    static_cast<std::int64_t>(o.max_buffered_body_bytes), 1, 1ll << 42));
   o.access_log = core::get_bool(global, "uvicorn_logging_show_200_ok", o.access_log);
   o.session_cookie_name = impl.class_name + "___" + instance.name;
   return o;

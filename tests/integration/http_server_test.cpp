@@ -657,6 +657,54 @@ TEST(HttpServer, StalledBodyIsClosedWithoutResponse) {
   EXPECT_EQ(d.data, "");
 }
 
+TEST(HttpServer, TrickledBodyIsClosedAtTheWholeRequestDeadline) {
+  // Every read brings a byte within the read timeout, but the whole request has a deadline.
+  Server s({"--read-timeout-ms", "1000", "--body-timeout-ms", "2000"});
+  ASSERT_GT(s.port, 0);
+  Conn c(s.port);
+  ASSERT_TRUE(c.ok());
+  c.send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n");
+  const std::string body = "\"" + std::string(198, 'x') + "\"";
+  Streamer slow(
+      c.fd(),
+      [&](std::size_t i) -> std::optional<std::string> {
+        if (i >= body.size()) return std::nullopt;
+        return std::string(1, body[i]);
+      },
+      300ms);
+  auto d = c.until_close(60s);
+  std::size_t sent_at_close = slow.sent();
+  slow.stop();
+  EXPECT_TRUE(d.closed) << "the server kept a body trickling one byte at a time";
+  EXPECT_LT(sent_at_close, body.size()) << "closed only after the whole body had arrived";
+  EXPECT_EQ(status_of(http_raw(s.port, get("/"))), 200);
+}
+
+TEST(HttpServer, BodiesBeyondTheBufferedBudgetGet503UntilTheBudgetFrees) {
+  Server s({"--max-buffered-body", "1000", "--max-body", "800"});
+  ASSERT_GT(s.port, 0);
+  const std::string payload = "\"" + std::string(698, 'y') + "\"";  // 700 bytes of JSON
+  auto request = [&] {
+    return "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: 700\r\n\r\n";
+  };
+  Conn held(s.port);
+  ASSERT_TRUE(held.ok());
+  // 700 bytes announced, 10 sent: held. (Connection: close, so the answer ends the read below.)
+  std::string head = request();
+  head.insert(head.size() - 2, "Connection: close\r\n");
+  held.send(head + payload.substr(0, 10));
+  std::this_thread::sleep_for(200ms);
+  auto busy = http_raw(s.port, request() + payload);
+  EXPECT_EQ(status_of(busy), 503) << busy;
+  EXPECT_NE(body_of(busy).find("http_max_buffered_body_bytes"), std::string::npos) << busy;
+  held.send(payload.substr(10));
+  auto done = held.until_close(10s);
+  EXPECT_EQ(status_of(done.data), 200) << done.data;
+  EXPECT_EQ(status_of(http_raw(s.port, request() + payload)), 200)
+      << "the budget was not given back";
+}
+
 TEST(HttpServer, IdleConnectionIsClosedAfterKeepAliveTime) {
   Server s({"--keep-alive-ms", "1000"});
   ASSERT_GT(s.port, 0);

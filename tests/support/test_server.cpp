@@ -137,6 +137,10 @@ int main(int argc, char** argv) {
       opt.max_body_bytes = std::stoull(v);
     else if (k == "--read-timeout-ms")
       opt.read_timeout = std::chrono::milliseconds(std::stoi(v));
+    else if (k == "--body-timeout-ms")
+      opt.body_timeout = std::chrono::milliseconds(std::stoi(v));
+    else if (k == "--max-buffered-body")
+      opt.max_buffered_body_bytes = std::stoull(v);
     else if (k == "--keep-alive-ms")
       opt.keep_alive_idle = std::chrono::milliseconds(std::stoi(v));
     else if (k == "--workers")
