@@ -213,7 +213,7 @@ TEST(GymCli, ConfigThatHungTheYamlParserIsAClearError) {
       gym::test::run_command("timeout 20 " + gym_binary() + " config show --config " +
                              dir.write("ok.yaml", kWeather) + " '++a=,:'");
   EXPECT_EQ(override_value.code, 0) << override_value.output;
-  EXPECT_NE(override_value.output.find("a: ,:"), std::string::npos) << override_value.output;
+  EXPECT_NE(override_value.output.find("a: \",:\""), std::string::npos) << override_value.output;
 
   auto device = gym::test::run_command("timeout 20 " + gym_binary() +
                                        " config show '++config_paths=[/dev/zero]'");
