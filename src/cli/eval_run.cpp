@@ -3,6 +3,7 @@
 #include "cli/eval_run.h"
 
 #include "cli/builtins.h"
+#include "cli/deployment_watch.h"
 #include "core/json_text.h"
 #include "core/process_limits.h"
 #include "core/termination_signals.h"
@@ -117,11 +118,19 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
     // The deployment's client keys (retry budget, pool limits) unless set here.
     json::object pool_cfg = served;
     core::deep_merge(pool_cfg, local);
-    // SIGINT/SIGTERM are taken by this thread, which supervises the collection.
+    rollouts::prepare_output_files(plan, options, paths);  // the deployment answered
+    // SIGINT/SIGTERM are taken by this thread, which supervises the collection, and so is a
+    // deployment that went away.
     const core::TerminationSignals signals;
-    return rollouts::run_collection(
-        pool_cfg, agent_urls(served), std::move(plan), options, paths, telemetry->metrics(),
-        [&signals](std::chrono::milliseconds wait) { return signals.take(wait); });
+    const auto addresses = core::DeploymentAddresses::from_config(local);
+    DeploymentWatch watch(
+        "http://" + addresses.head_host + ":" + std::to_string(addresses.head_port),
+        agent_urls(served), options.unreachable_seconds);
+    return rollouts::run_collection(pool_cfg, agent_urls(served), std::move(plan), options, paths,
+                                    telemetry->metrics(), [&](std::chrono::milliseconds wait) {
+                                      if (int code = signals.take(wait)) return code;
+                                      return watch.poll();
+                                    });
   }
 
   core::validate_server_instances(local, builtin_registry().catalog());
@@ -138,6 +147,7 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
   orchestrator::Deployment deployment(deploy_sources, pipelines, builtin_registry().catalog());
   int code = deployment.start();
   if (code == 0) {
+    rollouts::prepare_output_files(plan, options, paths);  // every server is ready
     // T2: collection runs inside the orchestrator process and reports as `orchestrator`.
     code = rollouts::run_collection(
         deployment.config(), agent_urls(deployment.config()), std::move(plan), options, paths,

@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 #include <boost/json.hpp>
 
@@ -132,85 +134,149 @@ std::string location(const YAML::Mark& mark) {
   return fmt::format(" at line {}, column {}", mark.line + 1, mark.column + 1);
 }
 
-json::value convert(const YAML::Node& node, std::string_view origin);
+// The conversion of one document's nodes. yaml-cpp shares the node of an anchor between its
+// aliases, but the JSON tree copies it for each, so nested aliases can expand exponentially (an
+// "alias bomb"): `values_left` bounds the values created, with an error instead of the memory.
+class Converter {
+ public:
+  Converter(std::string_view origin, std::size_t max_values)
+      : origin_(origin), values_left_(max_values) {}
 
-bool is_merge_key(const YAML::Node& key) {
-  return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
-}
-
-std::string key_text(const YAML::Node& key, std::string_view origin) {
-  if (key.IsScalar()) return key.Scalar();
-  throw ConfigError(fmt::format("config error in {}{}: mapping keys must be plain text, not {}",
-                                origin, location(key.Mark()),
-                                key.IsNull() ? "empty" : "a list or mapping"));
-}
-
-// `<<: *base` copies the keys of the referenced mapping(s) as defaults, as PyYAML does: with a
-// list, an earlier mapping wins over a later one, and explicit keys win over all of them.
-void merge_defaults(json::object& out, const YAML::Node& value, std::string_view origin) {
-  std::vector<YAML::Node> sources;
-  if (value.IsMap()) {
-    sources.push_back(value);
-  } else if (value.IsSequence()) {
-    for (const auto& item : value) sources.insert(sources.begin(), item);
-  }
-  for (const auto& source : sources) {
-    if (!source.IsMap()) {
-      throw ConfigError(
-          fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
-                      "list of mappings",
-                      origin, location(value.Mark())));
+  json::value convert(const YAML::Node& node) {
+    if (values_left_ == 0) {
+      throw ConfigError(fmt::format(
+          "config error in {}{}: the document expands to more than {} values; its aliases "
+          "(*name) repeat anchored (&name) content too often. Write the repeated parts out or "
+          "reference fewer nested aliases",
+          origin_, location(node.Mark()), kMaxYamlAliasValues));
     }
-    json::value merged = convert(source, origin);
-    for (auto& [k, v] : merged.as_object()) out[k] = std::move(v);
+    --values_left_;
+    switch (node.Type()) {
+      case YAML::NodeType::Map:
+        return convert_map(node);
+      case YAML::NodeType::Sequence: {
+        json::array out;
+        for (const auto& item : node) out.push_back(convert(item));
+        return out;
+      }
+      case YAML::NodeType::Scalar:
+        return convert_scalar(node);
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        break;
+    }
+    return nullptr;
   }
-  if (sources.empty()) {
+
+ private:
+  static bool is_merge_key(const YAML::Node& key) {
+    return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
+  }
+
+  json::value convert_map(const YAML::Node& node) {
+    json::object out;
+    for (const auto& entry : node) {
+      if (is_merge_key(entry.first)) merge_defaults(out, entry.second);
+    }
+    for (const auto& entry : node) {
+      if (!is_merge_key(entry.first)) out[key_text(entry.first)] = convert(entry.second);
+    }
+    return out;
+  }
+
+  json::value convert_scalar(const YAML::Node& node) const {
+    // yaml-cpp tags quoted and block scalars "!" and plain ones "?".
+    if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") {
+      return json::string(node.Scalar());
+    }
+    try {
+      return yaml_plain_scalar(node.Scalar());
+    } catch (const std::out_of_range&) {
+      throw ConfigError(
+          fmt::format("config error in {}{}: the number {} does not fit in 64 "
+                      "bits; quote it to keep it as text",
+                      origin_, location(node.Mark()), node.Scalar()));
+    }
+  }
+
+  std::string key_text(const YAML::Node& key) const {
+    if (key.IsScalar()) return key.Scalar();
+    throw ConfigError(fmt::format("config error in {}{}: mapping keys must be plain text, not {}",
+                                  origin_, location(key.Mark()),
+                                  key.IsNull() ? "empty" : "a list or mapping"));
+  }
+
+  // `<<: *base` copies the keys of the referenced mapping(s) as defaults, as PyYAML does: with a
+  // list, an earlier mapping wins over a later one, and explicit keys win over all of them.
+  void merge_defaults(json::object& out, const YAML::Node& value) {
+    std::vector<YAML::Node> sources;
+    if (value.IsMap()) {
+      sources.push_back(value);
+    } else if (value.IsSequence()) {
+      for (const auto& item : value) sources.insert(sources.begin(), item);
+    }
+    if (sources.empty()) merge_error(value);
+    for (const auto& source : sources) {
+      if (!source.IsMap()) merge_error(value);
+      json::value merged = convert(source);
+      for (auto& [k, v] : merged.as_object()) out[k] = std::move(v);
+    }
+  }
+
+  [[noreturn]] void merge_error(const YAML::Node& value) const {
     throw ConfigError(
         fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
                     "list of mappings",
-                    origin, location(value.Mark())));
+                    origin_, location(value.Mark())));
   }
-}
 
-json::value convert(const YAML::Node& node, std::string_view origin) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map: {
-      json::object out;
-      for (const auto& entry : node) {
-        if (is_merge_key(entry.first)) merge_defaults(out, entry.second, origin);
+  std::string_view origin_;
+  std::size_t values_left_;
+};
+
+// Counts the documents of a YAML stream through yaml-cpp's event parser, which builds nothing.
+// Each document must start further on than the one before: Debian's yaml-cpp 0.7.0 answers a
+// token that cannot start a node (a lone `,`) with an empty document without consuming it, so
+// YAML::LoadAll would collect empty documents forever (yaml-cpp issue 1040).
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  std::size_t count(const std::string& text, std::string_view origin) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    std::size_t documents = 0;
+    std::optional<int> previous_start;
+    while (parser.HandleNextDocument(*this)) {
+      if (previous_start && start_.pos <= *previous_start) {
+        const char found = start_.pos >= 0 && static_cast<std::size_t>(start_.pos) < text.size()
+                               ? text[static_cast<std::size_t>(start_.pos)]
+                               : '?';
+        throw ConfigError(fmt::format(
+            "config error in {}: YAML syntax error{}: '{}' cannot start a value here; quote the "
+            "text if it is meant as a string",
+            origin, location(start_), found));
       }
-      for (const auto& entry : node) {
-        if (!is_merge_key(entry.first)) {
-          out[key_text(entry.first, origin)] = convert(entry.second, origin);
-        }
-      }
-      return out;
+      previous_start = start_.pos;
+      ++documents;
     }
-    case YAML::NodeType::Sequence: {
-      json::array out;
-      for (const auto& item : node) out.push_back(convert(item, origin));
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      // yaml-cpp tags quoted and block scalars "!" and plain ones "?".
-      if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") {
-        return json::string(node.Scalar());
-      }
-      try {
-        return yaml_plain_scalar(node.Scalar());
-      } catch (const std::out_of_range&) {
-        throw ConfigError(
-            fmt::format("config error in {}{}: the number {} does not fit in 64 "
-                        "bits; quote it to keep it as text",
-                        origin, location(node.Mark()), node.Scalar()));
-      }
-    }
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      break;
+    return documents;
   }
-  return nullptr;
-}
+
+  void OnDocumentStart(const YAML::Mark& mark) override { start_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  YAML::Mark start_;
+};
 
 void emit(YAML::Emitter& out, const json::value& v);
 
@@ -280,6 +346,13 @@ void emit(YAML::Emitter& out, const json::value& v) {
   }
 }
 
+ConfigError too_large(std::string_view origin) {
+  return ConfigError(
+      fmt::format("config error in {}: more than {} MiB of YAML, the most a config may hold; point "
+                  "--config and config_paths at YAML config files, not at data files or devices",
+                  origin, kMaxYamlBytes >> 20));
+}
+
 }  // namespace
 
 json::value yaml_plain_scalar(std::string_view text) {
@@ -294,20 +367,26 @@ json::value yaml_plain_scalar(std::string_view text) {
 }
 
 json::value parse_yaml(std::string_view text, std::string_view origin) {
-  std::vector<YAML::Node> docs;
+  if (text.size() > kMaxYamlBytes) throw too_large(origin);
+  const std::string owned(text);
+  std::size_t documents = 0;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    documents = DocumentCounter().count(owned, origin);
+    if (documents == 1) root = YAML::Load(owned);
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("config error in {}: YAML syntax error{}: {}", origin,
                                   location(e.mark), e.msg));
   }
-  if (docs.size() > 1) {
+  if (documents > 1) {
     throw ConfigError(
         fmt::format("config error in {}: found {} YAML documents (separated by "
                     "---); a config holds exactly one",
-                    origin, docs.size()));
+                    origin, documents));
   }
-  return docs.empty() ? json::value(nullptr) : convert(docs.front(), origin);
+  if (documents == 0) return nullptr;
+  // A document has at most about one value per byte of its text; the rest comes from aliases.
+  return Converter(origin, text.size() + kMaxYamlAliasValues).convert(root);
 }
 
 json::value load_yaml_file(const std::string& path) {
@@ -320,9 +399,13 @@ json::value load_yaml_file(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("config error: cannot read config file '{}'", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_yaml(text.str(), path);
+  // Read one byte past the limit, never more: a device such as /dev/zero has no end.
+  std::string text(kMaxYamlBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) throw ConfigError(fmt::format("config error: cannot read config file '{}'", path));
+  if (text.size() > kMaxYamlBytes) throw too_large(path);
+  return parse_yaml(text, path);
 }
 
 std::string to_yaml(const json::value& v) {

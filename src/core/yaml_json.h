@@ -3,6 +3,7 @@
 // so a config file means the same thing here as in NeMo Gym.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,13 +13,20 @@
 
 namespace gym::core {
 
+// The largest YAML text a config source may be (a file, NEMO_GYM_CONFIG_DICT, an override).
+inline constexpr std::size_t kMaxYamlBytes = 16u << 20;
+// How many values aliases (*name) may add to a document beyond about one per byte of its text.
+inline constexpr std::size_t kMaxYamlAliasValues = 1'000'000;
+
 // Parses one YAML document. `origin` (a file path or "<NEMO_GYM_CONFIG_DICT>") names the source
 // in errors; syntax errors become ConfigError with origin, line and column. Quoted scalars are
 // strings, plain scalars are typed by yaml_plain_scalar, `<<` merge keys are applied, and a
-// duplicate key keeps its first position and its last value. An empty document is null.
+// duplicate key keeps its first position and its last value. An empty document is null. A text
+// over kMaxYamlBytes, or aliases adding more than kMaxYamlAliasValues values, is a ConfigError.
 boost::json::value parse_yaml(std::string_view text, std::string_view origin);
 
-// Reads and parses a YAML file; ConfigError when it is missing or unreadable.
+// Reads and parses a YAML file; ConfigError when it is missing, unreadable or larger than
+// kMaxYamlBytes (read no further than that: /dev/zero fails at once).
 boost::json::value load_yaml_file(const std::string& path);
 
 // Block-style YAML that parse_yaml reads back to an equal tree: strings that would be typed

@@ -56,16 +56,33 @@ bool follow_redirect(const ClientResponse& res, std::string& url, Method& method
 // ledger (limits and waiters), the idle sweep, and the request loop with its retries.
 struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   struct Host;
+  struct Conn;
+  // Every connection has one owner at all times: the lease using it, or its host's idle list.
+  // A coroutine destroyed mid-connect (its loop shut down) thus still closes its socket.
+  using ConnPtr = std::unique_ptr<Conn>;
+  // Counted open from construction (before its connect) to destruction.
   struct Conn : ClientConnection {
-    using ClientConnection::ClientConnection;
-    Host* host = nullptr;
+    Conn(Pool& p, Host& h) : ClientConnection(p.ex), pool(p), host(&h) {
+      ++pool.open;
+      ++pool.stats.connections_opened;
+      pool.stats.max_open = std::max(pool.stats.max_open, pool.open);
+    }
+    ~Conn() {
+      boost::system::error_code ec;
+      stream.socket().close(ec);
+      --pool.open;
+    }
+    Conn(const Conn&) = delete;
+    Conn& operator=(const Conn&) = delete;
+    Pool& pool;
+    Host* host;
     Clock::time_point idle_since;
-    std::list<Conn*>::iterator host_pos;  // in host->idle (most recent first)
-    std::list<Conn*>::iterator lru_pos;   // in Pool::idle_lru (oldest first)
+    std::list<ConnPtr>::iterator host_pos;  // in host->idle (most recent first)
+    std::list<Conn*>::iterator lru_pos;     // in Pool::idle_lru (oldest first)
   };
   struct Host : Destination {
     std::size_t slot_id = 0;
-    std::list<Conn*> idle;
+    std::list<ConnPtr> idle;  // owns the idle connections
   };
 
   asio::any_io_executor ex;
@@ -103,31 +120,24 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   // --- idle connections ---
 
   void close_idle(Conn* c) {
-    c->host->idle.erase(c->host_pos);
     idle_lru.erase(c->lru_pos);
-    destroy(c);
+    c->host->idle.erase(c->host_pos);  // destroys it
   }
 
-  void destroy(Conn* c) {
-    boost::system::error_code ec;
-    c->stream.socket().close(ec);
-    --open;
-    delete c;
-  }
-
-  void make_idle(Conn* c) {
-    c->idle_since = Clock::now();
-    c->host_pos = c->host->idle.insert(c->host->idle.begin(), c);
-    c->lru_pos = idle_lru.insert(idle_lru.end(), c);
+  void make_idle(ConnPtr c) {
+    Conn* raw = c.get();
+    raw->idle_since = Clock::now();
+    raw->host_pos = raw->host->idle.insert(raw->host->idle.begin(), std::move(c));
+    raw->lru_pos = idle_lru.insert(idle_lru.end(), raw);
     schedule_sweep();
   }
 
   // Newest idle connection of `h` that has not outlived the idle timeout.
-  Conn* take_idle(Host& h) {
+  ConnPtr take_idle(Host& h) {
     expire_idle();
     if (h.idle.empty()) return nullptr;
-    Conn* c = h.idle.front();
-    h.idle.erase(c->host_pos);
+    ConnPtr c = std::move(h.idle.front());
+    h.idle.pop_front();
     idle_lru.erase(c->lru_pos);
     return c;
   }
@@ -157,7 +167,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     Pool& pool;
     Host& host;
     bool slot = false;
-    Conn* conn = nullptr;
+    ConnPtr conn;
     bool reused = false;  // an idle keep-alive connection
 
     Lease(Pool& p, Host& h) : pool(p), host(h) {}
@@ -170,11 +180,10 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     void give_back(bool keep_alive) {
       if (conn) {
         if (keep_alive && !pool.closed) {
-          pool.make_idle(conn);
+          pool.make_idle(std::move(conn));
         } else {
-          pool.destroy(conn);
+          conn.reset();
         }
-        conn = nullptr;
       }
       if (slot) pool.ledger.release(host.slot_id);
       slot = false;
@@ -231,7 +240,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
       lease.slot = true;
       reuse_idle(lease);
     }
-    if (!lease.conn) lease.conn = co_await open_connection(lease.host, req.timeout, error);
+    if (!lease.conn) co_await open_connection(lease, req.timeout, error);
     co_return lease.conn != nullptr;
   }
 
@@ -265,27 +274,24 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     co_return true;
   }
 
-  // A new connection to `h`, counted open from before its connect; null and `error` on failure.
-  asio::awaitable<Conn*> open_connection(Host& h, std::optional<std::chrono::milliseconds> timeout,
-                                         TransportError& error) {
+  // A new connection for `lease`, owned by it from before its connect; none and `error` on
+  // failure.
+  asio::awaitable<void> open_connection(Lease& lease,
+                                        std::optional<std::chrono::milliseconds> timeout,
+                                        TransportError& error) {
     // The total limit is also a hard cap on sockets: drop the oldest idle one first.
     if (params.total_limit != 0 && open >= params.total_limit && !idle_lru.empty())
       close_idle(idle_lru.front());
-    if (auto failed = co_await resolve(ex, h)) {
+    if (auto failed = co_await resolve(ex, lease.host)) {
       error = std::move(*failed);
-      co_return nullptr;
+      co_return;
     }
-    Conn* c = new Conn(ex);
-    c->host = &h;
-    ++open;
-    ++stats.connections_opened;
-    stats.max_open = std::max(stats.max_open, open);
-    if (auto failed = co_await connect(*c, h, tls_context.get(), params, timeout)) {
+    lease.conn = std::make_unique<Conn>(*this, lease.host);
+    if (auto failed =
+            co_await connect(*lease.conn, lease.host, tls_context.get(), params, timeout)) {
       error = std::move(*failed);
-      destroy(c);
-      co_return nullptr;
+      lease.conn.reset();
     }
-    co_return c;
   }
 
   // --- the request loop: redirects, retries, the budget ---
@@ -311,7 +317,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         bool ready = lease.conn != nullptr;
         if (!ready) ready = co_await complete_lease(lease, req, policy.deadline(), a.error);
         if (ready) {
-          a = co_await exchange(*lease.conn, *u, req, method, body, lease.reused);
+          a = co_await exchange(*lease.conn, *u, req, method, body, lease.reused,
+                                params.read_timeout);
           lease.give_back(a.response && a.keep_alive);
         }
       }  // the slot is free again before any wait for a retry
@@ -339,7 +346,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         d = policy.after_failure(a.error.failure, Clock::now());
         if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
         if (d.action == RetryAction::fail) throw RequestError(a.error.message);
-        if (d.reason == RetryReason::connection) note_connection_error();
+        if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
         why = std::move(a.error.message);
       }
       if (d.action == RetryAction::budget_exhausted)
@@ -353,13 +360,16 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     }
   }
 
-  static void note_connection_error() {
+  // Every 100th refused or dropped connection: most often the server is down, so the line names
+  // the URL and the error first; a busy server out of file descriptors is the other cause.
+  static void note_connection_error(const std::string& url, const std::string& error) {
     auto n = ++g_connection_errors;
     if (n % 100 == 0)
       spdlog::warn(
-          "{} connection errors so far in this process; consider a higher file "
-          "descriptor limit or more server replicas",
-          n);
+          "{} refused or dropped connections so far in this process, the last to {}: {}. Check "
+          "that the server at that address is running; if it is, it may be out of file "
+          "descriptors (raise `ulimit -n`) or need more replicas",
+          n, url, error);
   }
 };
 

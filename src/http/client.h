@@ -30,7 +30,14 @@ struct PoolParams {
   int tcp_keepalive_interval_seconds = 10;         // TCP_KEEPINTVL, 1..32767
   int tcp_keepalive_probes = 3;                    // TCP_KEEPCNT, 1..127
   double retry_budget_seconds = 300;               // global_http_retry_budget_seconds; 0 = none
-  bool request_debug = false;                      // global_aiohttp_client_request_debug
+  // global_http_connect_timeout_seconds: resolving, connecting and the TLS handshake of one
+  // attempt; zero = none.
+  std::chrono::milliseconds connect_timeout{30'000};
+  // global_http_read_timeout_seconds: the longest wait for the next byte of a response, or for
+  // the server to take the next part of the request; zero = none. Generous: a generation can
+  // take many minutes before its first byte.
+  std::chrono::milliseconds read_timeout{3'600'000};
+  bool request_debug = false;  // global_aiohttp_client_request_debug
 
   // Sizing inputs of the startup capacity report (telemetry.md 6.7); not enforced.
   int workers = 1;                       // max(1, num_workers)

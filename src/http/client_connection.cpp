@@ -119,9 +119,20 @@ asio::awaitable<std::optional<TransportError>> resolve(asio::any_io_executor ex,
 asio::awaitable<std::optional<TransportError>> connect(
     ClientConnection& c, const Destination& d, ssl::context* tls_context, const PoolParams& params,
     std::optional<std::chrono::milliseconds> timeout) {
-  if (timeout) c.stream.expires_after(*timeout);
+  // The bound covers the TCP connect and the TLS handshake; exchange() re-arms the timer.
+  const std::chrono::milliseconds limit = timeout.value_or(params.connect_timeout);
+  if (limit.count() > 0) {
+    c.stream.expires_after(limit);
+  } else {
+    c.stream.expires_never();
+  }
   auto [ec, ep] = co_await c.stream.async_connect(*d.endpoints, kTuple);
   (void)ep;
+  if (ec == beast::error::timeout)
+    co_return TransportError{AttemptFailure::other,
+                             "cannot connect to " + d.host + ":" + d.port + ": timed out after " +
+                                 std::to_string(limit.count()) +
+                                 " ms (global_http_connect_timeout_seconds)"};
   if (ec)
     co_return TransportError{
         closed_before_response(ec) ? AttemptFailure::refused_or_closed : AttemptFailure::other,

@@ -58,7 +58,8 @@ std::unique_ptr<boost::asio::ssl::context> make_tls_context();
 boost::asio::awaitable<std::optional<TransportError>> resolve(boost::asio::any_io_executor ex,
                                                               Destination& d);
 
-// Connects `c` to the resolved `d` within `timeout` (none: no limit), sets the TCP keep-alive
+// Connects `c` to the resolved `d` within `timeout` (none: params.connect_timeout, where zero
+// is no limit; the bound covers the TLS handshake too), sets the TCP keep-alive
 // options of `params` and TCP_NODELAY, and for https shakes hands over `tls_context`. Returns the
 // error when that failed; `c` is then to be closed.
 boost::asio::awaitable<std::optional<TransportError>> connect(

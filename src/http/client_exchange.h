@@ -10,6 +10,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -22,12 +23,16 @@ struct Exchange {
 };
 
 // Sends `method` `u.target` with `body` and the headers and cookies of `req` on `c`, and reads
-// the response, within req.timeout (none: no limit). `reused`: `c` served earlier requests (a
-// failure before any byte of the response then means the server had closed it). On failure
+// the response: within req.timeout when set, else with at most `read_timeout` (zero: no limit)
+// between two steps of progress (a part of the request taken, a part of the response received).
+// When the write fails because the server closed (a 413 before the whole body was sent), the
+// response it sent before closing is read and returned. `reused`: `c` served earlier requests
+// (a failure before any byte of the response then means the server had closed it). On failure
 // `c` is to be closed; on success its deadline is cleared.
 boost::asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u,
                                           const ClientRequest& req, Method method,
-                                          const std::string& body, bool reused);
+                                          const std::string& body, bool reused,
+                                          std::chrono::milliseconds read_timeout);
 
 // Refused, reset, or closed before a response (a TLS peer too that closed without
 // close_notify): retried for every call (runtime.md 8.3).

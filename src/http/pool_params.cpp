@@ -39,6 +39,13 @@ PoolParams PoolParams::from_config(const boost::json::object& cfg, int num_worke
       core::get_int(cfg, "global_aiohttp_tcp_keepalive_probes", d.tcp_keepalive_probes, 1, 127));
   p.retry_budget_seconds =
       core::get_double(cfg, "global_http_retry_budget_seconds", d.retry_budget_seconds, 0.0, 1e9);
+  auto timeout = [&](std::string_view key, std::chrono::milliseconds def) {
+    const double seconds =
+        core::get_double(cfg, key, static_cast<double>(def.count()) / 1000.0, 0.0, 1e9);
+    return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+  };
+  p.connect_timeout = timeout("global_http_connect_timeout_seconds", d.connect_timeout);
+  p.read_timeout = timeout("global_http_read_timeout_seconds", d.read_timeout);
   p.request_debug = core::get_bool(cfg, "global_aiohttp_client_request_debug", d.request_debug);
   p.workers = static_cast<int>(workers);
   p.aggregate_total = static_cast<std::size_t>(

@@ -53,6 +53,9 @@ RetryDecision RetryPolicy::after_failure(AttemptFailure failure, Clock::time_poi
   // A refused TLS handshake fails the same way on every try (runtime.md 8.3 retries
   // connection-level failures only); the caller sees why at once.
   if (failure == AttemptFailure::tls) return {RetryAction::fail_tls};
+  // A server that took the request and went silent (hung, stopped): waiting the read timeout
+  // again would only double the stall, and the request may have been acted on.
+  if (failure == AttemptFailure::read_timeout) return {RetryAction::fail};
   if (!retry_) return {RetryAction::fail};
   switch (failure) {
     case AttemptFailure::stale:  // a keep-alive connection the server had closed
@@ -60,6 +63,7 @@ RetryDecision RetryPolicy::after_failure(AttemptFailure failure, Clock::time_poi
     case AttemptFailure::refused_or_closed:
       return retry_later(RetryReason::connection, /*counted=*/false, now);
     case AttemptFailure::tls:
+    case AttemptFailure::read_timeout:
     case AttemptFailure::other:
       break;
   }

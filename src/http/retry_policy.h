@@ -13,6 +13,7 @@
 // | a response                      |                      |                                     |
 // | stale keep-alive connection     | retried at once      | retried at once                     |
 // | TLS handshake refused           | fails (TlsError)     | fails (TlsError)                    |
+// | read timeout (server silent)    | fails                | fails                               |
 // | other transport errors          | retried              | 3 tries in total                    |
 //
 // Retries wait kRetryWait and stop when the retry budget (a deadline) would pass during the wait.
@@ -33,6 +34,8 @@ enum class AttemptFailure {
   refused_or_closed,  // refused, reset, closed before a response: retried for every call
   stale,              // a reused keep-alive connection closed under us: retried at once
   tls,                // TLS handshake refused (certificate, host name, protocol): never retried
+  read_timeout,       // the server took the request, then sent nothing for the read timeout:
+                      // never retried (the next attempt would likely wait as long again)
   other,              // other transport errors (timeout, name resolution, pool wait given up)
 };
 

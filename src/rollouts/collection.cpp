@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -133,6 +134,29 @@ class CollectionThread {
   std::thread thread_;
 };
 
+// One shell word: as is when it is plainly safe, else in single quotes.
+std::string shell_word(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_-+=/.,:@%") == std::string::npos)
+    return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// This process's command line with --resume, for the user to run after a stop.
+std::string resume_command() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string command;
+  bool resumes = false;
+  for (std::string arg; std::getline(in, arg, '\0');) {
+    resumes = resumes || arg == "--resume" || arg.rfind("++resume_from_cache=", 0) == 0;
+    command += (command.empty() ? "" : " ") + shell_word(arg);
+  }
+  if (command.empty()) return "the same command with --resume";
+  return resumes ? command : command + " --resume";
+}
+
 void print_files(const OutputPaths& paths, const Outcome& outcome) {
   if (outcome.counts.failed > 0)
     std::printf("Failures: %zu rows in %s\n", outcome.counts.failed, paths.failures.c_str());
@@ -162,8 +186,9 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
     collection.cancel();
     std::fflush(stdout);
     std::fprintf(stderr,
-                 "Collection stopped: rows already written stay; the unfinished rollouts run with "
-                 "the same command and --resume.\n");
+                 "Collection stopped (exit code %d): rows already written stay; the unfinished "
+                 "rollouts run with the same command and --resume:\n  %s\n",
+                 stop_code, resume_command().c_str());
     return stop_code;
   }
   auto& o = collection.outcome();

@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/json_text.h"
+#include "http/server.h"
 
 #include <boost/json.hpp>
 
@@ -79,6 +80,11 @@ CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool n
   o.resume = core::get_bool(cfg, "resume_from_cache", false);
   o.disable_aggregation = core::get_bool(cfg, "disable_aggregation", false);
   o.route_failures_to_sidecar = core::get_bool(cfg, "route_failures_to_sidecar", true);
+  o.max_row_bytes = static_cast<std::size_t>(
+      core::get_int(cfg, "http_max_request_body_bytes",
+                    static_cast<std::int64_t>(http::ServerOptions{}.max_body_bytes), 1, 1ll << 40));
+  o.unreachable_seconds =
+      core::get_double(cfg, "deployment_unreachable_seconds", o.unreachable_seconds, 0.0, 1e9);
   o.split = optional_string(cfg, "split");
   if (o.split && *o.split != "train" && *o.split != "validation" && *o.split != "benchmark" &&
       *o.split != "example")

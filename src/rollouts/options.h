@@ -32,6 +32,12 @@ struct CollectionOptions {
   bool disable_aggregation = false;
   bool route_failures_to_sidecar = true;  // R6
   std::optional<std::string> split;       // 7.11
+  // The longest input line the collector reads, which is also the largest /run body:
+  // http_max_request_body_bytes (the servers' limit; http::ServerOptions has the default).
+  std::size_t max_row_bytes = 0;
+  // --no-serve: give up once the head server and every agent have refused connections for this
+  // long (deployment_unreachable_seconds); 0 = never, the retry budget alone applies.
+  double unreachable_seconds = 5;
 
   // Reads and validates the keys; a ConfigError names the key and the fix. `no_serve` makes
   // `input_jsonl_fpath` required; with servers, `split` is required when there is no input.

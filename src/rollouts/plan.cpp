@@ -40,10 +40,15 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
                const std::filesystem::path& input, const std::vector<std::string>& agents) {
   std::vector<JsonlLine> lines;
   try {
-    lines = read_jsonl(input, options.limit);
+    lines = read_jsonl(input, options.limit, options.max_row_bytes);
   } catch (const std::runtime_error& e) {
     throw core::ConfigError(std::string("input: ") + e.what());
   }
+  if (lines.empty())
+    throw core::ConfigError("input: " + input.string() +
+                            " has no rows (it is empty or holds only blank lines); nothing was "
+                            "started and no output file was touched. Point --input "
+                            "(input_jsonl_fpath) at a JSONL file with one row per line");
   if (options.limit)
     std::printf("Limiting the number of rows to %lld\n", static_cast<long long>(*options.limit));
   if (options.agent_name)
@@ -66,14 +71,21 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
     for (const auto* p : {&paths.rollouts, &paths.materialized})
       if (!std::filesystem::exists(*p))
         std::printf("Skipping resume_from_cache because %s doesn't exist!\n", p->c_str());
-  } else {
-    std::puts("Clearing output fpath since `resume_from_cache=False`!");
   }
-  write_jsonl(paths.materialized, expanded);
-  std::filesystem::remove(paths.rollouts);
-  std::filesystem::remove(paths.failures);  // R6: a fresh run starts an empty sidecar
+  plan.fresh = true;
   plan.rows = std::move(expanded);
   return plan;
+}
+
+void prepare_output_files(const Plan& plan, const CollectionOptions& options,
+                          const OutputPaths& paths) {
+  if (!plan.fresh) return;  // a resumed run appends
+  if (!options.resume) std::puts("Clearing output fpath since `resume_from_cache=False`!");
+  write_jsonl(paths.materialized, plan.rows);
+  std::filesystem::remove(paths.rollouts);
+  std::filesystem::remove(paths.failures);  // R6: a fresh run starts an empty sidecar
+  // An earlier run's metrics would describe rollouts that are gone.
+  std::filesystem::remove(paths.aggregate_metrics);
 }
 
 }  // namespace gym::rollouts

@@ -5,7 +5,9 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -34,6 +36,49 @@ std::string join(const std::vector<std::string>& names) {
   return out.empty() ? "(none)" : out;
 }
 
+// The lines of a file, read in blocks; a line longer than the limit is refused before more of it
+// than the limit is held (a 1 GB line must not cost gigabytes).
+class LineReader {
+ public:
+  struct TooLong {};
+  LineReader(std::streambuf& in, std::size_t max_bytes) : in_(in), max_bytes_(max_bytes) {}
+
+  // The next line without its newline; false at the end of the file. Throws TooLong.
+  bool next(std::string& line, bool& had_newline) {
+    line.clear();
+    for (;;) {
+      if (pos_ == end_ && !fill()) {
+        had_newline = false;
+        return !line.empty();
+      }
+      const char* start = block_.data() + pos_;
+      const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - pos_));
+      const std::size_t n = newline ? static_cast<std::size_t>(newline - start) : end_ - pos_;
+      if (max_bytes_ != 0 && line.size() + n > max_bytes_) throw TooLong{};
+      line.append(start, n);
+      pos_ += n;
+      if (newline) {
+        ++pos_;
+        had_newline = true;
+        return true;
+      }
+    }
+  }
+
+ private:
+  bool fill() {
+    pos_ = 0;
+    end_ = static_cast<std::size_t>(
+        std::max<std::streamsize>(0, in_.sgetn(block_.data(), block_.size())));
+    return end_ > 0;
+  }
+
+  std::streambuf& in_;
+  std::size_t max_bytes_;
+  std::vector<char> block_ = std::vector<char>(1 << 16);
+  std::size_t pos_ = 0, end_ = 0;
+};
+
 }  // namespace
 
 RolloutKey key_of(const json::object& row) {
@@ -48,17 +93,26 @@ std::string agent_of(const json::object& row) {
 }
 
 std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
-                                  std::optional<std::int64_t> max_lines) {
+                                  std::optional<std::int64_t> max_lines,
+                                  std::size_t max_line_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error("cannot read " + path.string() + ": no such file or not readable");
+  LineReader reader(*in.rdbuf(), max_line_bytes);
   std::vector<JsonlLine> lines;
   std::string text;
-  for (std::size_t number = 1;
-       (!max_lines || static_cast<std::int64_t>(lines.size()) < *max_lines) &&
-       std::getline(in, text);
+  bool had_newline = false;
+  for (std::size_t number = 1; !max_lines || static_cast<std::int64_t>(lines.size()) < *max_lines;
        ++number) {
-    bool had_newline = !in.eof();
+    try {
+      if (!reader.next(text, had_newline)) break;
+    } catch (const LineReader::TooLong&) {
+      throw std::runtime_error(path.string() + " line " + std::to_string(number) +
+                               ": longer than " + std::to_string(max_line_bytes) +
+                               " bytes, the largest request body a server accepts "
+                               "(http_max_request_body_bytes); shorten the row, or raise "
+                               "http_max_request_body_bytes for the collector and the servers");
+    }
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     boost::system::error_code ec;
     auto value = core::parse_json(text, ec);
@@ -68,6 +122,7 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
           (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"));
     if (had_newline) text.push_back('\n');
     lines.push_back({number, std::move(text), std::move(value.get_object())});
+    text = std::string();
   }
   return lines;
 }

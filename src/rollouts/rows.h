@@ -20,14 +20,16 @@ RolloutKey key_of(const boost::json::object& row);
 std::string agent_of(const boost::json::object& row);
 
 // Reads every line of `path` up to `max_lines` non-blank lines (none: all). A line that is not
-// a JSON object throws std::runtime_error naming the file and line number.
+// a JSON object, or longer than `max_line_bytes` (0: no limit; the line is never held whole),
+// throws std::runtime_error naming the file and line number.
 struct JsonlLine {
   std::size_t number = 0;  // 1-based line number
   std::string raw;         // the line's bytes including its newline, when it had one
   boost::json::object row;
 };
 std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
-                                  std::optional<std::int64_t> max_lines = std::nullopt);
+                                  std::optional<std::int64_t> max_lines = std::nullopt,
+                                  std::size_t max_line_bytes = 0);
 
 // Checks every input row (7.2) and reports all offending lines in one core::ConfigError; then
 // expands them (7.3): agent_ref from --agent, create-params overrides, task and rollout indices,

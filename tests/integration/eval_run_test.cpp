@@ -416,7 +416,10 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   const std::string collect =
       gym_binary() + " eval run --no-serve ++head_server.port=" + std::to_string(head_port) +
       " --input " + example_input(env) + " --agent " + agent + " --output " + out +
-      " --num-repeats 400 --concurrency 64";
+      " --num-repeats 400 --concurrency 64"
+      // The deployment goes away with its resources server; without the watch that would stop
+      // the collection at once (eval_run_faults_test), every rollout fails after the budget.
+      " ++deployment_unreachable_seconds=0";
 
   std::set<Key> failed_first;
   {

@@ -197,3 +197,27 @@ TEST(GymCli, DemoReportsAServerThatCannotStart) {
   EXPECT_NE(busy.output.find("already in use"), std::string::npos) << busy.output;
   EXPECT_NE(busy.output.find("mcqa"), std::string::npos) << busy.output;
 }
+
+// Issue 13, item 5: configs that made yaml-cpp 0.7.0 loop until the OOM killer, and a config
+// path with no end, fail at once with a message. `timeout` turns a regression into a failure
+// rather than a machine out of memory.
+TEST(GymCli, ConfigThatHungTheYamlParserIsAClearError) {
+  TempDir dir;
+  auto comma = dir.write("comma.yaml", ",");
+  auto r = gym::test::run_command("timeout 20 " + gym_binary() + " config show --config " + comma);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(comma), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("YAML syntax error at line 1, column 1"), std::string::npos) << r.output;
+
+  auto override_value =
+      gym::test::run_command("timeout 20 " + gym_binary() + " config show --config " +
+                             dir.write("ok.yaml", kWeather) + " '++a=,:'");
+  EXPECT_EQ(override_value.code, 0) << override_value.output;
+  EXPECT_NE(override_value.output.find("a: \",:\""), std::string::npos) << override_value.output;
+
+  auto device = gym::test::run_command("timeout 20 " + gym_binary() +
+                                       " config show '++config_paths=[/dev/zero]'");
+  EXPECT_EQ(device.code, 1) << device.output;
+  EXPECT_NE(device.output.find("/dev/zero: more than 16 MiB of YAML"), std::string::npos)
+      << device.output;
+}

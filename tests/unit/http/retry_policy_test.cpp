@@ -119,6 +119,13 @@ TEST(RetryPolicy, RefusedTlsHandshakeIsNeverRetried) {
   }
 }
 
+TEST(RetryPolicy, ReadTimeoutIsNeverRetried) {
+  // The server took the request and went silent: another attempt would wait as long again.
+  for (auto kind : {CallKind::internal, CallKind::external})
+    EXPECT_EQ(unbounded(kind).after_failure(AttemptFailure::read_timeout, t0).action,
+              RetryAction::fail);
+}
+
 TEST(RetryPolicy, OneAttemptCallsReturnStatusesAndFailOnTransportErrors) {
   RetryPolicy p(CallKind::external, false, std::nullopt);
   EXPECT_EQ(p.after_response(503, t0).action, RetryAction::done);

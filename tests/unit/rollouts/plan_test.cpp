@@ -3,6 +3,8 @@
 
 #include <boost/json.hpp>
 
+#include <map>
+
 #include "rollouts/rows.h"
 #include "rollouts_test_support.h"
 
@@ -48,11 +50,12 @@ class PlanRows : public ::testing::Test {
     options_.num_repeats.fixed = 2;
   }
 
-  // plan_rows with its stdout captured into `printed_`.
-  Plan plan(const std::vector<std::string>& agents = kAgents) {
+  // plan_rows, then (with `start`) prepare_output_files, with stdout captured into `printed_`.
+  Plan plan(const std::vector<std::string>& agents = kAgents, bool start = true) {
     ::testing::internal::CaptureStdout();
     try {
       auto p = plan_rows(options_, paths_, input_, agents);
+      if (start) prepare_output_files(p, options_, paths_);
       printed_ = ::testing::internal::GetCapturedStdout();
       return p;
     } catch (...) {
@@ -82,6 +85,51 @@ TEST_F(PlanRows, FreshRunWritesTheMaterializedFileAndRemovesOldResults) {
   EXPECT_EQ(printed_,
             "Using `a` for rows that do not already have an agent ref\n"
             "Clearing output fpath since `resume_from_cache=False`!\n");
+}
+
+TEST_F(PlanRows, PlanningTouchesNoFileUntilTheRunStarts) {
+  // A run that fails to start (a busy port, a server exiting) must leave the earlier results.
+  const std::map<fs::path, std::string> earlier{{paths_.rollouts, "{\"old\":1}\n"},
+                                                {paths_.failures, "{\"old\":2}\n"},
+                                                {paths_.materialized, "{\"old\":3}\n"},
+                                                {paths_.aggregate_metrics, "[]\n"}};
+  for (const auto& [path, text] : earlier) dir_.write(path.filename().string(), text);
+  auto p = plan(kAgents, /*start=*/false);
+  EXPECT_TRUE(p.fresh);
+  for (const auto& [path, text] : earlier) EXPECT_EQ(read_text(path), text) << path;
+  EXPECT_NOT_CONTAINS(printed_, "Clearing output fpath");
+
+  ::testing::internal::CaptureStdout();
+  prepare_output_files(p, options_, paths_);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+            "Clearing output fpath since `resume_from_cache=False`!\n");
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_FALSE(fs::exists(paths_.rollouts));
+  EXPECT_FALSE(fs::exists(paths_.failures));
+  EXPECT_FALSE(fs::exists(paths_.aggregate_metrics));  // it described the removed rollouts
+}
+
+TEST_F(PlanRows, EmptyInputIsAConfigErrorAndTouchesNoFile) {
+  dir_.write("out.jsonl", "{\"old\":1}\n");
+  for (const std::string empty : {"", "\n  \n\t\n"}) {
+    dir_.write("input.jsonl", empty);
+    auto message = config_error_of([&] { plan(); });
+    EXPECT_CONTAINS(message, "input: " + input_.string() + " has no rows");
+    EXPECT_CONTAINS(message, "--input");
+    EXPECT_EQ(read_text(paths_.rollouts), "{\"old\":1}\n");
+    EXPECT_FALSE(fs::exists(paths_.materialized));
+  }
+}
+
+TEST_F(PlanRows, ResumedPlanLeavesTheFilesToBeAppended) {
+  plan();
+  dir_.write("out.jsonl", "");
+  dir_.write("out_aggregate_metrics.json", "[]\n");
+  options_.resume = true;
+  auto p = plan();
+  EXPECT_FALSE(p.fresh);
+  EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
+  EXPECT_EQ(read_text(paths_.aggregate_metrics), "[]\n");
 }
 
 TEST_F(PlanRows, FreshRunPrintsLimitAndOverrides) {

@@ -92,6 +92,27 @@ TEST(ReadJsonl, EmptyFileHasNoLines) {
   EXPECT_TRUE(read_jsonl(dir.write("blank.jsonl", "\n \n")).empty());
 }
 
+TEST(ReadJsonl, LineLongerThanTheLimitIsAnErrorNamingIt) {
+  TempDir dir;
+  const std::string at_limit = "{\"a\":\"" + std::string(92, 'x') + "\"}";  // 100 bytes
+  ASSERT_EQ(at_limit.size(), 100u);
+  // Lines spanning the reader's 64 KiB blocks are whole too.
+  const std::string long_ok = "{\"b\":\"" + std::string(200'000, 'y') + "\"}";
+  auto fine = dir.write("fine.jsonl", at_limit + "\n" + long_ok + "\n" + at_limit);
+  EXPECT_CONTAINS(error_of<std::runtime_error>([&] { read_jsonl(fine, std::nullopt, 100'000); }),
+                  " line 2: longer than 100000 bytes");
+  auto lines = read_jsonl(fine, std::nullopt, 300'000);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1].raw, long_ok + "\n");
+  EXPECT_EQ(lines[2].raw, at_limit);
+
+  auto path = dir.write("big.jsonl", at_limit + "\n" + at_limit + "x\n");
+  EXPECT_EQ(read_jsonl(path, 1, 100).size(), 1u);  // the long line is past the limit of lines
+  auto message = error_of<std::runtime_error>([&] { read_jsonl(path, std::nullopt, 100); });
+  EXPECT_CONTAINS(message, path + " line 2: longer than 100 bytes");
+  EXPECT_CONTAINS(message, "http_max_request_body_bytes");
+}
+
 TEST(ReadJsonl, LimitCountsNonBlankLinesAndStopsReading) {
   TempDir dir;
   // The line after the limit is not JSON: it is never read.
