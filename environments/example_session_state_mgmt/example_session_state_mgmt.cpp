@@ -3,6 +3,7 @@
 #include "python_compat/errors.h"
 #include "python_compat/json_equal.h"
 #include "servers/resources_server.h"
+#include "servers/session_table.h"
 
 #include <boost/json.hpp>
 
@@ -11,7 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 namespace gym::environments {
 namespace asio = boost::asio;
@@ -22,19 +22,22 @@ using http::Schema;
 
 namespace {
 
-// Counters by session id, never evicted (upstream keeps a plain dict).
+// Counters by session id. Upstream keeps a plain dict that only grows; here the sessions are
+// bounded (servers::SessionLimits), so opening sessions cannot grow the server without limit.
 class CounterStore {
  public:
+  explicit CounterStore(servers::SessionLimits limits) : counters_(limits.ttl, limits.capacity) {}
+
   // dict.setdefault(session, initial): an existing counter is left unchanged.
   void seed(const std::string& session, std::int64_t initial) {
     std::lock_guard lock(mutex_);
-    counters_.try_emplace(session, initial);
+    counters_.get_or_insert(session, initial, Clock::now());
   }
 
   // The counter (created at 0) plus `delta`.
   void add(const std::string& session, std::int64_t delta) {
     std::lock_guard lock(mutex_);
-    auto& counter = counters_[session];
+    auto& counter = counters_.get_or_insert(session, 0, Clock::now());
     std::int64_t sum = 0;
     if (__builtin_add_overflow(counter, delta, &sum))
       throw python_compat::OverflowError("the counter leaves the 64-bit range gym-cpp supports");
@@ -43,19 +46,18 @@ class CounterStore {
 
   std::int64_t get_or_create(const std::string& session) {
     std::lock_guard lock(mutex_);
-    return counters_[session];
+    return counters_.get_or_insert(session, 0, Clock::now());
   }
 
-  std::optional<std::int64_t> find(const std::string& session) const {
+  std::optional<std::int64_t> find(const std::string& session) {
     std::lock_guard lock(mutex_);
-    auto it = counters_.find(session);
-    if (it == counters_.end()) return std::nullopt;
-    return it->second;
+    return counters_.find(session, Clock::now());
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::int64_t> counters_;
+  using Clock = servers::SessionTable<std::int64_t>::Clock;
+  std::mutex mutex_;
+  servers::SessionTable<std::int64_t> counters_;
 };
 
 // A validated int field; ints beyond 64 bits (Python has no limit) are refused.
@@ -79,8 +81,9 @@ void register_example_session_state_mgmt(servers::Registry& registry) {
       {
           "example_session_state_mgmt",
           "StatefulCounterResourcesServer",
-          [](servers::ServerContext&, http::Router& router) -> servers::VerifyRoute {
-            auto store = std::make_shared<CounterStore>();
+          [](servers::ServerContext& ctx, http::Router& router) -> servers::VerifyRoute {
+            auto store =
+                std::make_shared<CounterStore>(servers::SessionLimits::from_config(ctx.global));
             router.post("/seed_session",
                         http::json_route(
                             [store](Request& req, json::value& body) -> asio::awaitable<Response> {

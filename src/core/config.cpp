@@ -160,6 +160,8 @@ Override parse_override(std::string_view text) {
 void apply(json::object& cfg, const Override& o, ConfigOrigins* origins) {
   std::vector<std::string> parts = split_path(o.key);
   if (parts.empty()) override_error(o, "the key is empty");
+  if (o.key.front() == '.' || o.key.back() == '.' || o.key.find("..") != std::string::npos)
+    override_error(o, "the key '" + o.key + "' has an empty part between dots");
   json::value* container = nullptr;  // null stands for `cfg` itself
   std::string path;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -320,6 +322,61 @@ DeploymentAddresses DeploymentAddresses::from_config(const json::object& cfg) {
   return a;
 }
 
+namespace {
+
+// Why `text` would not survive the trip to the servers (their config is YAML in an environment
+// variable, and NeMo Gym's are Python str): invalid UTF-8 or a control character other than
+// tab, newline and carriage return. Empty when it is fine.
+std::string text_problem(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+        return fmt::format("a control character (0x{:02x}) at byte {}", c, i);
+      ++i;
+      continue;
+    }
+    int length = 0;  // of the sequence `c` starts; 0: no sequence starts with it
+    if (c >= 0xc2 && c <= 0xdf) length = 2;
+    if (c >= 0xe0 && c <= 0xef) length = 3;
+    if (c >= 0xf0 && c <= 0xf4) length = 4;
+    if (length == 0 || i + static_cast<std::size_t>(length) > text.size())
+      return fmt::format("invalid UTF-8 at byte {}", i);
+    std::uint32_t cp = c & (0x7fu >> length);
+    for (int k = 1; k < length; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xc0) != 0x80) return fmt::format("invalid UTF-8 at byte {}", i);
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    const bool overlong = (length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000);
+    if (overlong || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+      return fmt::format("invalid UTF-8 at byte {}", i);
+    i += static_cast<std::size_t>(length);
+  }
+  return {};
+}
+
+}  // namespace
+
+void check_text(const json::value& v, const ConfigOrigins& origins, const std::string& path) {
+  auto fail = [&](const std::string& where, const std::string& problem) {
+    throw ConfigError(fmt::format("{}{} holds {}; write it as plain UTF-8 text",
+                                  error_prefix(&origins, where), where.empty() ? "a key" : where,
+                                  problem));
+  };
+  if (v.is_string()) {
+    if (auto problem = text_problem(v.get_string()); !problem.empty()) fail(path, problem);
+  } else if (const auto* o = v.if_object()) {
+    for (const auto& [k, child] : *o) {
+      const std::string child_at = child_path(path, k);
+      if (auto problem = text_problem(k); !problem.empty()) fail(child_at, "a key with " + problem);
+      check_text(child, origins, child_at);
+    }
+  } else if (const auto* a = v.if_array()) {
+    for (std::size_t i = 0; i < a->size(); ++i) check_text((*a)[i], origins, child_path(path, i));
+  }
+}
+
 json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_out) {
   ConfigOrigins local_origins;
   ConfigOrigins& origins = origins_out ? *origins_out : local_origins;
@@ -370,6 +427,7 @@ json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_ou
   apply_directives(cfg, origins);
   check_missing_values(cfg, origins);
   resolve_interpolations(cfg, origins, sources.getenv ? sources.getenv : GetEnv(process_getenv));
+  check_text(cfg, origins, "");
   fill_defaults(cfg, origins);
   return cfg;
 }

@@ -30,6 +30,10 @@ void fill_defaults(boost::json::object& cfg, const ConfigOrigins& origins);
 // "a.b[0].c" and "a.b.0.c" -> {"a", "b", "0", "c"}.
 std::vector<std::string> split_path(std::string_view dotted);
 
+// ConfigError naming the key when a string (or key) under `v` is not UTF-8 text without control
+// characters (tab, newline and carriage return are allowed).
+void check_text(const boost::json::value& v, const ConfigOrigins& origins, const std::string& path);
+
 // Extends a display path: "a" + "b" -> "a.b"; "a" + index 2 -> "a[2]".
 std::string child_path(const std::string& parent, std::string_view key);
 std::string child_path(const std::string& parent, std::size_t index);

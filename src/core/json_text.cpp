@@ -58,6 +58,24 @@ void render_string(boost::json::string_view s, std::string& out) {
 }
 
 // Builds the document like boost::json::parser does, but re-reads every double from its text.
+enum class JsonNumberError { integer_out_of_range = 1, float_out_of_range };
+
+class JsonNumberCategory : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "gym.json"; }
+  std::string message(int e) const override {
+    if (e == static_cast<int>(JsonNumberError::integer_out_of_range))
+      return "integer out of range (gym-cpp keeps JSON integers within 64 bits; send larger "
+             "ones as strings)";
+    return "number out of range (it does not fit a 64-bit float)";
+  }
+};
+
+boost::system::error_code make_error_code(JsonNumberError e) {
+  static const JsonNumberCategory category;
+  return {static_cast<int>(e), category};
+}
+
 class PreciseHandler {
  public:
   static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
@@ -94,12 +112,24 @@ class PreciseHandler {
     number.clear();
     return stack.push_uint64(u), true;
   }
-  bool on_double(double d, boost::json::string_view s, ec_t&) {
+  bool on_double(double d, boost::json::string_view s, ec_t& ec) {
     number.append(s);
+    // An integer literal lands here when it does not fit 64 bits: Python would keep it exact,
+    // a double would change it, so it is refused (R7: integers stay integers).
+    if (number.find_first_of(".eE") == std::string::npos) {
+      ec = make_error_code(JsonNumberError::integer_out_of_range);
+      return false;
+    }
     double exact = 0;
     auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), exact);
     if (err == std::errc{} && end == number.data() + number.size()) d = exact;
+    if (err == std::errc::result_out_of_range) d = std::strtod(number.c_str(), nullptr);
     number.clear();
+    // 1e400: Python reads inf, which no JSON text can carry back (it would be written as null).
+    if (std::isinf(d)) {
+      ec = make_error_code(JsonNumberError::float_out_of_range);
+      return false;
+    }
     return stack.push_double(d), true;
   }
   bool on_bool(bool b, ec_t&) { return stack.push_bool(b), true; }

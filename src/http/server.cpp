@@ -258,6 +258,21 @@ asio::awaitable<void> reject_busy(Session& s, const RequestParser& parser,
       parser.get()[bhttp::field::cookie], &metrics, route_of(s.loop, parser.get()));
 }
 
+// A head we read but will not serve: HTTP/1.1 without Host (RFC 9112 section 3.2: 400), or a
+// transfer coding other than chunked (its body would otherwise be taken as empty: 501).
+std::optional<std::pair<int, std::string>> unreadable_head(
+    const bhttp::request<bhttp::string_body>& head) {
+  if (head.version() >= 11 && head.find(bhttp::field::host) == head.end())
+    return std::pair{400,
+                     std::string("Invalid HTTP request: an HTTP/1.1 request needs a Host header")};
+  const auto coding = head[bhttp::field::transfer_encoding];
+  if (!coding.empty() && !beast::iequals(coding, "chunked"))
+    return std::pair{501, "Transfer-Encoding '" + std::string(coding) +
+                              "' is not supported: send the body uncompressed, with Content-Length "
+                              "or Transfer-Encoding: chunked"};
+  return std::nullopt;
+}
+
 // A request head that could not be read: 431 (too large), 413 (the head announced a body over
 // the limit), nothing when the client went away or timed out, else 400.
 asio::awaitable<void> reject_head(Session& s, const RequestParser& parser,
@@ -309,6 +324,12 @@ asio::awaitable<bool> read_request(Session& s, RequestParser& parser,
     co_return false;
   }
   metrics.emplace(s.loop.metrics.get(), parser.get());
+  if (auto problem = unreadable_head(parser.get())) {
+    co_await reject_and_close(
+        s, problem->first, Response::detail(problem->first, boost::json::string(problem->second)),
+        parser.get()[bhttp::field::cookie], &*metrics, route_of(s.loop, parser.get()));
+    co_return false;
+  }
   // A declared length is counted before its body is read: a server that cannot hold it says so
   // at once instead of receiving it.
   if (!s.hold_body(parser.content_length().value_or(0))) {
@@ -327,6 +348,14 @@ asio::awaitable<bool> read_request(Session& s, RequestParser& parser,
     auto [bec, bn] = co_await bhttp::async_read_some(s.stream, s.buffer, parser, kTuple);
     (void)bn;
     if (bec == bhttp::error::body_limit) co_await reject_too_large(s, parser, *metrics);
+    // A body that breaks HTTP's framing (a bad chunk size) gets the 400 a bad head gets.
+    if (bec && bec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
+        bec != bhttp::error::body_limit && bec != bhttp::error::partial_message &&
+        bec != bhttp::error::end_of_stream)
+      co_await reject_and_close(
+          s, 400,
+          Response::detail(400, boost::json::string("Invalid HTTP request body: " + bec.message())),
+          parser.get()[bhttp::field::cookie], &*metrics, route_of(s.loop, parser.get()));
     if (bec) co_return false;
     if (!s.hold_body(parser.get().body().size())) {  // a chunked body grows as it arrives
       co_await reject_busy(s, parser, *metrics);
@@ -516,8 +545,11 @@ HttpServer::~HttpServer() {
 }
 
 std::uint16_t HttpServer::bind() {
-  if (listen_fd_ < 0) listen_fd_ = listen_on(options_.host, options_.port);
-  return bound_port(listen_fd_);
+  if (listen_fd_ < 0) {
+    listen_fd_ = listen_on(options_.host, options_.port);
+    port_ = bound_port(listen_fd_);
+  }
+  return port_;
 }
 
 int HttpServer::run(const ServeHooks& hooks) {

@@ -71,6 +71,7 @@ class HttpServer {
 
   // Binds and listens; returns the bound port. Throws std::runtime_error naming host:port.
   std::uint16_t bind();
+  std::uint16_t port() const { return port_; }  // the bound port (0 before bind)
   // Serves until SIGINT or SIGTERM, then shuts down gracefully. Returns the exit code.
   // With num_workers > 1 this process forks the workers and supervises them (runtime.md 3.6).
   int run(const ServeHooks& hooks = {});
@@ -92,6 +93,7 @@ class HttpServer {
 
   Router router_;
   ServerOptions options_;
+  std::uint16_t port_ = 0;
   ServerStats stats_;
   int listen_fd_ = -1;
   std::unique_ptr<Loop> loop_;  // set by start()

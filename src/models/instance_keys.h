@@ -12,6 +12,11 @@
 
 namespace gym::models {
 
+// How a user sets the endpoint keys of a live model server (for "is required" errors).
+inline constexpr std::string_view kModelUrlHow = "--model-url or ++policy_base_url=<url>";
+inline constexpr std::string_view kModelApiKeyHow = "--model-api-key or ++policy_api_key=<key>";
+inline constexpr std::string_view kModelNameHow = "--model or ++policy_model_name=<name>";
+
 class InstanceKeys {
  public:
   explicit InstanceKeys(const core::ServerInstance& instance);

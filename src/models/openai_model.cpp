@@ -20,10 +20,6 @@ using http::Response;
 
 namespace {
 
-constexpr std::string_view kUrlHow = "--model-url or ++policy_base_url=<url>";
-constexpr std::string_view kKeyHow = "--model-api-key or ++policy_api_key=<key>";
-constexpr std::string_view kModelHow = "--model or ++policy_model_name=<name>";
-
 std::string percent_encoded(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
@@ -62,17 +58,21 @@ Response checked_response(const json::object& answer, const UpstreamEndpoint& en
   return Response::json(answer);
 }
 
-json::value* messages_missing(json::value& body) {
-  auto* o = body.if_object();
-  if (o && o->contains("messages") && o->at("messages").is_array()) return nullptr;
-  return &body;
-}
-
-Response messages_required(const json::value& body) {
-  return Response::detail(422, json::array{json::object{{"type", "missing"},
-                                                        {"loc", json::array{"body", "messages"}},
-                                                        {"msg", "Field required"},
-                                                        {"input", body}}});
+// POST /v1/chat/completions forwarded to the endpoint with the configured model (`base` under
+// the body: openai_model's extra_body), within the server's concurrency limit. `base` is taken
+// by value: a coroutine's reference parameter would outlive a temporary argument.
+asio::awaitable<Response> forward_chat(http::HttpClient& client, const UpstreamEndpoint& endpoint,
+                                       AsyncLimiter& limiter, json::object base,
+                                       const std::string& model, const json::value& body) {
+  if (auto problem = chat_body_problem(body)) co_return std::move(*problem);
+  json::object out = over_extra_body(base, body.get_object());
+  out["model"] = model;
+  try {
+    auto slot = co_await limiter.acquire();
+    co_return Response::json(co_await post_upstream(client, endpoint, "/chat/completions", out));
+  } catch (const UpstreamError& e) {
+    co_return upstream_failure(e);
+  }
 }
 
 struct OpenAIServer {
@@ -103,16 +103,7 @@ struct OpenAIServer {
   }
 
   asio::awaitable<Response> chat_completions(Request&, json::value& body) {
-    if (messages_missing(body)) co_return messages_required(body);
-    json::object out = over_extra_body(config.extra_body, body.get_object());
-    out["model"] = config.model;
-    try {
-      auto slot = co_await limiter.acquire();
-      co_return Response::json(
-          co_await post_upstream(*ctx.client, endpoint, "/chat/completions", out));
-    } catch (const UpstreamError& e) {
-      co_return upstream_failure(e);
-    }
+    return forward_chat(*ctx.client, endpoint, limiter, config.extra_body, config.model, body);
   }
 };
 
@@ -141,16 +132,7 @@ struct AzureServer {
   }
 
   asio::awaitable<Response> chat_completions(Request&, json::value& body) {
-    if (messages_missing(body)) co_return messages_required(body);
-    json::object out = body.get_object();
-    out["model"] = config.deployment;
-    try {
-      auto slot = co_await limiter.acquire();
-      co_return Response::json(
-          co_await post_upstream(*ctx.client, endpoint, "/chat/completions", out));
-    } catch (const UpstreamError& e) {
-      co_return upstream_failure(e);
-    }
+    return forward_chat(*ctx.client, endpoint, limiter, {}, config.deployment, body);
   }
 };
 
@@ -171,10 +153,10 @@ void add_routes(const std::shared_ptr<Server>& server, http::Router& router) {
 OpenAIModelConfig read_openai_model_config(const core::ServerInstance& instance) {
   InstanceKeys keys(instance);
   OpenAIModelConfig c;
-  c.base_url = checked_base_url(keys.required_string("openai_base_url", kUrlHow),
+  c.base_url = checked_base_url(keys.required_string("openai_base_url", kModelUrlHow),
                                 keys.key("openai_base_url"));
-  c.api_key = keys.required_string("openai_api_key", kKeyHow);
-  c.model = keys.required_string("openai_model", kModelHow);
+  c.api_key = keys.required_string("openai_api_key", kModelApiKeyHow);
+  c.model = keys.required_string("openai_model", kModelNameHow);
   if (const auto* headers = keys.mapping("openai_default_headers")) c.default_headers = *headers;
   if (const auto* extra = keys.mapping("extra_body")) c.extra_body = *extra;
   c.drop_input_reasoning_items = keys.flag("drop_input_reasoning_items", false);
@@ -185,10 +167,10 @@ OpenAIModelConfig read_openai_model_config(const core::ServerInstance& instance)
 AzureOpenAIModelConfig read_azure_openai_model_config(const core::ServerInstance& instance) {
   InstanceKeys keys(instance);
   AzureOpenAIModelConfig c;
-  c.endpoint = checked_base_url(keys.required_string("openai_base_url", kUrlHow),
+  c.endpoint = checked_base_url(keys.required_string("openai_base_url", kModelUrlHow),
                                 keys.key("openai_base_url"));
-  c.api_key = keys.required_string("openai_api_key", kKeyHow);
-  c.deployment = keys.required_string("openai_model", kModelHow);
+  c.api_key = keys.required_string("openai_api_key", kModelApiKeyHow);
+  c.deployment = keys.required_string("openai_model", kModelNameHow);
   const auto* query = keys.mapping("default_query");
   const auto* version = query ? query->if_contains("api-version") : nullptr;
   if (!version || !version->is_string() || version->get_string().empty() ||

@@ -151,7 +151,9 @@ void register_replay_model(servers::Registry& registry) {
       [](servers::ServerContext& ctx, http::Router& router) {
         auto roots = core::default_sources().search_roots;
         auto config = read_replay_model_config(ctx.global, ctx.instance, roots);
-        auto store = std::make_shared<ReplayStore>(config.tool_output_check);
+        const auto limits = servers::SessionLimits::from_config(ctx.global);
+        auto store = std::make_shared<ReplayStore>(config.tool_output_check,
+                                                   SessionBindings(limits.ttl, limits.capacity));
         for (const auto& file : config.rollouts_files) {
           std::size_t rows = store->load_file(file);
           spdlog::info("replay_model: {} recorded rows from {}", rows, file);

@@ -91,6 +91,22 @@ http::Response upstream_failure(const UpstreamError& e) {
   return http::Response::json(json::string(e.what()), status);
 }
 
+std::optional<http::Response> chat_body_problem(const json::value& body) {
+  auto error = [&](const char* type, const char* field, const char* msg, json::value input) {
+    return http::Response::detail(422, json::array{json::object{{"type", type},
+                                                                {"loc", json::array{"body", field}},
+                                                                {"msg", msg},
+                                                                {"input", std::move(input)}}});
+  };
+  const auto* o = body.if_object();
+  if (!o || !o->contains("messages") || !o->at("messages").is_array())
+    return error("missing", "messages", "Field required", body);
+  if (const auto* stream = o->if_contains("stream");
+      stream && stream->is_bool() && stream->get_bool())
+    return error("literal_error", "stream", "Input should be False", true);
+  return std::nullopt;
+}
+
 std::vector<http::Header> endpoint_headers(const std::string& api_key,
                                            const json::value* default_headers,
                                            const std::string& key_header) {

@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -56,6 +57,10 @@ boost::asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient&
 // naming the URL and status, with the hint for the common mistakes (bad key, unknown model,
 // context too long).
 http::Response upstream_failure(const UpstreamError& e);
+
+// Why a POST /v1/chat/completions body cannot be forwarded, as the 422 upstream's schema gives:
+// `messages` missing or not a list, or `stream: true` (not supported). None when it can.
+std::optional<http::Response> chat_body_problem(const boost::json::value& body);
 
 // The headers of one endpoint: `Authorization: Bearer <key>` (or `<key_header>: <key>`) and
 // the default headers of the config.

@@ -21,8 +21,6 @@ using http::Response;
 
 namespace {
 
-constexpr std::string_view kUrlHow = "--model-url or ++policy_base_url=<url>";
-
 // Upstream keys gym-cpp leaves out, and why (a startup error when set).
 constexpr std::pair<std::string_view, std::string_view> kUnsupported[] = {
     {"audio_root", "audio inputs are not implemented"},
@@ -287,20 +285,8 @@ struct VllmServer {
 
   asio::awaitable<Response> chat_completions(Request& req, json::value& body) {
     try {
+      if (auto problem = chat_body_problem(body)) co_return std::move(*problem);
       auto* o = body.if_object();
-      if (!o || !o->contains("messages") || !o->at("messages").is_array())
-        co_return Response::detail(
-            422, json::array{json::object{{"type", "missing"},
-                                          {"loc", json::array{"body", "messages"}},
-                                          {"msg", "Field required"},
-                                          {"input", body}}});
-      if (const auto* stream = o->if_contains("stream");
-          stream && stream->is_bool() && stream->get_bool())
-        co_return Response::detail(422,
-                                   json::array{json::object{{"type", "literal_error"},
-                                                            {"loc", json::array{"body", "stream"}},
-                                                            {"msg", "Input should be False"},
-                                                            {"input", true}}});
       co_return Response::json(co_await chat(req, std::move(*o)));
     } catch (const ConversionError& e) {
       co_return Response::json(json::string(std::string("vllm_model: ") + e.what()), 400);
@@ -316,10 +302,10 @@ VllmModelConfig read_vllm_model_config(const core::ServerInstance& instance) {
   InstanceKeys keys(instance);
   for (const auto& [name, why] : kUnsupported) keys.reject_unsupported(name, why);
   VllmModelConfig c;
-  for (auto& url : keys.required_strings("base_url", kUrlHow))
+  for (auto& url : keys.required_strings("base_url", kModelUrlHow))
     c.base_urls.push_back(checked_base_url(std::move(url), keys.key("base_url")));
-  c.api_key = keys.required_string("api_key", "--model-api-key or ++policy_api_key=<key>");
-  c.model = keys.required_string("model", "--model or ++policy_model_name=<name>");
+  c.api_key = keys.required_string("api_key", kModelApiKeyHow);
+  c.model = keys.required_string("model", kModelNameHow);
   c.return_token_id_information = keys.flag("return_token_id_information", false);
   c.request_prompt_and_generation_token_ids =
       keys.flag("request_prompt_and_generation_token_ids", false);

@@ -126,7 +126,7 @@ class OutputPump {
 // The head server on its own loop and thread.
 class HeadServer {
  public:
-  HeadServer(const std::string& host, int port, std::string yaml,
+  HeadServer(const std::string& host, int port, std::function<std::string()> yaml,
              std::function<json::array()> instances) {
     http::Router router;
     servers::add_head_routes(router, std::move(yaml), std::move(instances));
@@ -137,6 +137,7 @@ class HeadServer {
     server_->start(io_);  // binds now: a busy head port fails here, before any spawn
     thread_ = std::thread([this] { io_.run(); });
   }
+  int port() const { return server_->port(); }
   ~HeadServer() {
     server_->stop();
     thread_.join();
@@ -211,19 +212,30 @@ class Deployment::Impl {
         pipelines_, telemetry_settings, telemetry::ProcessIdentity{"orchestrator", "orchestrator"},
         run_id, telemetry::ProcessRole::orchestrator, getenv);
 
-    // The head server shows the config with its secrets masked (servers get theirs from the
-    // environment).
-    const std::string yaml = core::to_yaml(cfg_);
-
-    const auto addresses = core::DeploymentAddresses::from_config(cfg_);
+    auto addresses = core::DeploymentAddresses::from_config(cfg_);
     try {
-      head_ = std::make_unique<HeadServer>(addresses.head_host, addresses.head_port,
-                                           core::to_yaml(core::masked_secrets(cfg_)),
-                                           [this] { return server_instances(); });
+      // It shows the config with its secrets masked (servers get theirs from the environment).
+      head_ = std::make_unique<HeadServer>(
+          addresses.head_host, addresses.head_port,
+          [this] {
+            std::lock_guard lock(head_yaml_mu_);
+            return head_yaml_;
+          },
+          [this] { return server_instances(); });
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: head server: %s\n", e.what());
       return 2;
     }
+    // head_server.port: 0 lets the OS choose; every server and client is told the port it chose.
+    if (addresses.head_port == 0) {
+      addresses.head_port = head_->port();
+      cfg_["head_server"].as_object()["port"] = addresses.head_port;
+    }
+    {
+      std::lock_guard lock(head_yaml_mu_);
+      head_yaml_ = core::to_yaml(core::masked_secrets(cfg_));
+    }
+    const std::string yaml = core::to_yaml(cfg_);
     std::printf("Head server at http://%s:%d\n", addresses.head_host.c_str(), addresses.head_port);
 
     const std::string log_dir = core::get_string(cfg_, "nemo_gym_log_dir", "");
@@ -507,6 +519,8 @@ class Deployment::Impl {
   double start_time_ = 0;
   std::vector<Child> children_;
   std::unique_ptr<OutputPump> pump_;
+  std::mutex head_yaml_mu_;
+  std::string head_yaml_;  // what the head server serves (secrets masked)
   std::unique_ptr<HeadServer> head_;
   bool shut_down_ = false;
 };

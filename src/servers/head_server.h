@@ -10,8 +10,9 @@
 
 namespace gym::servers {
 
-// `config_yaml` is served as a JSON string; `instances` returns the /server_instances array.
-void add_head_routes(http::Router& router, std::string config_yaml,
+// `config_yaml` returns the config served (as a JSON string) by /global_config_dict_yaml;
+// `instances` the /server_instances array. Both are called on the head server's thread.
+void add_head_routes(http::Router& router, std::function<std::string()> config_yaml,
                      std::function<boost::json::array()> instances);
 
 }  // namespace gym::servers

@@ -34,6 +34,18 @@ const std::string& ServerContext::url_of(std::string_view instance_name) const {
       .first->second;
 }
 
+SessionLimits SessionLimits::from_config(const boost::json::object& global) {
+  SessionLimits l;
+  l.ttl =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
+          core::get_double(global, "session_state_ttl_seconds",
+                           std::chrono::duration<double>(l.ttl).count(), 0.001, 1e9)));
+  l.capacity = static_cast<std::size_t>(core::get_int(global, "session_state_max_sessions",
+                                                      static_cast<std::int64_t>(l.capacity), 1,
+                                                      1'000'000'000));
+  return l;
+}
+
 http::ServerOptions server_options(const boost::json::object& global,
                                    const core::ServerInstance& instance,
                                    const Implementation& impl) {

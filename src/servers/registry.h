@@ -7,6 +7,7 @@
 #include "telemetry/gym_metrics.h"
 #include "telemetry/process_telemetry.h"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -55,6 +56,16 @@ class Registry {
 
  private:
   std::vector<Implementation> impls_;
+};
+
+// The bounds of the per-session state a server keeps (servers/session_table.h): entries expire
+// after session_state_ttl_seconds (default 3600) without use, and beyond
+// session_state_max_sessions (default 100000) the least recently used goes first.
+struct SessionLimits {
+  std::chrono::steady_clock::duration ttl = std::chrono::hours(1);
+  std::size_t capacity = 100'000;
+  // Throws core::ConfigError naming the key on an invalid value.
+  static SessionLimits from_config(const boost::json::object& global);
 };
 
 // Listening options of one instance: host/port, num_workers, body limit (instance key over the

@@ -705,6 +705,46 @@ TEST(HttpServer, BodiesBeyondTheBufferedBudgetGet503UntilTheBudgetFrees) {
       << "the budget was not given back";
 }
 
+TEST(HttpServer, FramingThatCannotBeServedGetsAnAnswer) {
+  Server s;
+  ASSERT_GT(s.port, 0);
+  // A malformed chunk size: 400, not a silent close.
+  auto bad_chunk =
+      http_raw(s.port,
+               "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+               "Content-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
+  EXPECT_EQ(status_of(bad_chunk), 400) << bad_chunk;
+  EXPECT_NE(body_of(bad_chunk).find("Invalid HTTP request body"), std::string::npos) << bad_chunk;
+  // A transfer coding we do not decode: 501, not an empty body.
+  auto gzip = http_raw(s.port,
+                       "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n"
+                       "Content-Type: application/json\r\n\r\n\x1f\x8b");
+  EXPECT_EQ(status_of(gzip), 501) << gzip;
+  EXPECT_NE(body_of(gzip).find("Transfer-Encoding 'gzip' is not supported"), std::string::npos);
+  // HTTP/1.1 without Host: 400; HTTP/1.0 needs none.
+  auto no_host = http_raw(s.port, "GET / HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(status_of(no_host), 400) << no_host;
+  EXPECT_NE(body_of(no_host).find("Host header"), std::string::npos) << no_host;
+  EXPECT_EQ(status_of(http_raw(s.port, "GET / HTTP/1.0\r\n\r\n")), 200);
+  // Chunked bodies that are well formed are read as before.
+  auto chunked = http_raw(s.port,
+                          "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+                          "Content-Type: application/json\r\n\r\n7\r\n{\"a\":1}\r\n0\r\n\r\n");
+  EXPECT_EQ(status_of(chunked), 200) << chunked;
+  EXPECT_EQ(body_of(chunked), R"({"a":1})");
+}
+
+TEST(HttpServer, NumbersBeyondWhatJsonInterchangeKeepsAreRefusedClearly) {
+  Server s;
+  ASSERT_GT(s.port, 0);
+  auto big = http_raw(s.port, post("/echo", R"({"n":123456789012345678901234567890})"));
+  EXPECT_EQ(status_of(big), 400) << big;
+  EXPECT_NE(body_of(big).find("integer out of range"), std::string::npos) << big;
+  auto huge = http_raw(s.port, post("/echo", R"({"x":1e400})"));
+  EXPECT_EQ(status_of(huge), 400) << huge;
+  EXPECT_NE(body_of(huge).find("number out of range"), std::string::npos) << huge;
+}
+
 TEST(HttpServer, IdleConnectionIsClosedAfterKeepAliveTime) {
   Server s({"--keep-alive-ms", "1000"});
   ASSERT_GT(s.port, 0);

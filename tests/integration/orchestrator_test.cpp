@@ -346,3 +346,19 @@ TEST(Orchestrator, ChildrenGetOnlyTheRunIdOfTheDeployment) {
   EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
   fs::remove(bad);
 }
+
+TEST(Orchestrator, HeadServerPortZeroReportsThePortItGot) {
+  auto config = write_config(kWeather);
+  ChildProcess proc({gym_binary(), "env", "start", "--config", config, "++head_server.port=0"});
+  const auto line = proc.wait_for_line("Head server at http://127.0.0.1:");
+  ASSERT_FALSE(line.empty()) << proc.output();
+  const int port = std::atoi(line.c_str());
+  ASSERT_GT(port, 0) << line;
+  ASSERT_FALSE(proc.wait_for_line("All ").empty()) << proc.output();
+  auto raw = gym::test::http_raw(port, "GET /global_config_dict_yaml HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto yaml = json::parse(gym::test::body_of(raw));
+  auto merged = gym::core::parse_yaml(yaml.as_string(), "head").as_object();
+  EXPECT_EQ(merged.at("head_server").at("port"), json::value(port));
+  proc.signal(SIGTERM);
+  EXPECT_EQ(proc.wait_exit(), 143);
+}

@@ -18,7 +18,8 @@
 //   POST /reset          forgets the script and the requests
 //
 // Flags: --port P (default 0), --table FILE (JSONL of {"messages": [...], "response": {...}}),
-// --no-record (keep no requests: the benchmark's steady state).
+// --no-record (keep no requests: the benchmark's steady state), --delay-ms N (every chat and
+// Responses answer waits N ms, like a model generating: calls stay in flight).
 #include "http/server.h"
 
 #include "core/json_text.h"
@@ -56,6 +57,7 @@ struct Fake {
   bool record = true;
   std::map<std::string, json::value> table;  // normalized messages -> chat.completion
   std::uint64_t served = 0;
+  std::chrono::milliseconds delay{0};  // --delay-ms: every answer waits this long (a slow model)
 };
 
 Fake& fake() {
@@ -199,6 +201,10 @@ asio::awaitable<Response> serve(Request& req, bool chat) {
   json::value body = gym::core::parse_json(req.body, ec);
   if (ec || !body.is_object()) co_return Response::json("body is not a JSON object", 400);
   remember(req, body);
+  if (fake().delay.count() > 0) {
+    asio::steady_timer wait(co_await asio::this_coro::executor, fake().delay);
+    co_await wait.async_wait(asio::use_awaitable);
+  }
   const auto& request = body.get_object();
   if (auto step = next_step()) {
     if (step->hang) co_return co_await hang();
@@ -247,6 +253,8 @@ int main(int argc, char** argv) {
       fake().record = false;
     } else if (k == "--port" && i + 1 < argc) {
       opt.port = static_cast<std::uint16_t>(std::stoi(argv[++i]));
+    } else if (k == "--delay-ms" && i + 1 < argc) {
+      fake().delay = std::chrono::milliseconds(std::stoi(argv[++i]));
     } else if (k == "--azure-deployment" && i + 1 < argc) {
       azure_deployment = argv[++i];
     } else if (k == "--table" && i + 1 < argc) {
