@@ -1,7 +1,7 @@
 // Per-session state stays bounded (issue 13 item 9): expiry after inactivity, least recently used
 // out beyond the capacity, and the limits read from the config.
-#include "servers/registry.h"
 #include "servers/session_table.h"
+#include "servers/registry.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -18,7 +18,7 @@ TEST(SessionTable, ExpiresAfterInactivityAndAHitCountsAsUse) {
   const auto t0 = Table::Clock::time_point{};
   t.get_or_insert("a", 1, t0);
   t.get_or_insert("b", 2, t0);
-  EXPECT_EQ(t.find("a", t0 + 9s), 1);          // used: its clock restarts
+  EXPECT_EQ(t.find("a", t0 + 9s), 1);              // used: its clock restarts
   EXPECT_EQ(t.find("b", t0 + 10s), std::nullopt);  // not used for 10 s: gone
   EXPECT_EQ(t.find("a", t0 + 18s), 1);
   EXPECT_EQ(t.size(), 1u);
