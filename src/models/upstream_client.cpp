@@ -102,8 +102,8 @@ std::vector<http::Header> endpoint_headers(const std::string& api_key,
   if (default_headers && default_headers->is_object())
     for (const auto& [k, v] : default_headers->get_object())
       if (!same_name(k, key_header))
-      headers.push_back(
-          {std::string(k), v.is_string() ? std::string(v.get_string()) : core::render_json(v)});
+        headers.push_back(
+            {std::string(k), v.is_string() ? std::string(v.get_string()) : core::render_json(v)});
   if (key_header == "Authorization")
     headers.push_back({"Authorization", "Bearer " + api_key});
   else

@@ -294,12 +294,13 @@ struct VllmServer {
                                           {"loc", json::array{"body", "messages"}},
                                           {"msg", "Field required"},
                                           {"input", body}}});
-      if (const auto* stream = o->if_contains("stream"); stream && stream->is_bool() && stream->get_bool())
-        co_return Response::detail(
-            422, json::array{json::object{{"type", "literal_error"},
-                                          {"loc", json::array{"body", "stream"}},
-                                          {"msg", "Input should be False"},
-                                          {"input", true}}});
+      if (const auto* stream = o->if_contains("stream");
+          stream && stream->is_bool() && stream->get_bool())
+        co_return Response::detail(422,
+                                   json::array{json::object{{"type", "literal_error"},
+                                                            {"loc", json::array{"body", "stream"}},
+                                                            {"msg", "Input should be False"},
+                                                            {"input", true}}});
       co_return Response::json(co_await chat(req, std::move(*o)));
     } catch (const ConversionError& e) {
       co_return Response::json(json::string(std::string("vllm_model: ") + e.what()), 400);
