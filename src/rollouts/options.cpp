@@ -80,6 +80,7 @@ CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool n
   o.disable_aggregation = core::get_bool(cfg, "disable_aggregation", false);
   o.route_failures_to_sidecar = core::get_bool(cfg, "route_failures_to_sidecar", true);
   o.split = optional_string(cfg, "split");
+  o.progress_summaries = core::get_bool(cfg, "progress_summaries", true);
   if (o.split && *o.split != "train" && *o.split != "validation" && *o.split != "benchmark" &&
       *o.split != "example")
     throw core::ConfigError("split: '" + *o.split +

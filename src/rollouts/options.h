@@ -32,6 +32,7 @@ struct CollectionOptions {
   bool disable_aggregation = false;
   bool route_failures_to_sidecar = true;  // R6
   std::optional<std::string> split;       // 7.11
+  bool progress_summaries = true;         // the per-percent blocks on stdout (--quiet: false)
 
   // Reads and validates the keys; a ConfigError names the key and the fix. `no_serve` makes
   // `input_jsonl_fpath` required; with servers, `split` is required when there is no input.

@@ -63,9 +63,9 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
     boost::system::error_code ec;
     auto value = core::parse_json(text, ec);
     if (ec || !value.is_object())
-      throw std::runtime_error(
-          path.string() + " line " + std::to_string(number) + ": " +
-          (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"));
+      throw JsonlLineError(path.string() + " line " + std::to_string(number) + ": " +
+                               (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"),
+                           number);
     if (had_newline) text.push_back('\n');
     lines.push_back({number, std::move(text), std::move(value.get_object())});
   }
