@@ -72,7 +72,8 @@ int run_list(bool as_json) {
   std::puts("Implementations for your own configs (<instance>: {<server type>: {<impl>: ...}}):");
   for (const auto& [type, names] : implementations) {
     std::string line;
-    for (const auto& n : names.as_array()) line += (line.empty() ? "" : ", ") + std::string(n.as_string());
+    for (const auto& n : names.as_array())
+      line += (line.empty() ? "" : ", ") + std::string(n.as_string());
     std::printf("  %s: %s\n", std::string(type).c_str(), line.c_str());
   }
   std::puts(

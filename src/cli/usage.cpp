@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -70,7 +71,8 @@ CLI::Validator number_between(double lo, double hi) {
       "NUMBER in " + range);
 }
 
-std::optional<std::string> unknown_argument(const CLI::App& root, const std::vector<std::string>& args,
+std::optional<std::string> unknown_argument(const CLI::App& root,
+                                            const std::vector<std::string>& args,
                                             const std::string& program) {
   const CLI::App* app = &root;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -78,9 +80,20 @@ std::optional<std::string> unknown_argument(const CLI::App& root, const std::vec
     if (arg == "--") break;
     if (arg.size() > 1 && arg[0] == '-') {
       const std::string name = arg.substr(0, arg.find('='));
-      const CLI::Option* opt = nullptr;
-      for (const CLI::App* a = app; a && !opt; a = a->get_parent())
-        opt = a->get_option_no_throw(name);
+      auto find = [app](const std::string& flag) {
+        const CLI::Option* found = nullptr;
+        for (const CLI::App* a = app; a && !found; a = a->get_parent())
+          found = a->get_option_no_throw(flag);
+        return found;
+      };
+      const CLI::Option* opt = find(name);
+      // -vq: short flags given together.
+      if (!opt && name[1] != '-' && name.size() > 2 &&
+          std::all_of(name.begin() + 1, name.end(), [&](char c) {
+            const auto* o = find(std::string("-") + c);
+            return o && o->get_type_size() == 0;
+          }))
+        continue;
       if (opt) {
         // Its value is the next argument (it may start with '-': --temperature -1 is checked by
         // the flag's own validator).
@@ -88,7 +101,8 @@ std::optional<std::string> unknown_argument(const CLI::App& root, const std::vec
         continue;
       }
       std::string msg = path_of(app, program) + ": unknown flag " + name;
-      if (auto hint = core::did_you_mean(name, flag_names(*app))) msg += "; did you mean " + *hint + "?";
+      if (auto hint = core::did_you_mean(name, flag_names(*app)))
+        msg += "; did you mean " + *hint + "?";
       return msg + "\nRun `" + path_of(app, program) + " --help` for its flags.";
     }
     if (is_override(arg)) continue;

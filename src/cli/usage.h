@@ -22,7 +22,8 @@ CLI::Validator number_between(double lo, double hi);
 // override, as a message with a did-you-mean and where to look ("gym env: unknown command
 // 'strat'; did you mean 'start'? ..."); none when every argument is known. `args` excludes the
 // program name; `program` is what usage lines call it.
-std::optional<std::string> unknown_argument(const CLI::App& root, const std::vector<std::string>& args,
+std::optional<std::string> unknown_argument(const CLI::App& root,
+                                            const std::vector<std::string>& args,
                                             const std::string& program);
 
 }  // namespace gym::cli

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kChainHead = "Hit an exception in ";
 constexpr std::string_view kChainMiddle = " calling an inner server: ";
-constexpr int kMaxDepth = 16;                // chains are as deep as the agents nest
+constexpr int kMaxDepth = 16;                   // chains are as deep as the agents nest
 constexpr std::size_t kMaxMessageBytes = 1000;  // the console line stays readable
 
 std::string one_line(std::string_view text) {

@@ -128,6 +128,8 @@ TEST(CliUsage, HelpNamesTheProgramAndExplainsOverrides) {
   EXPECT_TRUE(contains(r.output, "++key=value")) << r.output;
   EXPECT_TRUE(contains(r.output, "+key=value")) << r.output;
   EXPECT_TRUE(contains(r.output, "--quiet")) << r.output;
+  auto grouped = run_gym("eval run -vq --help");  // short flags given together are known
+  EXPECT_EQ(grouped.code, 0) << grouped.output;
   auto top = run_gym("--help");
   EXPECT_TRUE(contains(top.output, "Usage: gym ")) << top.output;
   EXPECT_TRUE(contains(top.output, "list")) << top.output;
@@ -136,9 +138,9 @@ TEST(CliUsage, HelpNamesTheProgramAndExplainsOverrides) {
 TEST(CliUsage, ListShowsEnvironmentsAgentsAndModelTypes) {
   auto r = run_gym("list");
   ASSERT_EQ(r.code, 0) << r.output;
-  for (const char* expected : {"Environments (--resources-server NAME):", "  mcqa\n",
-                               "mcqa_simple_agent", "Model types (--model-type NAME):",
-                               "  replay_model\n", "  vllm_model\n", "simple_agent"})
+  for (const char* expected :
+       {"Environments (--resources-server NAME):", "  mcqa\n", "mcqa_simple_agent",
+        "Model types (--model-type NAME):", "  replay_model\n", "  vllm_model\n", "simple_agent"})
     EXPECT_TRUE(contains(r.output, expected)) << expected << "\n" << r.output;
   auto j = run_gym("list --json");
   ASSERT_EQ(j.code, 0) << j.output;
@@ -185,7 +187,7 @@ TEST(CliOutput, CtrlCMessageStartsOnItsOwnLine) {
   OnTerminal gym({gym_binary(), "env", "start", "--config", config,
                   "++head_server.port=" + std::to_string(gym::orchestrator::free_port())});
   ASSERT_TRUE(gym.read_until("servers ready!", std::chrono::seconds(60))) << gym.screen();
-  gym.type("\x03");  // Ctrl-C
+  gym.type("\x03");                                      // Ctrl-C
   gym.read_until("\x7f\x7f", std::chrono::seconds(20));  // everything, until the terminal closes
   EXPECT_EQ(gym.wait_exit(), 130) << gym.screen();
   auto echo = gym.screen().find("^C");

@@ -11,9 +11,9 @@ namespace json = boost::json;
 
 // What servers::downstream_failure answers: the chain as one JSON string.
 std::string agent_chain(const std::string& via, int status, const std::string& inner_body) {
-  return json::serialize(json::value(json::string("Hit an exception in " + via +
-                                                  " calling an inner server: " +
-                                                  std::to_string(status) + " " + inner_body)));
+  return json::serialize(json::value(
+      json::string("Hit an exception in " + via +
+                   " calling an inner server: " + std::to_string(status) + " " + inner_body)));
 }
 
 TEST(FailureCause, ReplayNoMatchBehindTheAgentIsTheInnermostCause) {
@@ -54,9 +54,7 @@ TEST(FailureCause, PlainTextAndStringDetailsBecomeTheMessage) {
   EXPECT_EQ(detail->text(), "HTTP 422: temperature must be <= 2");
 }
 
-TEST(FailureCause, AnEmptyBodyHasNoCause) {
-  EXPECT_FALSE(innermost_cause(503, ""));
-}
+TEST(FailureCause, AnEmptyBodyHasNoCause) { EXPECT_FALSE(innermost_cause(503, "")); }
 
 TEST(FailureCause, LongMessagesAreCutToOneReadableLine) {
   auto cause = innermost_cause(500, std::string(5000, 'x') + "\nsecond line");
