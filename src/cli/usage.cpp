@@ -91,13 +91,13 @@ std::optional<std::string> unknown_argument(const CLI::App& root,
       if (!opt && name[1] != '-' && name.size() > 2 &&
           std::all_of(name.begin() + 1, name.end(), [&](char c) {
             const auto* o = find(std::string("-") + c);
-            return o && o->get_type_size() == 0;
+            return o && o->get_items_expected_min() == 0;
           }))
         continue;
       if (opt) {
         // Its value is the next argument (it may start with '-': --temperature -1 is checked by
         // the flag's own validator).
-        if (opt->get_type_size() > 0 && arg.find('=') == std::string::npos) ++i;
+        if (opt->get_items_expected_min() > 0 && arg.find('=') == std::string::npos) ++i;
         continue;
       }
       std::string msg = path_of(app, program) + ": unknown flag " + name;

@@ -54,10 +54,12 @@ class OnTerminal {
     }
     if (master_ >= 0) ::close(master_);
   }
-  // Reads until `text` appeared or the program closed the terminal or `limit` passed.
-  bool read_until(const std::string& text, std::chrono::seconds limit) {
+  // Reads until `text` appeared (at `from` or later) or the program closed the terminal or
+  // `limit` passed.
+  bool read_until(const std::string& text, std::chrono::seconds limit, std::size_t from = 0) {
     auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!contains(screen_, text) && std::chrono::steady_clock::now() < deadline) {
+    auto seen = [&] { return screen_.find(text, from) != std::string::npos; };
+    while (!seen() && std::chrono::steady_clock::now() < deadline) {
       pollfd p{master_, POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
       char buf[4096];
@@ -65,7 +67,7 @@ class OnTerminal {
       if (n <= 0) break;  // EIO once the program and its children are gone
       screen_.append(buf, static_cast<std::size_t>(n));
     }
-    return contains(screen_, text);
+    return seen();
   }
   void type(const std::string& keys) { (void)!::write(master_, keys.data(), keys.size()); }
   int wait_exit() {
@@ -90,6 +92,10 @@ TEST(CliUsage, UnknownFlagGetsADidYouMeanAndStartsNothing) {
   EXPECT_TRUE(contains(r.output, "gym eval run: unknown flag --inputs; did you mean --input?"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "Run `gym eval run --help` for its flags.")) << r.output;
+  // After a flag without a value, the next argument is checked too.
+  auto after_flag = run_gym("eval run --no-serve --inputs rows.jsonl --output out.jsonl");
+  EXPECT_EQ(after_flag.code, 1) << after_flag.output;
+  EXPECT_TRUE(contains(after_flag.output, "did you mean --input?")) << after_flag.output;
   EXPECT_FALSE(contains(r.output, "Head server")) << r.output;
 }
 
@@ -187,6 +193,11 @@ TEST(CliOutput, CtrlCMessageStartsOnItsOwnLine) {
   OnTerminal gym({gym_binary(), "env", "start", "--config", config,
                   "++head_server.port=" + std::to_string(gym::orchestrator::free_port())});
   ASSERT_TRUE(gym.read_until("servers ready!", std::chrono::seconds(60))) << gym.screen();
+  // The table of servers follows; its last line ends with the pid. Ctrl-C comes after it, so
+  // that nothing gym prints anyway lands behind the echoed ^C.
+  ASSERT_TRUE(gym.read_until(" pid ", std::chrono::seconds(20))) << gym.screen();
+  ASSERT_TRUE(gym.read_until("\r\n", std::chrono::seconds(20), gym.screen().rfind(" pid ")))
+      << gym.screen();
   gym.type("\x03");                                      // Ctrl-C
   gym.read_until("\x7f\x7f", std::chrono::seconds(20));  // everything, until the terminal closes
   EXPECT_EQ(gym.wait_exit(), 130) << gym.screen();
