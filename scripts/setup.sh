@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
-# Installs exactly the Debian packages gym-cpp needs to build, test and benchmark.
+# Installs the Debian packages gym-cpp needs, for one purpose:
+#   scripts/setup.sh demo    what building `gym` needs (`make demo`, `make install`)
+#   scripts/setup.sh test    + the test suite's libraries and peers (`make test`; the default)
+#   scripts/setup.sh bench   + the load-test peers (`make bench`, `make bench-e2e`)
+# `--print` lists the profile's packages, one a line, and installs nothing.
 # Idempotent: packages already present are skipped, so a second run does no network I/O.
 set -euo pipefail
 
+print_only=false
+if [[ ${1:-} == --print ]]; then
+  print_only=true
+  shift
+fi
+profile=${1:-test}
+case "$profile" in
+  demo | test | bench) ;;
+  *)
+    echo "usage: $0 [--print] [demo|test|bench]" >&2
+    exit 1
+    ;;
+esac
+
 packages=(
-  # toolchain; clang-format is Debian 12's version 14, which scripts/format.sh is pinned to (the
-  # format_check test of `make test`, and `make format`)
-  g++ cmake make pkg-config ninja-build clang-format
+  # toolchain
+  g++ cmake make pkg-config ninja-build
   # libraries (architecture.md "Dependencies"); Boost 1.81, never libboost-all-dev (1.74)
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
@@ -14,25 +31,42 @@ packages=(
   # allocator of the gym binary: glibc malloc spends ~10% of an agent's CPU at 1,000 rollouts in
   # flight (bench/RESULTS.md, end-to-end section)
   libjemalloc-dev
-  # tests and micro-benchmarks; the openssl CLI makes the throwaway certificates of the https
-  # tests
-  libgtest-dev libgmock-dev libbenchmark-dev openssl
-  # Prometheus judges of tests/integration/prometheus_test.cpp: the package provides both
-  # /usr/bin/prometheus and /usr/bin/promtool; the test starts the binary itself
-  prometheus
-  # peer of bench/telemetry_bench.cpp (bench only; the bench skips those cases without it)
-  prometheus-cpp-dev
-  # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
-  wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
-  # end-to-end peer (bench/e2e_peer.py): NeMo Gym's aiohttp client and Starlette sessions
-  python3-aiohttp python3-itsdangerous
-  curl procps
 )
 
-# Node.js + npm run the OpenTelemetry project's OTLP decoder in tests; the machine image may
-# already carry a newer Node.js than Debian's, which is then kept.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  packages+=(nodejs npm)
+if [[ $profile != demo ]]; then
+  packages+=(
+    # clang-format is Debian 12's version 14, which scripts/format.sh is pinned to (the
+    # format_check test of `make test`, and `make format`)
+    clang-format
+    # tests and micro-benchmarks (`make test` builds bench/ too); the openssl CLI makes the
+    # throwaway certificates of the https tests
+    libgtest-dev libgmock-dev libbenchmark-dev openssl
+    # Prometheus judges of tests/integration/prometheus_test.cpp: the package provides both
+    # /usr/bin/prometheus and /usr/bin/promtool; the test starts the binary itself
+    prometheus
+    # peer of bench/telemetry_bench.cpp (the bench skips those cases without it)
+    prometheus-cpp-dev
+    curl procps
+  )
+  # Node.js + npm run the OpenTelemetry project's OTLP decoder in tests; the machine image may
+  # already carry a newer Node.js than Debian's, which is then kept.
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    packages+=(nodejs npm)
+  fi
+fi
+
+if [[ $profile == bench ]]; then
+  packages+=(
+    # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
+    wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
+    # end-to-end peer (bench/e2e_peer.py): NeMo Gym's aiohttp client and Starlette sessions
+    python3-aiohttp python3-itsdangerous
+  )
+fi
+
+if $print_only; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
 fi
 
 missing=()
@@ -43,22 +77,24 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#packages[@]} packages present"
+  echo "setup ($profile): all ${#packages[@]} packages present"
   exit 0
 fi
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-echo "setup: installing ${missing[*]}"
+echo "setup ($profile): installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
 # The prometheus package ships a system service; gym-cpp never needs it running (tests start
 # their own server on a free port). Where an init system started it, stop and disable it.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
-  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
-elif [[ -x /etc/init.d/prometheus ]] && /etc/init.d/prometheus status >/dev/null 2>&1; then
-  $sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+if [[ $profile != demo ]]; then
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+  elif [[ -x /etc/init.d/prometheus ]] && /etc/init.d/prometheus status >/dev/null 2>&1; then
+    $sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
 fi
-echo "setup: done"
+echo "setup ($profile): done"

@@ -2,13 +2,16 @@
 #include "cli/builtins.h"
 #include "cli/commands.h"
 #include "cli/eval_run.h"
+#include "cli/usage.h"
 #include "core/logging.h"
 #include "exporters/metrics_pipeline.h"
 #include "orchestrator/orchestrator.h"
+#include "orchestrator/presets.h"
 
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -27,7 +30,7 @@ const std::map<std::string, std::vector<std::string>> kLegacyNames = {
 
 // `gym eval run` flags (runtime.md 7.1, 9.4); each becomes a ++override of its config key.
 struct EvalFlags {
-  bool no_serve = false, resume = false, disable_aggregation = false;
+  bool no_serve = false, resume = false, disable_aggregation = false, quiet = false;
   std::string agent, input, output, limit, num_repeats, concurrency, split, temperature, top_p,
       max_output_tokens, prompt_config;
 
@@ -49,25 +52,36 @@ struct EvalFlags {
     add("prompt_config", prompt_config);
     if (resume) out.push_back("++resume_from_cache=true");
     if (disable_aggregation) out.push_back("++disable_aggregation=true");
+    if (quiet) out.push_back("++progress_summaries=false");
     return out;
   }
 };
 
-// Applies NeMo Gym's legacy program names: `ng_run ...` is `gym env start ...`.
-void apply_legacy_name(std::vector<std::string>& args) {
+// Applies NeMo Gym's legacy program names: `ng_run ...` is `gym env start ...`. Returns the
+// name usage lines and messages give the program.
+std::string apply_legacy_name(std::vector<std::string>& args) {
   std::string program = std::filesystem::path(args[0]).filename().string();
   if (auto it = kLegacyNames.find(program); it != kLegacyNames.end()) {
     std::string verb;
     for (const auto& word : it->second) verb += " " + word;
     std::fprintf(stderr, "note: `%s` is deprecated; use `gym%s`\n", program.c_str(), verb.c_str());
     args.insert(args.begin() + 1, it->second.begin(), it->second.end());
+    return "gym";
   }
+  return program.empty() ? "gym" : program;
+}
+
+// A message about the config, naming built-in presets rather than their deleted temp files.
+void print_error(const char* prefix, const std::exception& e) {
+  std::fprintf(stderr, "%s%s\n", prefix, gym::orchestrator::name_presets_in(e.what()).c_str());
 }
 
 // Every verb, its flags and where they land; run() dispatches to the verb that was given.
 class Cli {
  public:
-  Cli() {
+  explicit Cli(std::string program) : program_(std::move(program)) {
+    app_.name(program_);
+    app_.footer(gym::cli::overrides_help());
     app_.require_subcommand(0, 1);
     app_.add_flag("--version", version_, "Print the gym-cpp version and the NeMo Gym version");
     app_.add_flag("--json", json_, "Machine-readable output where supported");
@@ -78,11 +92,17 @@ class Cli {
     add_eval_run();
     add_demo();
     add_telemetry_report();
+    list_ = app_.add_subcommand("list", "Show the environments, agents and model types to run");
+    list_->add_flag("--json", json_, "One JSON object");
   }
 
   // The process exit code.
   int run(const std::vector<std::string>& args) {
     std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants it so
+    if (auto problem = gym::cli::unknown_argument(app_, {args.begin() + 1, args.end()}, program_)) {
+      std::fprintf(stderr, "%s\n", problem->c_str());
+      return 1;
+    }
     try {
       app_.parse(reversed);
     } catch (const CLI::ParseError& e) {
@@ -101,10 +121,10 @@ class Cli {
     try {
       if (auto code = dispatch()) return *code;
     } catch (const gym::core::ConfigError& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+      print_error("", e);
       return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
+      print_error("error: ", e);
       return 2;
     }
     std::cout << app_.help();
@@ -129,6 +149,7 @@ class Cli {
     sub->add_flag("--json", json_, "Machine-readable output where supported");
     sub->add_flag("-v,--verbose", verbose_, "Debug logging (also in servers)");
     sub->allow_extras();  // overrides: key=v, +key=v, ++key=v
+    sub->footer(gym::cli::overrides_help());
   }
 
   void add_env_and_config() {
@@ -159,14 +180,24 @@ class Cli {
     run->add_option("-a,--agent", f.agent, "Agent for rows without agent_ref");
     run->add_option("-i,--input", f.input, "Input JSONL");
     run->add_option("-o,--output", f.output, "Rollouts JSONL to write");
-    run->add_option("--limit", f.limit, "Read only the first N rows");
-    run->add_option("--num-repeats", f.num_repeats, "Rollouts per row");
-    run->add_option("--concurrency", f.concurrency, "Rollouts in flight at most");
+    using gym::cli::number_between;
+    using gym::cli::whole_number;
+    run->add_option("--limit", f.limit, "Read only the first N rows (0: all)")
+        ->check(whole_number(0));
+    run->add_option("--num-repeats", f.num_repeats, "Rollouts per row")->check(whole_number(1));
+    run->add_option("--concurrency", f.concurrency, "Rollouts in flight at most")
+        ->check(whole_number(1));
     run->add_option("--split", f.split, "Dataset split to collate without --input");
-    run->add_option("--temperature", f.temperature, "responses_create_params.temperature");
-    run->add_option("--top-p", f.top_p, "responses_create_params.top_p");
+    run->add_option("--temperature", f.temperature, "responses_create_params.temperature")
+        ->check(number_between(0, 2));
+    run->add_option("--top-p", f.top_p, "responses_create_params.top_p")
+        ->check(number_between(0, 1));
     run->add_option("--max-output-tokens", f.max_output_tokens,
-                    "responses_create_params.max_output_tokens");
+                    "responses_create_params.max_output_tokens")
+        ->check(whole_number(1));
+    run->add_flag("-q,--quiet", f.quiet,
+                  "No per-percent summaries on stdout (progress_summaries: false); the bar, "
+                  "failures and the final metrics stay");
     run->add_flag("--disable-aggregation", f.disable_aggregation, "Skip the aggregate metrics");
     run->add_option("--prompt-config", f.prompt_config,
                     "Not supported in this release: setting prompt_config is a config error");
@@ -220,6 +251,7 @@ class Cli {
     if (*env_status_) return orchestrator::run_env_status(cli::to_sources(flags_), json_);
     if (*config_show_) return cli::run_config_show(flags_);
     if (*telemetry_report_) return cli::run_telemetry_report(report_files_, json_);
+    if (*list_) return cli::run_list(json_);
     if (*eval_run_) {
       auto eval_overrides = eval_flags_.overrides();
       flags_.overrides.insert(flags_.overrides.begin(), eval_overrides.begin(),
@@ -234,6 +266,7 @@ class Cli {
     return std::nullopt;
   }
 
+  std::string program_;
   CLI::App app_{"gym-cpp: NeMo Gym-compatible rollout runtime"};
   bool version_ = false, json_ = false, verbose_ = false;
   gym::cli::ConfigFlags flags_;
@@ -242,14 +275,17 @@ class Cli {
   std::vector<std::string> report_files_;
   CLI::App *serve_ = nullptr, *env_start_ = nullptr, *env_status_ = nullptr,
            *config_show_ = nullptr, *eval_run_ = nullptr, *demo_ = nullptr,
-           *telemetry_report_ = nullptr;
+           *telemetry_report_ = nullptr, *list_ = nullptr;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdout (`gym env start | head`) must not kill the process before it removes its
+  // temporary files and stops its servers: writes fail with EPIPE instead, which the
+  // orchestrator notices.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv, argv + argc);
-  apply_legacy_name(args);
-  Cli cli;
+  Cli cli(apply_legacy_name(args));
   return cli.run(args);
 }

@@ -130,6 +130,16 @@ std::string quoted_list(const Range& names) {
   return quoted.empty() ? "(none)" : fmt::format("{}", fmt::join(quoted, ", "));
 }
 
+// How to add a missing instance of `server_type` from the command line.
+std::string selector_hint(std::string_view server_type) {
+  if (server_type == "responses_api_models")
+    return "; add a model server with --model-type NAME (e.g. --model-type replay_model, or "
+           "vllm_model with --model-url and --model; `gym list` shows the model types)";
+  if (server_type == "resources_servers")
+    return "; add an environment with --resources-server NAME (`gym list` shows them)";
+  return "";
+}
+
 void check_references(const json::value& v, const std::string& path,
                       const std::vector<ServerInstance>& instances,
                       std::vector<std::pair<std::string, std::string>>& problems) {
@@ -157,11 +167,12 @@ void check_references(const json::value& v, const std::string& path,
       auto guess = did_you_mean(name->get_string(), names);
       problems.emplace_back(
           path,
-          fmt::format("'{}' refers to {} '{}', which is not defined; {}", path,
+          fmt::format("'{}' refers to {} '{}', which is not defined; {}{}", path,
                       std::string_view(type->get_string()), std::string_view(name->get_string()),
                       guess ? fmt::format("did you mean '{}'?", *guess)
                             : fmt::format("available {}: {}", std::string_view(type->get_string()),
-                                          quoted_list(names))));
+                                          quoted_list(names)),
+                      guess ? "" : selector_hint(type->get_string())));
     }
   }
   for (const auto& entry : object) {

@@ -1,6 +1,7 @@
 #include "core/termination_signals.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 namespace gym::core {
 
@@ -30,7 +31,14 @@ TerminationSignals::TerminationSignals(Children children) : set_(signal_set(chil
   ::pthread_sigmask(SIG_BLOCK, &set_, &previous_);
 }
 
-int TerminationSignals::take(std::chrono::milliseconds wait) const { return take_from(set_, wait); }
+int TerminationSignals::take(std::chrono::milliseconds wait) const {
+  int code = take_from(set_, wait);
+  // The terminal echoed "^C" where the cursor was (often after a progress bar): what this
+  // process prints next starts on a line of its own.
+  if (code == termination_exit_code(SIGINT) && ::isatty(STDERR_FILENO) == 1)
+    (void)!::write(STDERR_FILENO, "\n", 1);
+  return code;
+}
 
 void TerminationSignals::restore() const { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
 

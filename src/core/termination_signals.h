@@ -34,7 +34,9 @@ class TerminationSignals {
   TerminationSignals& operator=(const TerminationSignals&) = delete;
 
   // Waits up to `wait` (0: a poll) for SIGINT or SIGTERM and takes it. Returns its exit code
-  // (130, 143), or 0 when none came: the time ran out, or a SIGCHLD ended the wait.
+  // (130, 143), or 0 when none came: the time ran out, or a SIGCHLD ended the wait. After a
+  // SIGINT, a newline goes to stderr when it is a terminal, so that what follows the echoed ^C
+  // starts on its own line.
   int take(std::chrono::milliseconds wait) const;
 
   // Puts back the calling thread's mask from before construction: in a forked child before it

@@ -50,7 +50,7 @@ struct PoolParams {
   // the server's workers. Throws core::ConfigError naming the key on an invalid value.
   static PoolParams from_config(const boost::json::object& cfg, int num_workers);
 
-  // The startup capacity report: one info line, plus a warning per sizing problem. Logged by
+  // The startup capacity report: one debug line (-v), plus a warning per sizing problem. Logged by
   // the owner of the process's rollout pool (a server process, the collector), not by helpers
   // such as the OTLP exporter's client.
   // Returns the warnings (for tests).

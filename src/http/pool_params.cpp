@@ -79,7 +79,8 @@ std::vector<std::string> PoolParams::log_capacity_report() const {
   const std::size_t enforced_per_host = per_host_limit == 0 ? total_limit
                                         : total_limit == 0  ? per_host_limit
                                                             : std::min(total_limit, per_host_limit);
-  spdlog::info(
+  // Sizing detail for whoever tunes the pool (-v); the warnings below are what users act on.
+  spdlog::debug(
       "http client pool: workers={} aggregate_total={} aggregate_per_host={} effective_total={} "
       "effective_per_host={} intended_per_worker={} intended_per_host_per_worker={} "
       "file_descriptor_soft_limit={} ephemeral_ports_per_destination={}",

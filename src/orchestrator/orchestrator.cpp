@@ -45,6 +45,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t kTailLines = 50;
+constexpr int kStdoutClosedExitCode = 141;  // 128 + SIGPIPE, as a shell reports a broken pipe
 
 // One spawned server root and what it printed.
 struct Child {
@@ -54,6 +55,7 @@ struct Child {
   SpawnedServer process;
   bool ready = false;
   int exit_code = -1;  // once reaped
+  int killed_by = 0;   // the signal that ended it, 0 for a normal exit
   std::deque<std::string> tail;
   std::string partial;
   std::unique_ptr<std::ofstream> log;
@@ -223,7 +225,12 @@ class Deployment::Impl {
           },
           [this] { return server_instances(); });
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: head server: %s\n", e.what());
+      // Usually a running `gym env start` (or an earlier one) holds the port.
+      std::fprintf(stderr,
+                   "error: head server: %s\nStop what listens there (with a deployment already "
+                   "running, collect against it with `gym eval run --no-serve`), or choose "
+                   "another port: ++head_server.port=%u\n",
+                   e.what(), static_cast<unsigned>(free_port(addresses.head_host)));
       return 2;
     }
     // head_server.port: 0 lets the OS choose; every server and client is told the port it chose.
@@ -272,6 +279,10 @@ class Deployment::Impl {
 
   int poll(std::chrono::milliseconds wait) {
     if (int code = take_signal(wait)) return code;
+    if (std::ferror(stdout)) {  // `gym env start | head` after head exited
+      std::fputs("stdout was closed (e.g. `| head` exited); stopping the servers\n", stderr);
+      return kStdoutClosedExitCode;
+    }
     if (const Child* c = exited()) {
       report_exit(*c, "unexpectedly");
       return 2;
@@ -314,7 +325,7 @@ class Deployment::Impl {
 
   void reap() {
     for (auto& c : children_)
-      if (c.exit_code < 0) c.exit_code = poll_exit(c.process.pid);
+      if (c.exit_code < 0) c.exit_code = poll_exit(c.process.pid, &c.killed_by);
   }
 
   const Child* exited() const {
@@ -325,8 +336,9 @@ class Deployment::Impl {
 
   void report_exit(const Child& c, const char* when) {
     pump_->stop();  // drain what it printed last
-    std::fprintf(stderr, "error: server %s exited %s with code %d; its last output:\n",
-                 c.instance.name.c_str(), when, c.exit_code);
+    std::fprintf(stderr, "error: server %s exited %s%s%s; its last output:\n",
+                 c.instance.name.c_str(), when, c.killed_by ? ", " : " ",
+                 exit_description(c.exit_code, c.killed_by).c_str());
     for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
   }
 

@@ -7,11 +7,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace gym::orchestrator {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Written preset file -> what a message calls it (the file is gone when the user reads it).
+std::map<std::string, std::string>& preset_labels() {
+  static std::map<std::string, std::string> labels;
+  return labels;
+}
 
 // Bundled presets are written once per process into one private folder, removed at exit.
 std::string materialize(const Preset& p) {
@@ -27,6 +34,8 @@ std::string materialize(const Preset& p) {
   }();
   auto file = dir / (std::string(p.server_type) + "-" + p.name + "-" + p.flavor + ".yaml");
   if (!fs::exists(file)) std::ofstream(file) << p.yaml;
+  preset_labels()[file.string()] = std::string("the built-in preset ") + p.server_type + "/" +
+                                   p.name + "/configs/" + p.flavor + ".yaml";
   return file.string();
 }
 
@@ -55,6 +64,14 @@ std::string selector_config_path(const std::string& server_type, const std::stri
   msg += "\nbuilt-in presets:";
   for (const auto& k : known) msg += " " + k;
   throw core::ConfigError(msg);
+}
+
+std::string name_presets_in(std::string message) {
+  for (const auto& [path, label] : preset_labels())
+    for (auto at = message.find(path); at != std::string::npos;
+         at = message.find(path, at + label.size()))
+      message.replace(at, path.size(), label);
+  return message;
 }
 
 }  // namespace gym::orchestrator

@@ -23,4 +23,9 @@ const std::vector<Preset>& bundled_presets();
 std::string selector_config_path(const std::string& server_type, const std::string& selector,
                                  const std::vector<std::string>& search_roots);
 
+// `message` with every preset file written by selector_config_path replaced by the preset's
+// name ("the built-in preset resources_servers/mcqa/configs/mcqa.yaml"): those files are
+// removed at exit, so a message must not send the user looking for them.
+std::string name_presets_in(std::string message);
+
 }  // namespace gym::orchestrator

@@ -90,10 +90,18 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
   return s;
 }
 
-int poll_exit(pid_t pid) {
+int poll_exit(pid_t pid, int* killed_by) {
   int st = 0;
   if (::waitpid(pid, &st, WNOHANG) != pid) return -1;
+  if (killed_by) *killed_by = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::string exit_description(int exit_code, int killed_by) {
+  if (killed_by == 0) return "with code " + std::to_string(exit_code);
+  std::string text = "killed by signal " + std::to_string(killed_by);
+  if (const char* name = ::sigabbrev_np(killed_by)) text += std::string(" (SIG") + name + ")";
+  return text;
 }
 
 int stop_server(pid_t pid, double grace_seconds) {

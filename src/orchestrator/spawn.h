@@ -27,8 +27,11 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
                            const std::vector<std::string>& extra_env = {},
                            bool capture_output = false);
 
-// Non-blocking: the exit code (or 128+signal) if `pid` has exited, else -1.
-int poll_exit(pid_t pid);
+// Non-blocking: the exit code (or 128+signal) if `pid` has exited, else -1. When it was killed
+// and `killed_by` is given, the signal number lands there (0 for a normal exit).
+int poll_exit(pid_t pid, int* killed_by = nullptr);
+// "with code 1" or "killed by signal 9 (SIGKILL)": how a child ended, for messages.
+std::string exit_description(int exit_code, int killed_by);
 // Sends SIGTERM, waits up to `grace_seconds`, then SIGKILLs the process group; returns the
 // exit code (or 128+signal).
 int stop_server(pid_t pid, double grace_seconds);

@@ -93,7 +93,7 @@ class CollectionThread {
 
   asio::awaitable<void> collect() {
     outcome_.total = rows_.size();
-    Progress progress(rows_);
+    Progress progress(rows_, options_.progress_summaries);
     collector_ =
         std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar);
     co_await collector_->run(std::move(rows_), options_.concurrency, progress);

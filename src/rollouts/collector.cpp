@@ -1,6 +1,7 @@
 #include "rollouts/collector.h"
 
 #include "core/json_text.h"
+#include "rollouts/failure_cause.h"
 #include "rollouts/rows.h"
 
 #include <boost/asio/as_tuple.hpp>
@@ -121,6 +122,7 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
   const std::string agent = agent_of(row);
   std::optional<int> status;
   std::string error, failure_class, body;
+  std::optional<FailureCause> cause;
   json::value result;
   try {
     http::ClientRequest req;
@@ -134,6 +136,7 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
       bool transient = http::is_transient_status(resp.status);
       failure_class = transient ? "agent_request_failed" : "agent_run_error";
       error = "/run answered HTTP " + std::to_string(resp.status);
+      cause = innermost_cause(resp.status, body);
     } else {
       boost::system::error_code ec;
       result = core::parse_json(body, ec);
@@ -157,6 +160,7 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     out["_ng_failure_http_status"] = status ? json::value(*status) : json::value(nullptr);
     out["_ng_failure_response_body"] =
         status ? json::value(body_prefix(body)) : json::value(nullptr);
+    if (cause) out["_ng_failure_cause"] = cause->text();
   }
   // 7.5: identity from the row, in place when the key exists, appended otherwise.
   for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",
@@ -169,12 +173,15 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
   } else if (out.contains("_ng_failure_class")) {
     write(failures_, out);
     ++counts_.failed;
-    progress.print("Rollout (" + std::to_string(key_of(row).first) + ", " +
-                   std::to_string(key_of(row).second) + ") of " + agent +
-                   " failed: " + core::render_json(out.at("_ng_failure_class")) + " " +
-                   (out.contains("_ng_failure_error")
-                        ? core::render_json(out.at("_ng_failure_error"))
-                        : std::string("(reported by the agent)")));
+    std::string line =
+        "Rollout (" + std::to_string(key_of(row).first) + ", " +
+        std::to_string(key_of(row).second) + ") of " + agent +
+        " failed: " + core::render_json(out.at("_ng_failure_class")) + " " +
+        (out.contains("_ng_failure_error") ? core::render_json(out.at("_ng_failure_error"))
+                                           : std::string("(reported by the agent)"));
+    if (const auto* why = out.if_contains("_ng_failure_cause"); why && why->is_string())
+      line += "; cause: " + std::string(why->get_string());
+    progress.print(line);
     if (!route_failures_) stopping_ = true;  // R6: upstream's abort on the first failure
   } else {
     write(rollouts_, out);

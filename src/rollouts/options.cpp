@@ -86,6 +86,7 @@ CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool n
   o.unreachable_seconds =
       core::get_double(cfg, "deployment_unreachable_seconds", o.unreachable_seconds, 0.0, 1e9);
   o.split = optional_string(cfg, "split");
+  o.progress_summaries = core::get_bool(cfg, "progress_summaries", true);
   if (o.split && *o.split != "train" && *o.split != "validation" && *o.split != "benchmark" &&
       *o.split != "example")
     throw core::ConfigError("split: '" + *o.split +

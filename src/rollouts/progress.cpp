@@ -5,10 +5,14 @@
 
 #include <boost/json.hpp>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace gym::rollouts {
 namespace json = boost::json;
@@ -22,13 +26,67 @@ std::string clock_text(double seconds) {  // H:MM:SS like Python's timedelta
   return buf;
 }
 
+// The number of code points of UTF-8 `text` (the bar's blocks are 3 bytes, one column).
+std::size_t display_width(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace
 
-Progress::Progress(const std::vector<json::object>& rows) : total_(rows.size()) {
+int terminal_columns() {
+  winsize size{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* env = std::getenv("COLUMNS"); env && *env) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (*end == '\0' && n > 0 && n < 10'000) return static_cast<int>(n);
+  }
+  return 80;
+}
+
+std::string bar_line(std::size_t done, std::size_t total, double elapsed, int columns) {
+  double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+  double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+  double frac = total ? static_cast<double>(done) / static_cast<double>(total) : 1;
+  char head[64], tail[160];
+  std::snprintf(head, sizeof head, "Collecting rollouts: %3d%%", static_cast<int>(frac * 100));
+  std::snprintf(tail, sizeof tail, "%zu/%zu [%s<%s, %.2f rollouts/s]", done, total,
+                clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate);
+  const int width = std::max(columns - 1, 1);
+  constexpr int kMinBar = 5, kMaxBar = 30;
+  std::string label = head;
+  int room = width - static_cast<int>(label.size() + std::strlen(tail)) - 3;  // "|", "| "
+  if (room < kMinBar) {
+    label = label.substr(std::strlen("Collecting rollouts: "));  // just the percent
+    room = width - static_cast<int>(label.size() + std::strlen(tail)) - 3;
+  }
+  std::string line = label;
+  if (room >= kMinBar) {
+    int bar_width = std::min(room, kMaxBar);
+    int filled = static_cast<int>(frac * bar_width);
+    line += "|";
+    for (int i = 0; i < bar_width; ++i) line += i < filled ? "\u2588" : " ";
+    line += "| ";
+  } else {
+    line += " ";
+  }
+  line += tail;
+  if (display_width(line) > static_cast<std::size_t>(width)) {
+    // Only ASCII is left here (no bar): cut bytes.
+    line.resize(static_cast<std::size_t>(width));
+  }
+  return line;
+}
+
+Progress::Progress(const std::vector<json::object>& rows, bool summaries)
+    : total_(rows.size()), summaries_(summaries) {
   for (const auto& row : rows) ++left_[agent_of(row)];
   for (int p = 1; p <= 99; ++p) thresholds_.push_back(p);
   thresholds_.push_back(99.5);
   tty_ = ::isatty(STDERR_FILENO) == 1;
+  if (tty_) columns_ = terminal_columns();
 }
 
 double Progress::elapsed_seconds() const {
@@ -54,7 +112,7 @@ void Progress::record(const std::string& agent, const json::object& result) {
     thresholds_.erase(thresholds_.begin());
     crossed = true;
   }
-  if (crossed) print_summary();
+  if (crossed && summaries_) print_summary();
   draw_bar(false);
 }
 
@@ -100,22 +158,16 @@ void Progress::draw_bar(bool force) {
   if (!force && done_ < total_ && now - last_draw_ < interval) return;
   last_draw_ = now;
   double elapsed = elapsed_seconds();
-  double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
-  double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
-  double frac = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1;
-  char tail[160];
-  std::snprintf(tail, sizeof tail, "%zu/%zu [%s<%s, %.2f rollouts/s]", done_, total_,
-                clock_text(elapsed).c_str(), clock_text(eta).c_str(), rate);
   if (!tty_) {
-    std::fprintf(stderr, "Collecting rollouts: %3d%% %s\n", static_cast<int>(frac * 100), tail);
+    double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+    double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
+    double frac = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1;
+    std::fprintf(stderr, "Collecting rollouts: %3d%% %zu/%zu [%s<%s, %.2f rollouts/s]\n",
+                 static_cast<int>(frac * 100), done_, total_, clock_text(elapsed).c_str(),
+                 clock_text(eta).c_str(), rate);
     return;
   }
-  constexpr int kWidth = 30;
-  int filled = static_cast<int>(frac * kWidth);
-  std::string bar;
-  for (int i = 0; i < kWidth; ++i) bar += i < filled ? "\u2588" : " ";
-  std::fprintf(stderr, "\r\033[KCollecting rollouts: %3d%%|%s| %s", static_cast<int>(frac * 100),
-               bar.c_str(), tail);
+  std::fprintf(stderr, "\r\033[K%s", bar_line(done_, total_, elapsed, columns_).c_str());
   std::fflush(stderr);
   bar_shown_ = true;
 }

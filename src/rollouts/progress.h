@@ -11,10 +11,19 @@
 
 namespace gym::rollouts {
 
+// The columns of the terminal on stderr (TIOCGWINSZ), else $COLUMNS, else 80.
+int terminal_columns();
+
+// One redraw of the bar, at most `columns` - 1 characters wide (a line as wide as the terminal
+// wraps on some terminals): "Collecting rollouts:  42%|████   | 42/100 [0:00:05<0:00:07, ...]".
+// The bar shrinks first, then the label goes, then the text is cut.
+std::string bar_line(std::size_t done, std::size_t total, double elapsed_seconds, int columns);
+
 class Progress {
  public:
-  // `rows` are the rows about to be dispatched (their agent_ref names the agent).
-  explicit Progress(const std::vector<boost::json::object>& rows);
+  // `rows` are the rows about to be dispatched (their agent_ref names the agent). Without
+  // `summaries` the per-percent blocks are not printed (--quiet); the bar stays.
+  explicit Progress(const std::vector<boost::json::object>& rows, bool summaries = true);
   // One finished rollout (success or failure): counts it, adds its numeric fields to the agent's
   // running means, prints the percent summary when a threshold is crossed, refreshes the bar.
   void record(const std::string& agent, const boost::json::object& result);
@@ -37,7 +46,8 @@ class Progress {
   std::map<std::string, boost::json::object> sums_;  // agent -> field -> running sum
   std::vector<double> thresholds_;                   // percents still to announce, ascending
   Clock::time_point start_ = Clock::now(), last_draw_{};
-  bool tty_ = false, bar_shown_ = false;
+  bool tty_ = false, bar_shown_ = false, summaries_ = true;
+  int columns_ = 80;
 };
 
 }  // namespace gym::rollouts

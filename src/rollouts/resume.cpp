@@ -33,6 +33,44 @@ void drop_partial_last_line(const std::filesystem::path& path) {
   std::filesystem::resize_file(path, keep);
 }
 
+// What to do about a line of an output file that --resume cannot read.
+[[noreturn]] void refuse_line(const std::filesystem::path& path, std::size_t line,
+                              const std::string& problem, bool is_materialized) {
+  std::string fix =
+      is_materialized
+          ? "the materialized inputs are the rows --resume runs: fix that line, or run the same "
+            "command without --resume to start afresh (that rewrites every output file)"
+          : "fix that line, or delete it (`sed -i '" + std::to_string(line) + "d' " +
+                path.string() +
+                "`; its rollout then runs again), or run without --resume to start afresh";
+  throw std::runtime_error("cannot resume: " + problem + "; " + fix);
+}
+
+// The rows of an output file, each with its (task, rollout) key; a line --resume cannot use is
+// an error saying how to repair the file.
+std::vector<std::pair<JsonlLine, RolloutKey>> read_keyed(const std::filesystem::path& path,
+                                                         bool is_materialized) {
+  std::vector<JsonlLine> lines;
+  try {
+    lines = read_jsonl(path);
+  } catch (const JsonlLineError& e) {
+    refuse_line(path, e.line, e.what(), is_materialized);
+  }
+  std::vector<std::pair<JsonlLine, RolloutKey>> out;
+  for (auto& line : lines) {
+    RolloutKey key;
+    try {
+      key = key_of(line.row);
+    } catch (const std::runtime_error& e) {
+      refuse_line(path, line.number,
+                  path.string() + " line " + std::to_string(line.number) + ": " + e.what(),
+                  is_materialized);
+    }
+    out.emplace_back(std::move(line), key);
+  }
+  return out;
+}
+
 }  // namespace
 
 ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>& expected,
@@ -41,7 +79,8 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
   drop_partial_last_line(paths.rollouts);
   drop_partial_last_line(paths.failures);
   std::vector<json::object> materialized;
-  for (auto& line : read_jsonl(paths.materialized)) materialized.push_back(std::move(line.row));
+  for (auto& [line, key] : read_keyed(paths.materialized, true))
+    materialized.push_back(std::move(line.row));
   plan.materialized = materialized.size();
 
   if (materialized != expected)
@@ -51,14 +90,20 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
         paths.materialized.c_str(), materialized.size(), expected.size());
 
   std::set<RolloutKey> done;
-  for (auto& line : read_jsonl(paths.rollouts)) {
-    done.insert(key_of(line.row));
+  for (auto& [line, key] : read_keyed(paths.rollouts, false)) {
+    done.insert(key);
     plan.done.push_back(strip_for_aggregation(line.row));
   }
   std::map<RolloutKey, int> attempts;
   std::set<RolloutKey> terminal;
   if (std::filesystem::exists(paths.failures)) {
-    for (auto& line : read_jsonl(paths.failures)) {
+    std::vector<JsonlLine> failure_lines;
+    try {
+      failure_lines = read_jsonl(paths.failures);
+    } catch (const JsonlLineError& e) {
+      refuse_line(paths.failures, e.line, e.what(), false);
+    }
+    for (auto& line : failure_lines) {
       if (!line.row.contains("_ng_task_index") || !line.row.contains("_ng_rollout_index")) continue;
       auto key = key_of(line.row);
       ++attempts[key];

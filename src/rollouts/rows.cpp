@@ -107,19 +107,20 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
     try {
       if (!reader.next(text, had_newline)) break;
     } catch (const LineReader::TooLong&) {
-      throw std::runtime_error(path.string() + " line " + std::to_string(number) +
-                               ": longer than " + std::to_string(max_line_bytes) +
+      throw JsonlLineError(path.string() + " line " + std::to_string(number) + ": longer than " +
+                               std::to_string(max_line_bytes) +
                                " bytes, the largest request body a server accepts "
                                "(http_max_request_body_bytes); shorten the row, or raise "
-                               "http_max_request_body_bytes for the collector and the servers");
+                               "http_max_request_body_bytes for the collector and the servers",
+                           number);
     }
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     boost::system::error_code ec;
     auto value = core::parse_json(text, ec);
     if (ec || !value.is_object())
-      throw std::runtime_error(
-          path.string() + " line " + std::to_string(number) + ": " +
-          (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"));
+      throw JsonlLineError(path.string() + " line " + std::to_string(number) + ": " +
+                               (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"),
+                           number);
     if (had_newline) text.push_back('\n');
     lines.push_back({number, std::move(text), std::move(value.get_object())});
     text = std::string();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,9 +20,16 @@ RolloutKey key_of(const boost::json::object& row);
 // agent_ref.name, or "" when absent.
 std::string agent_of(const boost::json::object& row);
 
+// A line of a JSONL file that is not a JSON object; what() names the file and the line.
+struct JsonlLineError : std::runtime_error {
+  JsonlLineError(const std::string& message, std::size_t line_number)
+      : std::runtime_error(message), line(line_number) {}
+  std::size_t line;  // 1-based
+};
+
 // Reads every line of `path` up to `max_lines` non-blank lines (none: all). A line that is not
 // a JSON object, or longer than `max_line_bytes` (0: no limit; the line is never held whole),
-// throws std::runtime_error naming the file and line number.
+// throws JsonlLineError naming the file and line number.
 struct JsonlLine {
   std::size_t number = 0;  // 1-based line number
   std::string raw;         // the line's bytes including its newline, when it had one

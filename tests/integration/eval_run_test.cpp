@@ -787,10 +787,19 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
     auto body = std::string(row.at("_ng_failure_response_body").as_string());
     EXPECT_NE(body.find("calling an inner server: 500"), std::string::npos) << body;
     EXPECT_NE(body.find("the model failed on purpose"), std::string::npos) << body;
+    // issue 13.11: the innermost status and message, not only the agent's 500.
+    ASSERT_TRUE(row.contains("_ng_failure_cause")) << json::serialize(row);
+    auto cause = std::string(row.at("_ng_failure_cause").as_string());
+    EXPECT_EQ(cause.find("HTTP 500"), 0u) << cause;
+    EXPECT_NE(cause.find("the model failed on purpose"), std::string::npos) << cause;
     EXPECT_FALSE(row.contains("_ng_attempt_index"));
     EXPECT_FALSE(row.contains("reward"));
   }
   EXPECT_EQ(keys, (std::set<Key>{{0, 0}, {1, 0}, {2, 0}}));
+  EXPECT_NE(first.output.find("; cause: HTTP 500"), std::string::npos) << first.output;
+  // issue 13.13: the pool's sizing line is debug output, and summaries are on by default.
+  EXPECT_EQ(first.output.find("http client pool:"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("Examples left:"), std::string::npos) << first.output;
   EXPECT_NE(first.output.find("Failures: 3 rows in " + tmp.file("o_failures.jsonl")),
             std::string::npos)
       << first.output;
@@ -798,8 +807,10 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
 
   // Two more attempts, stamped 1 and 2.
   for (int attempt = 1; attempt <= 2; ++attempt) {
-    auto again = run_gym(collect + " --resume");
+    const bool quiet = attempt == 2;  // issue 13.13: --quiet drops the per-percent blocks
+    auto again = run_gym(collect + " --resume" + (quiet ? " --quiet" : ""));
     EXPECT_EQ(again.code, 3) << again.output;
+    EXPECT_EQ(again.output.find("Examples left:") == std::string::npos, quiet) << again.output;
     EXPECT_NE(again.output.find("3 rows that still need to be run"), std::string::npos)
         << again.output;
     EXPECT_EQ(d.model_calls(), 3 * (attempt + 1));

@@ -60,7 +60,8 @@ struct Deployment {
   explicit Deployment(const std::string& config) {
     proc = std::make_unique<ChildProcess>(
         std::vector<std::string>{gym_binary(), "env", "start", "--config", config,
-                                 "++head_server.port=" + std::to_string(head_port)});
+                                 "++head_server.port=" + std::to_string(head_port)},
+        std::vector<std::string>{}, /*merge_stderr=*/true);
   }
   bool ready() { return !proc->wait_for_line("All ").empty(); }
   json::value head_get(const std::string& path) {
@@ -191,6 +192,10 @@ TEST(Orchestrator, BusyHeadPortIsAStartupFailure) {
                " ++head_server.port=" + std::to_string(busy));
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("head server"), std::string::npos) << r.output;
+  // issue 13.12: what to do about it.
+  EXPECT_NE(r.output.find("choose another port: ++head_server.port="), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("gym eval run --no-serve"), std::string::npos) << r.output;
   fs::remove(config);
 }
 
@@ -297,6 +302,11 @@ TEST(Orchestrator, AServerThatDiesStopsTheDeploymentWithCode2) {
   ::kill(victim, SIGKILL);
   EXPECT_EQ(d.proc->wait_exit(), 2);
   EXPECT_TRUE(gone_within(survivor, std::chrono::seconds(10)));  // the others are stopped too
+  // issue 13.11: the signal, not "code 137".
+  d.proc->drain();
+  EXPECT_NE(d.proc->output().find("exited unexpectedly, killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << d.proc->output();
   fs::remove(config);
 }
 

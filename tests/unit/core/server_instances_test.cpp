@@ -119,6 +119,16 @@ TEST(ValidateServers, ReferenceTypoSuggestsTheClosestInstance) {
             "did you mean 'policy_model'?");
 }
 
+// issue 13.12: a missing model says how to add one from the command line.
+TEST(ValidateServers, MissingModelServerSuggestsModelType) {
+  json::object cfg = yaml(kValid);
+  cfg.erase("policy_model");
+  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog); });
+  EXPECT_CONTAINS(msg, "refers to responses_api_models 'policy_model', which is not defined");
+  EXPECT_CONTAINS(msg, "add a model server with --model-type NAME");
+  EXPECT_CONTAINS(msg, "`gym list`");
+}
+
 TEST(ValidateServers, ReferenceWithoutCloseMatchListsInstances) {
   json::object cfg = yaml(kValid);
   cfg["extra"] = json::parse(R"({"refs": [{"type": "resources_servers", "name": "zzzzzzzz"}]})");

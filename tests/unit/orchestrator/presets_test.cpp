@@ -166,5 +166,15 @@ TEST(SelectorConfigPath, AModelIsNotAResourcesServer) {
   EXPECT_CONTAINS(message, "no config for resources_servers 'replay_model'");
 }
 
+// issue 13.12: the written preset file is deleted at exit; a message names the preset instead.
+TEST(SelectorConfigPath, MessagesNameThePresetNotItsTemporaryFile) {
+  auto path = selector_config_path("resources_servers", "mcqa", {});
+  ASSERT_TRUE(fs::exists(path));
+  EXPECT_EQ(name_presets_in("problem at " + path + ":3 and again in " + path),
+            "problem at the built-in preset resources_servers/mcqa/configs/mcqa.yaml:3 and again "
+            "in the built-in preset resources_servers/mcqa/configs/mcqa.yaml");
+  EXPECT_EQ(name_presets_in("nothing to replace"), "nothing to replace");
+}
+
 }  // namespace
 }  // namespace gym::orchestrator

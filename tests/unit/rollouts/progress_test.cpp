@@ -4,6 +4,10 @@
 
 #include <boost/json.hpp>
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "rollouts_test_support.h"
 
 namespace gym::rollouts {
@@ -103,6 +107,49 @@ TEST(Progress, AJumpOverSeveralPercentsPrintsOneSummary) {
   EXPECT_EQ(count(last, "Finished "), 1u);
   EXPECT_EQ(last.rfind("Finished 3 / 3 rollouts (100%) in ", 0), 0u) << last;
   EXPECT_CONTAINS(last, "Examples left:\nFound 3 / 3 (100.00%) rollouts for `alpha`.\n{}\n");
+}
+
+// issue 13.13: --quiet keeps stdout free of the per-percent blocks.
+TEST(Progress, WithoutSummariesNothingIsPrintedPerPercent) {
+  Progress progress(rows_for({{"alpha", 4}}), /*summaries=*/false);
+  std::string printed;
+  for (int i = 0; i < 4; ++i) printed += record(progress, "alpha", obj(R"({"reward":1.0})"));
+  EXPECT_EQ(printed, "");
+  EXPECT_EQ(progress.done(), 4u);
+}
+
+std::size_t columns_of(const std::string& line) {
+  std::size_t n = 0;
+  for (char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// issue 13.13: the bar never wraps; it shrinks, then loses its label, then is cut.
+TEST(ProgressBar, FitsTheTerminalWidth) {
+  for (int columns : {20, 40, 60, 80, 100, 200}) {
+    for (auto [done, total] :
+         {std::pair<std::size_t, std::size_t>{0, 1}, {512, 1200}, {999'999, 1'000'000}}) {
+      auto line = bar_line(done, total, 12345.6, columns);
+      EXPECT_LE(columns_of(line), static_cast<std::size_t>(columns - 1))
+          << columns << " columns: " << line;
+      EXPECT_EQ(line.find('\n'), std::string::npos);
+    }
+  }
+  auto at80 = bar_line(512, 1200, 10.0, 80);
+  EXPECT_EQ(at80.rfind("Collecting rollouts:  42%|", 0), 0u) << at80;
+  EXPECT_CONTAINS(at80, "512/1200 [0:00:10<0:00:13, 51.20 rollouts/s]");
+  EXPECT_EQ(bar_line(512, 1200, 10.0, 40).rfind(" 42% 512/1200", 0), 0u);
+}
+
+TEST(ProgressBar, ColumnsComeFromTheEnvironmentWithoutATerminal) {
+  // Under ctest stderr is not a terminal, so TIOCGWINSZ fails and COLUMNS decides.
+  if (::isatty(STDERR_FILENO)) GTEST_SKIP() << "stderr is a terminal";
+  ::setenv("COLUMNS", "123", 1);
+  EXPECT_EQ(terminal_columns(), 123);
+  ::setenv("COLUMNS", "wide", 1);
+  EXPECT_EQ(terminal_columns(), 80);
+  ::unsetenv("COLUMNS");
+  EXPECT_EQ(terminal_columns(), 80);
 }
 
 }  // namespace

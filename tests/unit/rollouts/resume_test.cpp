@@ -73,6 +73,15 @@ class PlanResume : public ::testing::Test {
     return p;
   }
 
+  // The message of plan_resume's refusal (its stdout is dropped).
+  std::string refusal() {
+    ::testing::internal::CaptureStdout();
+    auto message =
+        error_of<std::runtime_error>([&] { plan_resume(paths_, materialized_rows(), 3); });
+    ::testing::internal::GetCapturedStdout();
+    return message;
+  }
+
   TempDir dir_;
   OutputPaths paths_;
   std::string printed_;
@@ -212,6 +221,32 @@ TEST_F(PlanResume, MissingMaterializedFileIsAnError) {
   ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(message,
             "cannot read " + paths_.materialized.string() + ": no such file or not readable");
+}
+
+// issue 13.13: refusing a corrupt file says which line and how to repair it.
+TEST_F(PlanResume, ACorruptRolloutLineNamesTheLineAndHowToRepairIt) {
+  const std::string out = paths_.rollouts.string();
+  dir_.write("out.jsonl", result_line(0, 0) + "{not json\n" + result_line(1, 0));
+  auto message = refusal();
+  EXPECT_CONTAINS(message, "cannot resume: " + out + " line 2: not valid JSON");
+  EXPECT_CONTAINS(message, "`sed -i '2d' " + out + "`");
+  EXPECT_CONTAINS(message, "without --resume to start afresh");
+}
+
+TEST_F(PlanResume, ARolloutWithoutItsKeyIsRefusedWithTheRepair) {
+  const std::string out = paths_.rollouts.string();
+  dir_.write("out.jsonl", result_line(0, 0) + "{\"reward\": 1}\n");
+  auto message = refusal();
+  EXPECT_CONTAINS(message, out + " line 2: row has no _ng_task_index");
+  EXPECT_CONTAINS(message, "sed -i '2d'");
+}
+
+TEST_F(PlanResume, ACorruptFailureLineIsRefusedWithTheRepair) {
+  dir_.write("out.jsonl", "");
+  dir_.write("out_failures.jsonl", failure_line(0, 0) + "[1]\n" + failure_line(1, 0));
+  auto message = refusal();
+  EXPECT_CONTAINS(message, paths_.failures.string() + " line 2: not a JSON object");
+  EXPECT_CONTAINS(message, "sed -i '2d' " + paths_.failures.string());
 }
 
 }  // namespace

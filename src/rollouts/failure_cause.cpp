@@ -1,0 +1,124 @@
+#include "rollouts/failure_cause.h"
+
+#include "core/json_text.h"
+
+#include <boost/json.hpp>
+
+#include <cctype>
+#include <string_view>
+
+namespace gym::rollouts {
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kChainHead = "Hit an exception in ";
+constexpr std::string_view kChainMiddle = " calling an inner server: ";
+constexpr int kMaxDepth = 16;                   // chains are as deep as the agents nest
+constexpr std::size_t kMaxMessageBytes = 1000;  // the console line stays readable
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (char c : text) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.size() > kMaxMessageBytes) {
+    std::size_t n = kMaxMessageBytes;
+    while (n > 0 && (static_cast<unsigned char>(out[n]) & 0xC0) == 0x80) --n;
+    out = out.substr(0, n) + "...";
+  }
+  return out;
+}
+
+std::string text_of(const json::value& v) {
+  return v.is_string() ? std::string(v.get_string()) : core::render_json(v);
+}
+
+// `{"type": ..., "message": ...}` as FastAPI details and OpenAI errors carry them; false when
+// `v` is not such an object.
+bool read_typed_error(const json::value& v, FailureCause& cause) {
+  if (!v.is_object()) return false;
+  const auto& o = v.get_object();
+  const auto* message = o.if_contains("message");
+  if (!message) message = o.if_contains("msg");
+  const auto* type = o.if_contains("type");
+  if (!message && !type) return false;
+  if (type && type->is_string()) cause.type = std::string(type->get_string());
+  if (message) cause.message = one_line(text_of(*message));
+  return true;
+}
+
+// Splits "Hit an exception in <via> calling an inner server: <status> <rest>".
+bool split_chain_link(std::string_view text, std::string& via, int& status,
+                      std::string_view& rest) {
+  if (!text.starts_with(kChainHead)) return false;
+  auto middle = text.find(kChainMiddle);
+  if (middle == std::string_view::npos) return false;
+  auto digits = text.substr(middle + kChainMiddle.size());
+  std::size_t n = 0;
+  int value = 0;
+  while (n < digits.size() && n < 3 && std::isdigit(static_cast<unsigned char>(digits[n])))
+    value = value * 10 + (digits[n++] - '0');
+  if (n != 3) return false;
+  via = std::string(text.substr(kChainHead.size(), middle - kChainHead.size()));
+  status = value;
+  rest = digits.substr(n);
+  if (rest.starts_with(' ')) rest.remove_prefix(1);
+  return true;
+}
+
+}  // namespace
+
+std::string FailureCause::text() const {
+  std::string out;
+  if (status) out = "HTTP " + std::to_string(*status);
+  if (!type.empty()) out += (out.empty() ? "" : " ") + type;
+  if (!message.empty()) out += (out.empty() ? "" : ": ") + message;
+  if (!via.empty()) out += " (called by " + via + ")";
+  return out;
+}
+
+std::optional<FailureCause> innermost_cause(int status, const std::string& body) {
+  FailureCause cause;
+  cause.status = status;
+  std::string current = body;  // owned: each step may replace it with a decoded string
+  for (int depth = 0; depth < kMaxDepth; ++depth) {
+    std::string via;
+    int inner_status = 0;
+    std::string_view rest;
+    if (split_chain_link(current, via, inner_status, rest)) {
+      cause.via = std::move(via);
+      cause.status = inner_status;
+      cause.type.clear();
+      cause.message.clear();
+      current = std::string(rest);
+      continue;
+    }
+    boost::system::error_code ec;
+    json::value parsed = core::parse_json(current, ec);
+    if (ec) {
+      cause.message = one_line(current);
+      break;
+    }
+    if (parsed.is_string()) {
+      current = std::string(parsed.get_string());
+      continue;
+    }
+    const json::value* inner = nullptr;
+    if (parsed.is_object()) {
+      const auto& o = parsed.get_object();
+      inner = o.if_contains("detail");
+      if (!inner) inner = o.if_contains("error");
+    }
+    if (inner && read_typed_error(*inner, cause)) break;
+    if (inner && inner->is_string()) {
+      current = std::string(inner->get_string());  // may be a chain again
+      continue;
+    }
+    cause.message = one_line(text_of(inner ? *inner : parsed));
+    break;
+  }
+  if (cause.message.empty() && cause.type.empty() && cause.via.empty()) return std::nullopt;
+  return cause;
+}
+
+}  // namespace gym::rollouts
