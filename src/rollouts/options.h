@@ -38,7 +38,7 @@ struct CollectionOptions {
   // --no-serve: give up once the head server and every agent have refused connections for this
   // long (deployment_unreachable_seconds); 0 = never, the retry budget alone applies.
   double unreachable_seconds = 5;
-  bool progress_summaries = true;         // the per-percent blocks on stdout (--quiet: false)
+  bool progress_summaries = true;  // the per-percent blocks on stdout (--quiet: false)
 
   // Reads and validates the keys; a ConfigError names the key and the fix. `no_serve` makes
   // `input_jsonl_fpath` required; with servers, `split` is required when there is no input.
