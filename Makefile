@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
 # Where NeMo Gym's conformance data lives (tests that need it say so when it is missing).
 export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
 
-.PHONY: setup configure build test demo bench bench-e2e bench-telemetry format clean
+.PHONY: setup configure build test test-sanitize fuzz demo bench bench-e2e bench-telemetry format clean
 
 setup:
 	bash scripts/setup.sh
@@ -18,6 +18,35 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) --timeout 600
+
+# The whole suite under ASan + UBSan + LeakSanitizer (GCC), in its own build dir. Not part of
+# `make test`: it roughly doubles the build and triples the run (README, "Sanitizers").
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-sanitize: setup
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DGYM_JEMALLOC=OFF -DGYM_BUILD_BENCH=OFF
+	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS) --timeout 1800
+
+# libFuzzer targets (fuzz/) with clang, ASan and UBSan in their own build dir, each run for
+# FUZZ_SECONDS over its corpus (scripts/fuzz.sh); fails on a crash, leak or hang. clang 14's
+# -fsanitize=function cannot compile coroutines ("Cannot represent a difference across
+# sections"), so that one check of UBSan is off.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function \
+  -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz: setup
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+	  -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="$(FUZZ_FLAGS)" \
+	  -DGYM_FUZZ=ON -DGYM_BUILD_TESTS=OFF -DGYM_BUILD_BENCH=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh $(FUZZ_BUILD)
 
 demo: configure
 	cmake --build $(BUILD) -j$(JOBS) --target gym
