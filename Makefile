@@ -23,9 +23,11 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) --timeout 600
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
-# The whole suite under ASan + UBSan + LeakSanitizer (GCC), in its own build dir. Not part of
-# `make test`: it roughly doubles the build and triples the run (README, "Sanitizers").
+# The whole suite under ASan + UBSan + LeakSanitizer (GCC), in its own build dir. Reports go to
+# files, so those of the servers the integration tests start count too. Not part of `make test`:
+# its build alone is about twice the normal one (README, "Fuzzing and sanitizers").
 SANITIZE_BUILD ?= build-sanitize
+SANITIZE_REPORTS = $(abspath $(SANITIZE_BUILD))/sanitizer-reports
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 test-sanitize: setup
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -33,8 +35,13 @@ test-sanitize: setup
 	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
 	  -DGYM_JEMALLOC=OFF -DGYM_BUILD_BENCH=OFF
 	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS) --timeout 1800
+	rm -rf $(SANITIZE_REPORTS) && mkdir -p $(SANITIZE_REPORTS)
+	rc=0; ASAN_OPTIONS=detect_leaks=1:log_path=$(SANITIZE_REPORTS)/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZE_REPORTS)/ubsan \
+	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS) --timeout 1800 || rc=$$?; \
+	if ls $(SANITIZE_REPORTS)/* >/dev/null 2>&1; then \
+	  echo "sanitizer reports (tests and the processes they started) in $(SANITIZE_REPORTS):"; \
+	  head -n 30 $(SANITIZE_REPORTS)/*; exit 1; fi; exit $$rc
 
 # libFuzzer targets (fuzz/) with clang, ASan and UBSan in their own build dir, each run for
 # FUZZ_SECONDS over its corpus (scripts/fuzz.sh); fails on a crash, leak or hang. clang 14's
