@@ -9,8 +9,8 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
 # Where NeMo Gym's conformance data lives (tests that need it say so when it is missing).
 export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
 
-.PHONY: setup setup-demo setup-bench configure configure-gym build test demo install bench \
-	bench-e2e bench-telemetry format clean
+.PHONY: setup setup-demo setup-bench configure configure-gym build test test-sanitize fuzz demo \
+	install bench bench-e2e bench-telemetry format clean
 
 setup:
 	bash scripts/setup.sh test
@@ -31,8 +31,48 @@ configure-gym: setup-demo
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
+# After the suite, every fuzz target runs TEST_FUZZ_SECONDS over its corpus (`make fuzz`: its
+# clang build of the libraries the targets need took 4.3 min here, the runs 1 min).
+TEST_FUZZ_SECONDS ?= 10
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) --timeout 600
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+
+# The whole suite under ASan + UBSan + LeakSanitizer (GCC), in its own build dir. Reports go to
+# files, so those of the servers the integration tests start count too. Not part of `make test`:
+# its build alone is about twice the normal one (README, "Fuzzing and sanitizers").
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_REPORTS = $(abspath $(SANITIZE_BUILD))/sanitizer-reports
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-sanitize: setup
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DGYM_JEMALLOC=OFF -DGYM_BUILD_BENCH=OFF
+	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	rm -rf $(SANITIZE_REPORTS) && mkdir -p $(SANITIZE_REPORTS)
+	rc=0; ASAN_OPTIONS=detect_leaks=1:log_path=$(SANITIZE_REPORTS)/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZE_REPORTS)/ubsan \
+	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS) --timeout 1800 || rc=$$?; \
+	if ls $(SANITIZE_REPORTS)/* >/dev/null 2>&1; then \
+	  echo "sanitizer reports (tests and the processes they started) in $(SANITIZE_REPORTS):"; \
+	  head -n 30 $(SANITIZE_REPORTS)/*; exit 1; fi; exit $$rc
+
+# libFuzzer targets (fuzz/) with clang, ASan and UBSan in their own build dir, each run for
+# FUZZ_SECONDS over its corpus (scripts/fuzz.sh); fails on a crash, leak or hang. clang 14's
+# -fsanitize=function cannot compile coroutines ("Cannot represent a difference across
+# sections"), so that one check of UBSan is off.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function \
+  -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz: setup
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+	  -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="$(FUZZ_FLAGS)" \
+	  -DGYM_FUZZ=ON -DGYM_BUILD_TESTS=OFF -DGYM_BUILD_BENCH=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh $(FUZZ_BUILD)
 
 demo: configure-gym
 	cmake --build $(BUILD) -j$(JOBS) --target gym

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Formats the C++ sources with the root .clang-format (style.md 2): every .h and .cpp file that git
-# tracks under src/, environments/, tests/ and bench/.
+# tracks under src/, environments/, tests/, bench/ and fuzz/.
 #
 # Usage: scripts/format.sh           rewrite the files in place (`make format`)
 #        scripts/format.sh --check   change nothing; list the files that differ and exit 1 if any
@@ -54,9 +54,9 @@ git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
 files=()
 while IFS= read -r -d '' f; do files+=("$f"); done < <(
   git ls-files -z -- 'src/*.h' 'src/*.cpp' 'environments/*.h' 'environments/*.cpp' 'tests/*.h' \
-    'tests/*.cpp' 'bench/*.h' 'bench/*.cpp')
+    'tests/*.cpp' 'bench/*.h' 'bench/*.cpp' 'fuzz/*.h' 'fuzz/*.cpp')
 if ((${#files[@]} == 0)); then
-  echo "$PROG: no tracked .h/.cpp files under src/, environments/, tests/, bench/" >&2
+  echo "$PROG: no tracked .h/.cpp files under src/, environments/, tests/, bench/, fuzz/" >&2
   exit 2
 fi
 

@@ -41,6 +41,9 @@ if [[ $profile != demo ]]; then
     # tests and micro-benchmarks (`make test` builds bench/ too); the openssl CLI makes the
     # throwaway certificates of the https tests
     libgtest-dev libgmock-dev libbenchmark-dev openssl
+    # the short fuzz run of `make test` and `make fuzz`: clang 14 and its runtime libraries, which
+    # carry libFuzzer and the sanitizers
+    clang libclang-rt-14-dev
     # Prometheus judges of tests/integration/prometheus_test.cpp: the package provides both
     # /usr/bin/prometheus and /usr/bin/promtool; the test starts the binary itself
     prometheus

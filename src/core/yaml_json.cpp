@@ -151,6 +151,20 @@ class Converter {
           origin_, location(node.Mark()), kMaxYamlAliasValues));
     }
     --values_left_;
+    if (depth_ == kMaxYamlDepth) {
+      throw ConfigError(fmt::format(
+          "config error in {}{}: values nest more than {} levels deep; does an alias (*name) "
+          "refer to the anchor (&name) it is inside of?",
+          origin_, location(node.Mark()), kMaxYamlDepth));
+    }
+    ++depth_;
+    json::value out = convert_node(node);
+    --depth_;
+    return out;
+  }
+
+ private:
+  json::value convert_node(const YAML::Node& node) {
     switch (node.Type()) {
       case YAML::NodeType::Map:
         return convert_map(node);
@@ -168,7 +182,6 @@ class Converter {
     return nullptr;
   }
 
- private:
   static bool is_merge_key(const YAML::Node& key) {
     return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
   }
@@ -232,6 +245,7 @@ class Converter {
 
   std::string_view origin_;
   std::size_t values_left_;
+  std::size_t depth_ = 0;
 };
 
 // Counts the documents of a YAML stream through yaml-cpp's event parser, which builds nothing.

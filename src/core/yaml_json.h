@@ -17,12 +17,16 @@ namespace gym::core {
 inline constexpr std::size_t kMaxYamlBytes = 16u << 20;
 // How many values aliases (*name) may add to a document beyond about one per byte of its text.
 inline constexpr std::size_t kMaxYamlAliasValues = 1'000'000;
+// How deeply values may nest, as for JSON bodies (Python's recursion limit); an alias inside its
+// own anchor (`a: &a [*a]`) would nest forever.
+inline constexpr std::size_t kMaxYamlDepth = 1000;
 
 // Parses one YAML document. `origin` (a file path or "<NEMO_GYM_CONFIG_DICT>") names the source
 // in errors; syntax errors become ConfigError with origin, line and column. Quoted scalars are
 // strings, plain scalars are typed by yaml_plain_scalar, `<<` merge keys are applied, and a
 // duplicate key keeps its first position and its last value. An empty document is null. A text
-// over kMaxYamlBytes, or aliases adding more than kMaxYamlAliasValues values, is a ConfigError.
+// over kMaxYamlBytes, aliases adding more than kMaxYamlAliasValues values, or values nested
+// deeper than kMaxYamlDepth, is a ConfigError.
 boost::json::value parse_yaml(std::string_view text, std::string_view origin);
 
 // Reads and parses a YAML file; ConfigError when it is missing, unreadable or larger than

@@ -6,9 +6,11 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -23,9 +25,13 @@ std::int64_t integer_field(const json::object& row, std::string_view key) {
   const auto* v = row.if_contains(key);
   if (!v) throw std::runtime_error("row has no " + std::string(key));
   if (v->is_int64()) return v->get_int64();
-  if (v->is_uint64()) return static_cast<std::int64_t>(v->get_uint64());
-  if (v->is_double() &&
-      v->get_double() == static_cast<double>(static_cast<std::int64_t>(v->get_double())))
+  // Beyond int64 is no index (it would wrap negative); a double is checked for range before the
+  // cast, which is undefined outside [-2^63, 2^63).
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (v->is_uint64() && v->get_uint64() <= std::numeric_limits<std::int64_t>::max())
+    return static_cast<std::int64_t>(v->get_uint64());
+  if (v->is_double() && v->get_double() >= -kTwoTo63 && v->get_double() < kTwoTo63 &&
+      v->get_double() == std::trunc(v->get_double()))
     return static_cast<std::int64_t>(v->get_double());
   throw std::runtime_error(std::string(key) + " is not an integer: " + core::render_json(*v));
 }

@@ -410,8 +410,9 @@ json::object highest_k_metrics(const json::object& agent_metrics, std::string_vi
     auto m = match_k_key(kv.key(), prefix, suffix);
     if (!m) continue;
     auto [k, name] = *m;
+    // A copy: clang 14 cannot capture a structured binding (the fuzz build).
     if (std::any_of(std::begin(kStatSuffixes), std::end(kStatSuffixes),
-                    [&](std::string_view s) { return name.ends_with(s); }))
+                    [name = name](std::string_view s) { return name.ends_with(s); }))
       continue;
     if (score_names && !contains(*score_names, name)) continue;
     if (exclude_names && contains(*exclude_names, name)) continue;

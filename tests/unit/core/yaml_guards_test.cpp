@@ -81,6 +81,19 @@ TEST(YamlGuards, OrdinaryAliasesAndMergeKeysStillExpand) {
   EXPECT_EQ(parse_yaml(text, "x").at("l4").as_array().size(), 10u);
 }
 
+TEST(YamlGuards, AliasInsideItsOwnAnchorIsAnErrorNotAStackOverflow) {
+  // Found by fuzz/fuzz_config: yaml-cpp makes `*b` the node being defined, a cycle that the
+  // conversion followed until the stack ran out (a crash of every gym command).
+  for (const std::string text : {"b: &b [x, *b]\n", "m: &m {self: *m}\n", "- &l [*l]\n"}) {
+    std::string msg = config_error_of([&] { parse_yaml(text, "cycle.yaml"); });
+    EXPECT_CONTAINS(msg, "cycle.yaml");
+    EXPECT_CONTAINS(msg, "nest more than 1000 levels");
+  }
+  // Deep but finite nesting within the limit still reads.
+  const std::string deep = std::string(100, '[') + "1" + std::string(100, ']');
+  EXPECT_TRUE(parse_yaml(deep, "deep.yaml").is_array());
+}
+
 TEST(YamlGuards, ConfigFileOverTheSizeLimitIsAnError) {
   TempDir dir;
   const std::string big = dir.write("big.yaml", "a: \"" + std::string(kMaxYamlBytes, 'x') + "\"\n");

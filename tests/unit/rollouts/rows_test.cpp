@@ -57,6 +57,20 @@ TEST(KeyOf, MissingOrNonIntegerIndicesThrow) {
             "_ng_rollout_index is not an integer: 0.5");
 }
 
+TEST(KeyOf, IndicesBeyondSixtyFourBitsThrowInsteadOfWrapping) {
+  // Found by fuzz/fuzz_input_rows: 1e20 was cast to int64 (undefined behaviour) and
+  // 18446744073709551615 wrapped to -1.
+  for (const char* index :
+       {"1e20", "-1e19", "9223372036854775808.0", "18446744073709551615", "92233720368547752807"}) {
+    const std::string row =
+        std::string(R"({"_ng_rollout_index": 0, "_ng_task_index": )") + index + "}";
+    const std::string error = error_of<std::runtime_error>([&] { key_of(obj(row)); });
+    EXPECT_EQ(error.rfind("_ng_task_index is not an integer: ", 0), 0u) << index << ": " << error;
+  }
+  EXPECT_EQ(key_of(obj(R"({"_ng_task_index": 9223372036854775807, "_ng_rollout_index": -4.0})")),
+            RolloutKey(9223372036854775807, -4));
+}
+
 TEST(AgentOf, NameOfTheAgentRefOrEmpty) {
   EXPECT_EQ(agent_of(obj(R"({"agent_ref": {"type": "responses_api_agents", "name": "a1"}})")),
             "a1");
