@@ -6,6 +6,7 @@
 #include "telemetry/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -251,21 +252,38 @@ TEST(HttpClient, DeadServerFailsOnceTheRetryBudgetIsSpent) {
 }
 
 TEST(HttpClient, RefusedConnectionsAreRetriedUntilTheServerComes) {
-  // A port below the ephemeral range: an OS-chosen one could be taken meanwhile by an outgoing
-  // connection of a test running in parallel, and the late server could not bind it.
-  int port = 0;
-  for (int candidate = 20000 + ::getpid() % 9000; port == 0; ++candidate)
-    if (gym::orchestrator::port_free("127.0.0.1", candidate)) port = candidate;
+  // The port is the test's own from the start: a socket bound to 127.0.0.1:0 that does not
+  // listen refuses connections, and nothing else can take the port before it listens (no race
+  // with parallel tests for a port that was free a moment ago).
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
   asio::io_context io;
   HttpClient client(io.get_executor(), limits(0, 0, 60));
-  std::unique_ptr<ChildProcess> late;
-  // Start the server on the chosen port only after the first attempts were refused.
-  int status = 0;
-  std::thread delayed([&] {
+  // The server comes after the first attempts were refused: it listens, answers one request.
+  std::thread late([fd] {
     std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    late = std::make_unique<ChildProcess>(std::vector<std::string>{
-        gym::test::build_path("tests/support/gym_test_server"), "--port", std::to_string(port)});
+    ::listen(fd, 16);
+    int conn = ::accept(fd, nullptr, nullptr);
+    if (conn < 0) return;
+    std::string request;
+    char buf[4096];
+    for (ssize_t n; request.find("\r\n\r\n") == std::string::npos &&
+                    (n = ::recv(conn, buf, sizeof buf, 0)) > 0;)
+      request.append(buf, static_cast<std::size_t>(n));
+    const std::string answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+        "Connection: close\r\n\r\n{}";
+    (void)::send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
+    ::close(conn);
   });
+  int status = 0;
   std::string error;
   try {
     run(io, [&]() -> asio::awaitable<void> {
@@ -276,7 +294,8 @@ TEST(HttpClient, RefusedConnectionsAreRetriedUntilTheServerComes) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  delayed.join();  // before any assertion: a joinable thread must not be destroyed
+  late.join();  // before any assertion: a joinable thread must not be destroyed
+  ::close(fd);
   EXPECT_EQ(error, "");
   EXPECT_EQ(status, 200);
   EXPECT_GE(client.stats().retries, 1u);
