@@ -4,6 +4,7 @@
 #include "models/async_limiter.h"
 #include "models/chat_conversion.h"
 #include "models/instance_keys.h"
+#include "models/model_routes.h"
 #include "models/upstream_client.h"
 #include "servers/model_server.h"
 #include "servers/responses_api.h"
@@ -136,18 +137,6 @@ struct AzureServer {
   }
 };
 
-template <typename Server>
-void add_routes(const std::shared_ptr<Server>& server, http::Router& router) {
-  servers::ModelServerHandlers handlers;
-  handlers.responses = [server](Request& req, json::object& params) {
-    return server->responses(req, params);
-  };
-  handlers.chat_completions = [server](Request& req, json::value& body) {
-    return server->chat_completions(req, body);
-  };
-  servers::add_model_server_routes(router, std::move(handlers));
-}
-
 }  // namespace
 
 OpenAIModelConfig read_openai_model_config(const core::ServerInstance& instance) {
@@ -198,9 +187,9 @@ void register_openai_model(servers::Registry& registry) {
                                   endpoint_headers(config.api_key, &config.default_headers),
                                   config.api_key};
         const auto limit = config.max_concurrent_requests;
-        add_routes(std::make_shared<OpenAIServer>(OpenAIServer{
-                       ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
-                   router);
+        add_model_routes(std::make_shared<OpenAIServer>(OpenAIServer{
+                             ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
+                         router);
       },
   });
 }
@@ -216,9 +205,9 @@ void register_azure_openai_model(servers::Registry& registry) {
             config.endpoint + "/openai/deployments/" + percent_encoded(config.deployment),
             config.query, endpoint_headers(config.api_key, nullptr, "api-key"), config.api_key};
         const auto limit = config.num_concurrent_requests;
-        add_routes(std::make_shared<AzureServer>(AzureServer{
-                       ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
-                   router);
+        add_model_routes(std::make_shared<AzureServer>(AzureServer{
+                             ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
+                         router);
       },
   });
 }

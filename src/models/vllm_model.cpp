@@ -2,6 +2,7 @@
 
 #include "core/json_text.h"
 #include "models/instance_keys.h"
+#include "models/model_routes.h"
 #include "models/upstream_client.h"
 #include "servers/model_server.h"
 #include "servers/responses_api.h"
@@ -403,14 +404,7 @@ void register_vllm_model(servers::Registry& registry) {
         if (!server->config.sampling_overrides.empty())
           spdlog::info("vllm_model: {} pins sampling on every request: {}", ctx.instance.name,
                        core::render_json(server->config.sampling_overrides));
-        servers::ModelServerHandlers handlers;
-        handlers.responses = [server](Request& req, json::object& params) {
-          return server->responses(req, params);
-        };
-        handlers.chat_completions = [server](Request& req, json::value& body) {
-          return server->chat_completions(req, body);
-        };
-        servers::add_model_server_routes(router, std::move(handlers));
+        add_model_routes(server, router);
       },
   });
 }
