@@ -2,8 +2,8 @@
 // the response shape, the conformance key metrics of environments.md 9, and errors as 422/500
 // without harming the server.
 #include "conformance_dir.h"
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -24,7 +24,7 @@ namespace {
 class WeatherServer {
  public:
   WeatherServer()
-      : port_(gym::orchestrator::free_port()),
+      : port_(reserved_.port()),
         process_({gym::test::build_path("src/cli/gym"), "serve"},
                  {"NEMO_GYM_CONFIG_DICT=weather:\n  resources_servers:\n    "
                   "example_single_tool_call:\n      domain: agent\n      port: " +
@@ -48,6 +48,7 @@ class WeatherServer {
   }
 
  private:
+  gym::test::ReservedPort reserved_;  // held while the server runs
   int port_;
   ChildProcess process_;
 };

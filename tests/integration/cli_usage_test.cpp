@@ -1,7 +1,6 @@
 // The gym binary's command line and output as a user meets them (issue 13.12-13.14): did-you-mean
 // for flags and verbs, typed numeric flags, usage and --help, `gym list`, errors that name
 // built-in presets, a closed stdout, the setup profiles and `cmake --install`.
-#include "orchestrator/ports.h"
 #include "process.h"
 #include "temp_dir.h"
 
@@ -176,8 +175,7 @@ TEST(CliOutput, AClosedStdoutStopsTheDeploymentAndLeavesNoTemporaryFolder) {
       "{ TMPDIR=" + tmp.path() + " timeout 60 " + gym_binary() +
       " env start --resources-server example_single_tool_call --model-type replay_model"
       " ++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
-      recorded + "] ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
-      " | head -n 1; }";
+      recorded + "] ++head_server.port=0 | head -n 1; }";
   auto r = gym::test::run_command(command);
   EXPECT_TRUE(contains(r.output, "stdout was closed")) << r.output;
   for (const auto& entry : fs::directory_iterator(tmp.path()))
@@ -190,8 +188,7 @@ TEST(CliOutput, CtrlCMessageStartsOnItsOwnLine) {
   auto config = tmp.write("weather.yaml",
                           "weather:\n  resources_servers:\n    example_single_tool_call:\n"
                           "      domain: agent\n");
-  OnTerminal gym({gym_binary(), "env", "start", "--config", config,
-                  "++head_server.port=" + std::to_string(gym::orchestrator::free_port())});
+  OnTerminal gym({gym_binary(), "env", "start", "--config", config, "++head_server.port=0"});
   ASSERT_TRUE(gym.read_until("servers ready!", std::chrono::seconds(60))) << gym.screen();
   // The table of servers follows; its last line ends with the pid. Ctrl-C comes after it, so
   // that nothing gym prints anyway lands behind the echoed ^C.

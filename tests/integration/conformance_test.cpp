@@ -5,8 +5,8 @@
 #include "conformance_dir.h"
 #include "core/json_text.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -26,7 +26,8 @@ namespace {
 
 // A running deployment of one environment with the replay model.
 struct Deployment {
-  int head_port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort head_port_reserved;
+  const int head_port = head_port_reserved.port();
   std::unique_ptr<ChildProcess> proc;
 
   Deployment(const std::string& env, const std::string& rollouts,

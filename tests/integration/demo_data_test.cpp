@@ -14,9 +14,9 @@
 #include <map>
 
 #include "core/json_text.h"
-#include "orchestrator/ports.h"
 #include "process.h"
 #include "python_compat/json_equal.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -49,7 +49,8 @@ std::string result_key(json::object row, bool full) {
 TEST(DemoDataReplay, EveryRecordedTrajectoryReplaysToItsRecordedResult) {
   TempDir dir;
   const auto data = gym::demo_data::generate(dir.file("demo"));
-  const int head_port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort head_port_reserved;
+  const int head_port = head_port_reserved.port();
   std::vector<std::string> argv{gym::test::build_path("src/cli/gym"), "env", "start"};
   for (const auto& env : data.environments) {
     argv.push_back("--resources-server");

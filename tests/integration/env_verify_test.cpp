@@ -9,9 +9,9 @@
 // tool output against the recorded one), then verifies and compares reward and extra fields.
 #include "conformance_dir.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
+#include "reserved_port.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -110,7 +110,7 @@ struct Reply {
 class EnvServer {
  public:
   EnvServer(const EnvCase& c, const std::string& overrides) {
-    port_ = gym::orchestrator::free_port();
+    port_ = reserved_.port();
     auto preset =
         fs::path(GYM_SOURCE_ROOT) / "environments" / c.env / "configs" / (c.env + ".yaml");
     // The merged config, as the orchestrator hands it to a server (the preset's agent refers
@@ -157,6 +157,7 @@ class EnvServer {
   }
 
  private:
+  gym::test::ReservedPort reserved_;  // held while the server runs
   int port_ = 0;
   std::unique_ptr<ChildProcess> process_;
   std::string error_;

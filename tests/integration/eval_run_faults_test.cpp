@@ -4,8 +4,8 @@
 // the collection with what to do next. Real gym processes on 127.0.0.1, ports chosen by the OS.
 #include "conformance_dir.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +24,7 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
+using gym::test::LoggedProcess;
 using gym::test::read_jsonl;
 using gym::test::read_lines;
 using gym::test::read_text;
@@ -55,7 +56,7 @@ gym::test::CommandResult run_gym(const std::string& args) {
   return gym::test::run_command("timeout 300 " + gym_binary() + " " + args);
 }
 
-// `gym eval run` with its own servers of kEnv and the replay model.
+// `gym eval run` with its own servers of kEnv and the replay model (head port 0: the OS's choice).
 std::string with_servers(int head_port) {
   return "eval run --resources-server " + kEnv + " --model-type replay_model --agent " + kAgent +
          " '++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
@@ -102,40 +103,11 @@ class BusyPort {
   int port_ = 0;
 };
 
-// A process whose stdout and stderr go to a log file; stopped (then killed) at the end.
-class LoggedProcess {
- public:
-  LoggedProcess(const std::string& command, std::string log)
-      : log_(std::move(log)),
-        child_({"/bin/sh", "-c", "exec " + command + " >" + log_ + " 2>&1"}) {}
-  ~LoggedProcess() {
-    if (child_.running()) {
-      child_.signal(SIGTERM);
-      if (child_.wait_exit(20s) == -1) child_.signal(SIGKILL);
-    }
-  }
-  bool wait_for(const std::string& text, std::chrono::seconds limit = 60s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (output().find(text) != std::string::npos) return true;
-      if (!child_.running()) return output().find(text) != std::string::npos;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-  std::string output() const { return read_text(log_); }
-  ChildProcess& child() { return child_; }
-
- private:
-  std::string log_;
-  ChildProcess child_;
-};
-
 // `gym env start` of kEnv with the replay model and `extra` overrides.
 class Deployment {
  public:
   Deployment(const std::string& extra, const std::string& log)
-      : head_port_(gym::orchestrator::free_port()),
+      : head_port_(own_head_.port()),
         proc_(gym_binary() + " env start --resources-server " + kEnv +
                   " --model-type replay_model ++input_jsonl_fpath=" + example_input() + " " +
                   extra + " ++head_server.port=" + std::to_string(head_port_),
@@ -155,6 +127,7 @@ class Deployment {
   }
 
  private:
+  gym::test::ReservedPort own_head_;
   int head_port_;
   LoggedProcess proc_;
 };
@@ -188,8 +161,7 @@ TEST(EvalRunStart, EmptyInputIsAnErrorThatTouchesNothing) {
   EarlierRun earlier(tmp);
   for (const std::string& text : {std::string(), std::string("\n \n")}) {
     auto input = tmp.write("empty.jsonl", text);
-    auto r = run_gym(with_servers(gym::orchestrator::free_port()) + " --input " + input +
-                     " --output " + tmp.file("o.jsonl"));
+    auto r = run_gym(with_servers(0) + " --input " + input + " --output " + tmp.file("o.jsonl"));
     EXPECT_EQ(r.code, 1) << r.output;
     EXPECT_NE(r.output.find(input + " has no rows"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
@@ -201,8 +173,8 @@ TEST(EvalRunStart, FreshRunThatStartsReplacesTheEarlierResults) {
   ASSERT_TRUE(have_conformance_data());
   TempDir tmp;
   EarlierRun earlier(tmp);
-  auto r = run_gym(with_servers(gym::orchestrator::free_port()) + " --input " + example_input() +
-                   " --output " + tmp.file("o.jsonl") + " --disable-aggregation");
+  auto r = run_gym(with_servers(0) + " --input " + example_input() + " --output " +
+                   tmp.file("o.jsonl") + " --disable-aggregation");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(read_jsonl(tmp.file("o.jsonl")).size(), 5u);
   EXPECT_EQ(read_jsonl(tmp.file("o_materialized_inputs.jsonl")).size(), 5u);
@@ -220,8 +192,8 @@ TEST(EvalRunStart, InputLineLongerThanTheBodyLimitNamesTheLine) {
   auto input = tmp.write("big.jsonl", read_lines(example_input()).at(0) + "\n" +
                                           "{\"responses_create_params\":{\"input\":\"" +
                                           std::string(5000, 'x') + "\"}}\n");
-  auto r = run_gym(with_servers(gym::orchestrator::free_port()) + " --input " + input +
-                   " --output " + tmp.file("o.jsonl") + " ++http_max_request_body_bytes=4096");
+  auto r = run_gym(with_servers(0) + " --input " + input + " --output " + tmp.file("o.jsonl") +
+                   " ++http_max_request_body_bytes=4096");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(input + " line 2: longer than 4096 bytes"), std::string::npos)
       << r.output;

@@ -4,9 +4,9 @@
 // model that answers 500, and the expansion of input rows.
 #include "conformance_dir.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using gym::test::ChildProcess;
 using gym::test::conformance_dir;
+using gym::test::LoggedProcess;
 using gym::test::read_jsonl;
 using gym::test::read_lines;
 using gym::test::read_text;
@@ -88,45 +89,14 @@ gym::test::CommandResult run_gym(const std::string& args, const std::string& env
   return gym::test::run_command(env + (env.empty() ? "" : " ") + gym_binary() + " " + args);
 }
 
-// A process whose stdout and stderr go to a log file (a long collection prints more than a
-// pipe holds); its exit code through ChildProcess.
-class LoggedProcess {
- public:
-  LoggedProcess(const std::string& command, std::string log)
-      : log_(std::move(log)),
-        child_({"/bin/sh", "-c", "exec " + command + " >" + log_ + " 2>&1"}) {}
-  ~LoggedProcess() {
-    if (child_.running()) {
-      child_.signal(SIGTERM);
-      if (child_.wait_exit(std::chrono::seconds(20)) == -1) child_.signal(SIGKILL);
-    }
-  }
-  // Polls the log until it contains `text`; false when the process exits or `limit` passes first.
-  bool wait_for(const std::string& text, std::chrono::seconds limit = std::chrono::seconds(60)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (output().find(text) != std::string::npos) return true;
-      if (!child_.running()) return output().find(text) != std::string::npos;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  std::string output() const { return read_text(log_); }
-  ChildProcess& child() { return child_; }
-
- private:
-  std::string log_;
-  ChildProcess child_;
-};
-
 // `gym env start` of a deployment, with its head server on a port of its own.
 class Deployment {
  public:
-  Deployment(const std::string& args, const std::string& log,
-             int head_port = gym::orchestrator::free_port())
-      : head_port_(head_port),
+  // `head_port`: one the test owns (a deployment started again on the same port), else its own.
+  Deployment(const std::string& args, const std::string& log, int head_port = 0)
+      : head_port_(head_port != 0 ? head_port : own_head_.port()),
         proc_(gym_binary() + " env start " + args +
-                  " ++head_server.port=" + std::to_string(head_port),
+                  " ++head_server.port=" + std::to_string(head_port_),
               log) {}
   bool ready() { return proc_.wait_for("servers ready!"); }
   int head_port() const { return head_port_; }
@@ -142,6 +112,7 @@ class Deployment {
   }
 
  private:
+  gym::test::ReservedPort own_head_;
   int head_port_;
   LoggedProcess proc_;
 };
@@ -310,7 +281,7 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
   const std::string out = tmp.file(c.env + ".jsonl");
   auto r = run_gym("eval run --resources-server " + c.env + " --model-type replay_model --agent " +
                    c.agent + " --input " + example_input(c.env) + " --output " + out +
-                   " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+                   " ++head_server.port=0");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(read_lines(tmp.file(c.env + "_failures.jsonl")).empty())
       << read_text(tmp.file(c.env + "_failures.jsonl"));
@@ -405,7 +376,8 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   const std::string agent = "example_single_tool_call_simple_agent";
   ASSERT_TRUE(have_conformance_data(env));
   TempDir tmp;
-  const int head_port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort head_port_reserved;
+  const int head_port = head_port_reserved.port();
   // replay_latency_ms keeps the 2,000 rollouts busy long enough for the kill to land mid-run.
   const std::string deployment_args =
       "--resources-server " + env +
@@ -568,8 +540,7 @@ std::string with_servers(const std::string& env) {
   return "eval run --resources-server " + env +
          " --model-type replay_model"
          " '++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
-         example_rollouts(env) +
-         "]' ++head_server.port=" + std::to_string(gym::orchestrator::free_port());
+         example_rollouts(env) + "]' ++head_server.port=0";
 }
 
 }  // namespace
@@ -641,7 +612,7 @@ TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
   const std::string out = tmp.file("o.jsonl");
   auto r = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
                    datasets(example_input("mcqa")) + " --split example --output " + out +
-                   " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+                   " ++head_server.port=0");
   ASSERT_EQ(r.code, 0) << r.output;
   auto collated = read_jsonl(tmp.file("o/preprocessed_datasets/example.jsonl"));
   ASSERT_EQ(collated.size(), 5u);
@@ -652,10 +623,9 @@ TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
   EXPECT_TRUE(read_jsonl(tmp.file("o_failures.jsonl")).empty());
 
   // A dataset of the split whose file is missing names the dataset; nothing starts.
-  auto missing =
-      run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
-              datasets(example_input("mcqa")) + " --split train --output " + tmp.file("t.jsonl") +
-              " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  auto missing = run_gym("eval run --resources-server mcqa --model-type replay_model --config " +
+                         datasets(example_input("mcqa")) + " --split train --output " +
+                         tmp.file("t.jsonl") + " ++head_server.port=0");
   EXPECT_EQ(missing.code, 1) << missing.output;
   EXPECT_NE(missing.output.find("mcqa_simple_agent.datasets[train]"), std::string::npos)
       << missing.output;
@@ -670,9 +640,9 @@ namespace {
 class FailingModelDeployment {
  public:
   explicit FailingModelDeployment(const TempDir& tmp) {
-    const int resources_port = gym::orchestrator::free_port();
-    const int agent_port = gym::orchestrator::free_port();
-    const int model_port = gym::orchestrator::free_port();
+    const int resources_port = reserved_[0].port();
+    const int agent_port = reserved_[1].port();
+    const int model_port = reserved_[2].port();
     yaml_ =
         "example_single_tool_call:\n"
         "  resources_servers:\n"
@@ -750,6 +720,7 @@ class FailingModelDeployment {
   std::string head_override() const { return "++head_server.port=" + std::to_string(model_port_); }
 
  private:
+  gym::test::ReservedPort reserved_[3];  // held while the servers run: no other test takes them
   std::string yaml_;
   std::unique_ptr<ChildProcess> model_;
   int model_port_ = -1;
@@ -1026,10 +997,10 @@ TEST_F(EvalRunNoServe, LegacyNgCollectRolloutsIsEvalRunNoServe) {
   EXPECT_EQ(r.output.find("servers ready"), std::string::npos) << r.output;
   EXPECT_EQ(read_jsonl(out).size(), 5u);
   // Without a deployment it starts nothing: it reports the missing head server.
-  auto none = gym::test::run_command(
-      legacy + " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
-      " --input " + example_input("example_single_tool_call") + " --agent " + kSingleAgent +
-      " --output " + tmp_.file("none.jsonl"));
+  const gym::test::ReservedPort nobody;  // bound, not listening: refuses
+  auto none = gym::test::run_command(legacy + " ++head_server.port=" + nobody.text() + " --input " +
+                                     example_input("example_single_tool_call") + " --agent " +
+                                     kSingleAgent + " --output " + tmp_.file("none.jsonl"));
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_NE(none.output.find("no running deployment answered"), std::string::npos) << none.output;
   EXPECT_EQ(none.output.find("servers ready"), std::string::npos) << none.output;

@@ -1,7 +1,7 @@
 // The gym binary as users and the orchestrator run it: config errors, `gym serve` configured
 // through NEMO_GYM_CONFIG_DICT, and the demo's end-to-end run.
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -86,7 +86,8 @@ TEST(GymCli, MissingConfigFileIsAClearError) {
 }
 
 TEST(GymCli, ServeReadsTheConfigFromTheEnvironment) {
-  int port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort port_reserved;
+  const int port = port_reserved.port();
   std::string yaml = std::string(kWeather) + "      port: " + std::to_string(port) + "\n";
   ChildProcess server({gym_binary(), "serve"},
                       {"NEMO_GYM_CONFIG_DICT=" + yaml, "NEMO_GYM_CONFIG_PATH=weather"});
@@ -131,8 +132,7 @@ TEST(GymCli, DemoCollectsItsGeneratedDataAndNamesEveryFile) {
   TempDir dir;
   auto r = run_gym("demo --output-dir " + dir.path() +
                    " --tasks-per-env 10 --num-repeats 4 "
-                   "++head_server.port=" +
-                   std::to_string(gym::orchestrator::free_port()));
+                   "++head_server.port=0");
   ASSERT_EQ(r.code, 0) << r.output;
   // Three environments, 10 tasks each, 4 rollouts per task, nothing failed.
   EXPECT_NE(r.output.find("Finished 120 / 120 rollouts (100%)"), std::string::npos) << r.output;

@@ -1,8 +1,8 @@
 // The pooled HTTP client against real server processes on 127.0.0.1 (runtime.md 8).
 #include "http/client.h"
 #include "http/pool_metrics.h"
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 #include "telemetry/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 
@@ -234,7 +234,8 @@ TEST(HttpClient, CookiesAreExplicitPerRequest) {
 }
 
 TEST(HttpClient, DeadServerFailsOnceTheRetryBudgetIsSpent) {
-  int port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort port_reserved;
+  const int port = port_reserved.port();
   asio::io_context io;
   HttpClient client(io.get_executor(), limits(0, 0, /*budget=*/1.2));
   std::string error;

@@ -20,7 +20,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -31,9 +30,9 @@
 #include "core/yaml_json.h"
 #include "demo_data/demo_data.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "otlp_receiver.h"
 #include "process.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 namespace {
@@ -475,7 +474,7 @@ TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree)
                      " ++global_aiohttp_connector_limit_per_host=1" +
                      " ++policy_model.responses_api_models.replay_model.replay_latency_ms="
                      "100" +
-                     " ++head_server.port=" + std::to_string(gym::orchestrator::free_port());
+                     " ++head_server.port=0";
   for (const auto& env : demo.environments) args += " --resources-server " + env.resources_server;
   GymProcess run(args, tmp.file("eval.log"), telemetry_env(receiver, 100));
   ASSERT_EQ(run.wait_exit(), 0) << run.output();
@@ -688,9 +687,8 @@ class ServeDeployment {
   };
 
   ServeDeployment(const TempDir& tmp, const OtlpReceiver& receiver, Options options) {
-    ports_["mcqa"] = gym::orchestrator::free_port();
-    ports_["test_agent"] = gym::orchestrator::free_port();
-    ports_["policy_model"] = gym::orchestrator::free_port();
+    for (const char* name : {"mcqa", "test_agent", "policy_model"})
+      ports_[name] = reserved_.emplace_back().port();
     const std::string p = std::to_string(ports_["policy_model"]);
     yaml_ = std::string("telemetry:\n  run_id: '") + kRunId + "'\n" +
             "mcqa:\n  resources_servers:\n    mcqa:\n      entrypoint: app.py\n"
@@ -756,6 +754,7 @@ class ServeDeployment {
 
  private:
   std::string yaml_;
+  std::vector<gym::test::ReservedPort> reserved_;  // held while the servers run
   std::map<std::string, int> ports_;
   std::unique_ptr<ChildProcess> model_;
   bool model_ready_ = false;
@@ -1091,7 +1090,7 @@ void run_without_metrics(const std::vector<std::string>& env, const std::string&
   full_env.insert(full_env.end(), env.begin(), env.end());
   GymProcess run("eval run --resources-server mcqa --model-type replay_model --input " +
                      demo.input + " --output " + out + " --num-repeats 2 --concurrency 4 " + extra +
-                     " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()),
+                     " ++head_server.port=0",
                  tmp.file("eval.log"), full_env);
   ASSERT_EQ(run.wait_exit(), 0) << run.output();
   EXPECT_EQ(read_jsonl(out).size(), 2 * demo.rows.size());
@@ -1122,8 +1121,7 @@ TEST(InstrumentationShutdown, ARunShorterThanTheIntervalIsExportedAtShutdown) {
   const std::string out = tmp.file("out.jsonl");
   GymProcess run("eval run --resources-server mcqa --model-type replay_model --input " +
                      demo.input + " --output " + out +
-                     " --num-repeats 2 --concurrency 4 ++head_server.port=" +
-                     std::to_string(gym::orchestrator::free_port()),
+                     " --num-repeats 2 --concurrency 4 ++head_server.port=0",
                  tmp.file("eval.log"), telemetry_env(receiver, 60000));
   ASSERT_EQ(run.wait_exit(), 0) << run.output();
   ASSERT_TRUE(receiver.sync()) << summary(receiver);
@@ -1153,19 +1151,6 @@ TEST(InstrumentationShutdown, ARunShorterThanTheIntervalIsExportedAtShutdown) {
 // ---- h, i: `gym env start` with a two-worker server and Prometheus ports ------------------------
 
 namespace {
-
-// A base port with `n` free consecutive ports, below the ephemeral range the servers' own ports
-// come from.
-int free_port_range(int n) {
-  std::mt19937 rng(static_cast<unsigned>(::getpid()));
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int base = 20000 + static_cast<int>(rng() % 10000);
-    bool free = true;
-    for (int i = 0; i < n && free; ++i) free = gym::orchestrator::port_free("127.0.0.1", base + i);
-    if (free) return base;
-  }
-  return -1;
-}
 
 // The value of `label` in the target_info line of a Prometheus text body ("" when absent).
 std::string target_label(const std::string& text, const std::string& label) {
@@ -1201,9 +1186,10 @@ TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsProm
   TempDir tmp;
   const Demo demo = demo_data(tmp, {"mcqa"}, 2);
   // The orchestrator's port, then one per worker of each instance: 1 + 2 + 1 + 1.
-  const int base = free_port_range(5);
-  ASSERT_GT(base, 0) << "no five free consecutive ports";
-  const int head = gym::orchestrator::free_port();
+  const auto prometheus_ports = gym::test::reserve_consecutive_ports(5);
+  const int base = prometheus_ports.front().port();
+  const gym::test::ReservedPort head_reserved;
+  const int head = head_reserved.port();
   GymProcess env(
       "env start --resources-server mcqa --model-type replay_model"
       " ++input_jsonl_fpath=" +
@@ -1334,7 +1320,8 @@ TEST(InstrumentationMemory, ThreeWorkersCountFourProcessesAndPssIsBelowRss) {
   auto env = telemetry_env(receiver, 200);
   env.push_back("NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED=1");
   env.push_back("NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS=0.2");
-  const int head = gym::orchestrator::free_port();
+  const gym::test::ReservedPort head_reserved;
+  const int head = head_reserved.port();
   GymProcess deployment(
       "env start --resources-server mcqa --model-type replay_model"
       " ++input_jsonl_fpath=" +

@@ -9,7 +9,6 @@
 // response conversion that differs changes what the verifier reads.
 #include "conformance_dir.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
 #include "temp_dir.h"
@@ -197,8 +196,7 @@ TEST_P(LiveConformance, VllmModelReproducesTheRecordedRewards) {
       gym::test::build_path("src/cli/gym") + " eval run --resources-server " + env.name +
       " --model-type vllm_model --model-url http://127.0.0.1:" + std::to_string(port) +
       "/v1 --model recorded-model --model-api-key test-key --agent " + env.agent + " --input " +
-      dir + "/example.jsonl --output " + out +
-      " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) + " 2>&1");
+      dir + "/example.jsonl --output " + out + " ++head_server.port=0 2>&1");
   ASSERT_EQ(r.code, 0) << r.output << read_text(tmp.file("rollouts_failures.jsonl"));
 
   const auto rows = read_jsonl(out);

@@ -8,8 +8,8 @@
 #include "conformance_dir.h"
 #include "files.h"
 #include "npm_package.h"
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 #include "test_pki.h"
 
@@ -61,7 +61,7 @@ struct FakeEndpoint {
 class Deployment {
  public:
   Deployment(const std::string& args, const std::string& log, const std::string& env = "")
-      : head_port_(gym::orchestrator::free_port()),
+      : head_port_(own_head_.port()),
         log_(log),
         proc_({"/bin/sh", "-c",
                "exec " + (env.empty() ? "" : "env " + env + " ") + gym_binary() + " env start " +
@@ -97,6 +97,7 @@ class Deployment {
   ChildProcess& proc() { return proc_; }
 
  private:
+  gym::test::ReservedPort own_head_;
   int head_port_;
   std::string log_;
   ChildProcess proc_;
@@ -548,7 +549,7 @@ TEST(LiveModelCollection, AFailingEndpointBecomesFailureRowsNamingItsUrlAndStatu
       " eval run --resources-server example_single_tool_call --model-type vllm_model" +
       " --model-url " + fake.base() + " --model fake-model --model-api-key " + kSecret +
       " --agent example_single_tool_call_simple_agent --input " + input + " --output " + out +
-      " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) + " 2>&1");
+      " ++head_server.port=0 2>&1");
   EXPECT_EQ(r.code, 3) << r.output;
   const auto failures = read_jsonl(tmp.file("out_failures.jsonl"));
   ASSERT_EQ(failures.size(), 2u) << r.output;
@@ -564,11 +565,10 @@ TEST(LiveModelCollection, AFailingEndpointBecomesFailureRowsNamingItsUrlAndStatu
 TEST(LiveDemo, TheDemoRunsItsTasksAgainstAnEndpointGivenByModelUrl) {
   FakeEndpoint fake;
   TempDir tmp;
-  auto r = gym::test::run_command(
-      gym_binary() + " demo --output-dir " + tmp.file("demo") +
-      " --tasks-per-env 2 --num-repeats 1 --concurrency 4 --model-url " + fake.base() +
-      " --model fake-model ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
-      " 2>&1");
+  auto r =
+      gym::test::run_command(gym_binary() + " demo --output-dir " + tmp.file("demo") +
+                             " --tasks-per-env 2 --num-repeats 1 --concurrency 4 --model-url " +
+                             fake.base() + " --model fake-model ++head_server.port=0 2>&1");
   EXPECT_EQ(r.code, 0) << r.output;
   const auto rows = read_jsonl(tmp.file("demo/rollouts/demo.jsonl"));
   EXPECT_EQ(rows.size(), 6u) << r.output;  // 3 environments x 2 tasks, answered by the endpoint

@@ -1,8 +1,8 @@
 // `gym env start` / `gym env status` as real processes (runtime.md 3, 4.4, 9.2, 9.3).
 #include "conformance_dir.h"
 #include "core/yaml_json.h"
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -53,7 +53,8 @@ bool gone_within(pid_t pid, std::chrono::seconds limit) {
 
 // A started deployment: the orchestrator process and its head server's port.
 struct Deployment {
-  int head_port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort head_port_reserved;
+  const int head_port = head_port_reserved.port();
   std::unique_ptr<ChildProcess> proc;
   json::array instances;
 
@@ -161,8 +162,7 @@ TEST(Orchestrator, SigkilledOrchestratorLeavesNoServer) {
 TEST(Orchestrator, ServerThatFailsAtStartupAbortsWithItsOutputAndCode2) {
   // An invalid instance value is only read by the server itself, which exits at once.
   auto config = write_config(std::string(kWeather) + "      http_max_request_body_bytes: -5\n");
-  auto r = run(gym_binary() + " env start --config " + config +
-               " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=0");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("server weather exited during start-up with code 1"), std::string::npos)
       << r.output;
@@ -175,8 +175,7 @@ TEST(Orchestrator, BusyServerPortIsAStartupFailure) {
   int busy = holder.wait_port();
   ASSERT_GT(busy, 0);
   auto config = write_config(std::string(kWeather) + "      port: " + std::to_string(busy) + "\n");
-  auto r = run(gym_binary() + " env start --config " + config +
-               " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()));
+  auto r = run(gym_binary() + " env start --config " + config + " ++head_server.port=0");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("port " + std::to_string(busy) + " of server weather is already in use"),
             std::string::npos)
@@ -219,7 +218,8 @@ TEST(Orchestrator, ConfigErrorsExit1BeforeStartingAnything) {
 }
 
 TEST(Orchestrator, StatusWithoutDeploymentAndLegacyName) {
-  int port = gym::orchestrator::free_port();
+  const gym::test::ReservedPort port_reserved;
+  const int port = port_reserved.port();
   auto r = run(gym::test::build_path("src/cli/ng_status") +
                " ++head_server.port=" + std::to_string(port));
   EXPECT_EQ(r.code, 0);
@@ -256,11 +256,10 @@ TEST(Orchestrator, ModelEndpointThatAnswersLetsStartupFinish) {
 }
 
 TEST(Orchestrator, ModelEndpointThatNeverAnswersAbortsNamingTheKey) {
-  auto config =
-      model_config("http://127.0.0.1:" + std::to_string(gym::orchestrator::free_port()) + "/v1");
+  const gym::test::ReservedPort silent;  // bound, not listening: refuses
+  auto config = model_config("http://127.0.0.1:" + silent.text() + "/v1");
   auto r = run(gym_binary() + " env start --config " + config +
-               " ++head_server.port=" + std::to_string(gym::orchestrator::free_port()) +
-               " ++model_endpoint_readiness_timeout_seconds=1");
+               " ++head_server.port=0 ++model_endpoint_readiness_timeout_seconds=1");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("policy_model.responses_api_models.replay_model.upstream_base_url"),
             std::string::npos)

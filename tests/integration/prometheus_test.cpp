@@ -27,6 +27,7 @@
 #include "exporters/prometheus/prometheus_endpoint.h"
 #include "exporters/prometheus/prometheus_text.h"
 #include "process.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 namespace {
@@ -52,19 +53,6 @@ std::string find_on_path(const std::string& name) {
     if (::access(p.c_str(), X_OK) == 0) return p.string();
   }
   return {};
-}
-
-// A port nobody listens on right now (the OS picks it; we release it at once).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // One HTTP/1.0 request (the peer closes after the answer, never chunks); the raw response.
@@ -157,7 +145,8 @@ TEST(PrometheusEndpoint, BusyPortIsAStartupErrorNamingThePortAndTheRole) {
 
 TEST(PrometheusEndpoint, ScrapesRaceThePeriodicReaderSafely) {
   TempDir dir;
-  const int port = free_port();
+  const gym::test::ReservedPort reserved;  // held for the test: no other test takes it
+  const int port = reserved.port();
   auto pipeline = pipeline_on(port, dir.path(), {{"OTEL_METRIC_EXPORT_INTERVAL", "5"}});
   ASSERT_EQ(pipeline->prometheus_port(), port);
   std::atomic<int> inside{0};
@@ -249,7 +238,7 @@ struct QueryResult {
 class PrometheusServer {
  public:
   PrometheusServer(const std::string& binary, const fs::path& dir, int target_port)
-      : port_(free_port()), log_(dir / "prometheus.log") {
+      : port_(reserved_.port()), log_(dir / "prometheus.log") {
     const fs::path config = dir / "prometheus.yml";
     std::ofstream(config) << fmt::format(
         "global:\n"
@@ -332,6 +321,7 @@ class PrometheusServer {
   }
 
  private:
+  gym::test::ReservedPort reserved_;
   int port_;
   fs::path log_;
   std::unique_ptr<ChildProcess> process_;
@@ -350,7 +340,8 @@ TEST(PrometheusJudges, PromtoolAndAPrometheusServerReadOurEndpoint) {
   ASSERT_FALSE(prometheus.empty()) << "prometheus not found on PATH" << kSetupHint;
 
   TempDir dir;
-  const int port = free_port();
+  const gym::test::ReservedPort reserved;  // held for the test: no other test takes it
+  const int port = reserved.port();
   auto pipeline = pipeline_on(port, dir.path());
   ASSERT_EQ(pipeline->prometheus_port(), port);
   record_known_values(pipeline->provider());

@@ -3,9 +3,9 @@
 // (runtime.md 5); then the failure answers, strict validation and startup errors.
 #include "conformance_dir.h"
 #include "files.h"
-#include "orchestrator/ports.h"
 #include "process.h"
 #include "replay_input.h"
+#include "reserved_port.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ struct Reply {
 class ReplayServer {
  public:
   explicit ReplayServer(const std::function<std::string(int)>& yaml)
-      : port_(gym::orchestrator::free_port()),
+      : port_(reserved_.port()),
         child_({gym_binary(), "serve"},
                {"NEMO_GYM_CONFIG_DICT=" + yaml(port_), "NEMO_GYM_CONFIG_PATH=policy_model"}) {
     for (int i = 0; i < 800 && child_.running(); ++i) {
@@ -100,6 +100,7 @@ class ReplayServer {
   }
 
  private:
+  gym::test::ReservedPort reserved_;  // held while the server runs
   int port_;
   ChildProcess child_;
   bool ready_ = false;
@@ -432,7 +433,7 @@ TEST_F(ReplayModelServer, EmptyListDerivesRolloutsBesideTheInput) {
 TEST_F(ReplayModelServer, MissingRolloutsFileIsAStartupError) {
   TempDir dir;
   auto missing = dir.file("nope_rollouts.jsonl");
-  auto r = serve_and_wait(dir, replay_yaml(gym::orchestrator::free_port(), {missing}));
+  auto r = serve_and_wait(dir, replay_yaml(0, {missing}));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(missing), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rollouts_jsonl_fpaths"), std::string::npos) << r.output;
@@ -441,8 +442,8 @@ TEST_F(ReplayModelServer, MissingRolloutsFileIsAStartupError) {
 TEST_F(ReplayModelServer, NoDerivableRolloutsIsAStartupError) {
   TempDir dir;
   auto input = dir.write("tasks.jsonl", "{}\n");
-  auto r = serve_and_wait(dir, "input_jsonl_fpath: " + yaml_quoted(input) + "\n" +
-                                   replay_yaml(gym::orchestrator::free_port(), {}));
+  auto r =
+      serve_and_wait(dir, "input_jsonl_fpath: " + yaml_quoted(input) + "\n" + replay_yaml(0, {}));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rollouts_jsonl_fpaths"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("tasks_rollouts.jsonl"), std::string::npos) << r.output;
@@ -450,8 +451,7 @@ TEST_F(ReplayModelServer, NoDerivableRolloutsIsAStartupError) {
 
 TEST_F(ReplayModelServer, BadToolOutputCheckIsAStartupError) {
   TempDir dir;
-  auto r = serve_and_wait(
-      dir, replay_yaml(gym::orchestrator::free_port(), {weather_rollouts()}, "fuzzy"));
+  auto r = serve_and_wait(dir, replay_yaml(0, {weather_rollouts()}, "fuzzy"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("tool_output_check"), std::string::npos) << r.output;
 }
@@ -459,7 +459,7 @@ TEST_F(ReplayModelServer, BadToolOutputCheckIsAStartupError) {
 TEST_F(ReplayModelServer, MalformedRolloutsLineIsAStartupError) {
   TempDir dir;
   auto file = dir.write("bad_rollouts.jsonl", "{\"a\":1}\n[1,2]\n");
-  auto r = serve_and_wait(dir, replay_yaml(gym::orchestrator::free_port(), {file}));
+  auto r = serve_and_wait(dir, replay_yaml(0, {file}));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(file + "' line 2"), std::string::npos) << r.output;
 }

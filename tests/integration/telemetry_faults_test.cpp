@@ -23,8 +23,8 @@
 
 #include <boost/json.hpp>
 
-#include "orchestrator/ports.h"
 #include "process.h"
+#include "reserved_port.h"
 
 namespace {
 
@@ -81,14 +81,6 @@ class Collector {
   std::unique_ptr<ChildProcess> process_;
   int port_ = -1;
 };
-
-// A port where nothing listens: below the ephemeral range, so no outgoing connection of a test
-// running in parallel takes it meanwhile.
-int dead_port() {
-  for (int candidate = 20000 + ::getpid() % 9000;; ++candidate) {
-    if (gym::orchestrator::port_free("127.0.0.1", candidate)) return candidate;
-  }
-}
 
 struct RecorderRun {
   int exit_code = -1;
@@ -276,7 +268,8 @@ TEST(TelemetryFaults, AProcessShorterThanOneIntervalStillExports) {
 // ---- Collector down ----
 
 TEST(TelemetryFaults, CollectorDown) {
-  const RecorderRun run = record("http://127.0.0.1:" + std::to_string(dead_port()), kInterval);
+  const gym::test::ReservedPort dead;  // bound, not listening: every connection is refused
+  const RecorderRun run = record("http://127.0.0.1:" + dead.text(), kInterval);
   print_figures("down", run, nullptr);
   ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, kInterval);
@@ -290,7 +283,8 @@ TEST(TelemetryFaults, CollectorDownIsRetriedWithBackoffWithinTheBudget) {
   // A 5 s interval: only the shutdown flush exports, with a 5 s budget (the export timeout and
   // the D5 bound). Attempts at 0, ~1 s, ~3 s (1 s, 2 s backoff +-20 %); the next backoff
   // (>= 3.2 s) would pass the budget, so the batch is dropped there.
-  const RecorderRun run = record("http://127.0.0.1:" + std::to_string(dead_port()), 5000);
+  const gym::test::ReservedPort dead;  // bound, not listening: every connection is refused
+  const RecorderRun run = record("http://127.0.0.1:" + dead.text(), 5000);
   print_figures("down-budget", run, nullptr);
   ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
   expect_failures_counted_and_logged_once_per_interval(run, 5000);

@@ -1,5 +1,7 @@
 #include "process.h"
 
+#include "files.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -225,5 +227,27 @@ std::string post(const std::string& path, const std::string& body,
   return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
          extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
+
+LoggedProcess::LoggedProcess(const std::string& command, std::string log)
+    : log_(std::move(log)), child_({"/bin/sh", "-c", "exec " + command + " >" + log_ + " 2>&1"}) {}
+
+LoggedProcess::~LoggedProcess() {
+  if (child_.running()) {
+    child_.signal(SIGTERM);
+    if (child_.wait_exit(std::chrono::seconds(20)) == -1) child_.signal(SIGKILL);
+  }
+}
+
+bool LoggedProcess::wait_for(const std::string& text, std::chrono::seconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (output().find(text) != std::string::npos) return true;
+    if (!child_.running()) return output().find(text) != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string LoggedProcess::output() const { return read_text(log_); }
 
 }  // namespace gym::test

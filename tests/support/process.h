@@ -42,6 +42,22 @@ class ChildProcess {
   std::string pending_;
 };
 
+// A shell command whose stdout and stderr go to a log file (a long collection prints more than a
+// pipe holds); stopped with SIGTERM (then SIGKILL) at destruction if still running.
+class LoggedProcess {
+ public:
+  LoggedProcess(const std::string& command, std::string log);
+  ~LoggedProcess();
+  // Polls the log until it contains `text`; false when the process exits or `limit` passes first.
+  bool wait_for(const std::string& text, std::chrono::seconds limit = std::chrono::seconds(60));
+  std::string output() const;  // the log so far
+  ChildProcess& child() { return child_; }
+
+ private:
+  std::string log_;
+  ChildProcess child_;
+};
+
 // Runs a shell command to completion; its exit code and stdout+stderr.
 struct CommandResult {
   int code;

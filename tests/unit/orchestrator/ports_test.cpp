@@ -5,10 +5,12 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <set>
 
 #include "orchestrator_test_support.h"
+#include "reserved_port.h"
 
 namespace gym::orchestrator {
 namespace {
@@ -81,6 +83,56 @@ TEST(PortFree, AnAddressOfNoInterfaceCannotBeBound) {
   Socket reserved;
   EXPECT_FALSE(port_free("192.0.2.1", reserved.port()));  // TEST-NET-1 (RFC 5737)
   EXPECT_EQ(free_port("192.0.2.1"), 0);
+}
+
+// ---- gym::test::ReservedPort (tests/support/reserved_port.h): how tests own their ports ----
+
+// A socket that listens on 127.0.0.1:`port` with SO_REUSEADDR, as every gym server binds.
+bool server_can_listen_on(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok =
+      ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd, 4) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(ReservedPort, IsHandedToNoOtherBindOrReservationYetTheServerCanTakeIt) {
+  const gym::test::ReservedPort reserved;
+  ASSERT_GT(reserved.port(), 0);
+  std::set<std::uint16_t> chosen;  // what bind(0) gives others meanwhile
+  for (int i = 0; i < 2000; ++i) chosen.insert(free_port());
+  EXPECT_EQ(chosen.count(static_cast<std::uint16_t>(reserved.port())), 0u);
+  EXPECT_EQ(gym::test::ReservedPort::exactly(reserved.port()).port(), 0);
+  EXPECT_TRUE(server_can_listen_on(reserved.port()));
+  // Nothing listens on it: a connection is refused, not left waiting.
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(reserved.port()));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_NE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  ::close(fd);
+}
+
+TEST(ReservedPort, ConsecutiveRunsDoNotOverlapAndStayOutOfTheDeploymentRange) {
+  const auto first = gym::test::reserve_consecutive_ports(5);
+  const auto second = gym::test::reserve_consecutive_ports(5);
+  std::set<int> ports;
+  for (const auto* run : {&first, &second}) {
+    for (std::size_t i = 0; i < run->size(); ++i) {
+      EXPECT_EQ((*run)[i].port(), (*run)[0].port() + static_cast<int>(i));
+      EXPECT_GT((*run)[i].port(), core::DeploymentAddresses{}.port_range_high);
+      ports.insert((*run)[i].port());
+    }
+  }
+  EXPECT_EQ(ports.size(), 10u);
 }
 
 // ---- assign_ports ----
