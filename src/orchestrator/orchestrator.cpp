@@ -186,9 +186,13 @@ class Deployment::Impl {
     const bool prometheus =
         telemetry_settings.metrics_active() && telemetry_settings.prometheus_port;
     // runtime.md 3.3: random server ports avoid the Prometheus ports of telemetry.md 7.5.
+    // The chosen ports stay held until the servers listen: a deployment starting beside this
+    // one cannot choose them meanwhile.
+    std::vector<PortHold> port_holds;
     assign_ports(cfg_, instances,
                  prometheus ? prometheus_ports(instances, *telemetry_settings.prometheus_port)
-                            : std::set<std::int64_t>{});
+                            : std::set<std::int64_t>{},
+                 &port_holds);
     instances = core::find_server_instances(cfg_);
     // telemetry.md 3.3: the children get only the run id; each resolves the rest of its
     // telemetry from the merged config.
@@ -264,6 +268,7 @@ class Deployment::Impl {
     pump_ = std::make_unique<OutputPump>(children_);
 
     int code = wait_ready();
+    port_holds.clear();
     if (code == 0) code = probe_model_endpoints();
     if (code == 0) start_memory_sampler();
     if (code == 0) {

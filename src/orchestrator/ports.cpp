@@ -22,23 +22,30 @@ json::object& instance_block(json::object& cfg, const core::ServerInstance& inst
   return cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
 }
 
-// Binds a test socket to host:port; returns the bound port or 0 on failure.
-std::uint16_t try_bind(const std::string& host, int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
+// Binds a socket to host:port (a host that is no IPv4 address: every address), with
+// SO_REUSEADDR before the bind (`reuse_first`) or after it; the bound port, 0 when the bind
+// failed. The socket is left in *fd (-1 when it could not be created).
+std::uint16_t bind_socket(const std::string& host, int port, bool reuse_first, int* fd) {
+  *fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*fd < 0) return 0;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  std::uint16_t bound = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    bound = ntohs(a.sin_port);
-  }
-  ::close(fd);
+  if (reuse_first) ::setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(*fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 0;
+  if (!reuse_first) ::setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  socklen_t len = sizeof a;
+  ::getsockname(*fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+// Whether host:port can be bound the way our servers bind (SO_REUSEADDR); the bound port or 0.
+std::uint16_t try_bind(const std::string& host, int port) {
+  int fd = -1;
+  const std::uint16_t bound = bind_socket(host, port, /*reuse_first=*/true, &fd);
+  if (fd >= 0) ::close(fd);
   return bound;
 }
 
@@ -50,6 +57,20 @@ std::int64_t prometheus_port_count(const core::ServerInstance& inst) {
 }  // namespace
 
 std::uint16_t free_port(const std::string& host) { return try_bind(host, 0); }
+
+PortHold PortHold::take(const std::string& host, int port) {
+  PortHold hold;
+  hold.port_ = bind_socket(host, port, /*reuse_first=*/false, &hold.fd_);
+  return hold;
+}
+
+PortHold::~PortHold() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+PortHold::PortHold(PortHold&& other) noexcept : fd_(other.fd_), port_(other.port_) {
+  other.fd_ = -1;
+}
 
 std::vector<std::string> check_listen_hosts(const json::object& cfg,
                                             const std::vector<core::ServerInstance>& instances) {
@@ -81,7 +102,7 @@ std::vector<std::string> check_listen_hosts(const json::object& cfg,
 bool port_free(const std::string& host, int port) { return try_bind(host, port) != 0; }
 
 void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
-                  const std::set<std::int64_t>& reserved) {
+                  const std::set<std::int64_t>& reserved, std::vector<PortHold>* holds) {
   const auto addresses = core::DeploymentAddresses::from_config(cfg);
   const std::string& default_host = addresses.default_host;
   std::set<std::int64_t> taken{addresses.head_port};
@@ -111,9 +132,15 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
     std::int64_t port = 0;
     for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
       auto candidate = pick(rng);
-      if (!taken.count(candidate) && !reserved.count(candidate) &&
-          port_free(host, static_cast<int>(candidate)))
+      if (taken.count(candidate) || reserved.count(candidate)) continue;
+      if (holds) {
+        auto hold = PortHold::take(host, static_cast<int>(candidate));
+        if (hold.port() == 0) continue;
+        holds->push_back(std::move(hold));
         port = candidate;
+      } else if (port_free(host, static_cast<int>(candidate))) {
+        port = candidate;
+      }
     }
     if (port == 0)
       throw std::runtime_error("no free port for " + inst.name + " in [" +

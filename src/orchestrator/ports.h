@@ -23,13 +23,37 @@ std::vector<std::string> check_listen_hosts(const boost::json::object& cfg,
 // Whether `port` can be bound on `host` right now.
 bool port_free(const std::string& host, int port);
 
+// A port this process holds for a server it is about to start: a socket bound to it without
+// SO_REUSEADDR (so the bind fails wherever any socket is bound, and no other deployment's hold
+// or bind(0) can share it), which then sets SO_REUSEADDR and never listens (so the server,
+// binding with SO_REUSEADDR, still gets the port). Released when the server is up.
+class PortHold {
+ public:
+  // The hold, or one whose port() is 0 when `host`:`port` cannot be taken exclusively.
+  static PortHold take(const std::string& host, int port);
+  ~PortHold();
+  PortHold(PortHold&& other) noexcept;
+  PortHold& operator=(PortHold&&) = delete;
+  PortHold(const PortHold&) = delete;
+  PortHold& operator=(const PortHold&) = delete;
+  int port() const { return port_; }
+
+ private:
+  PortHold() = default;
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Gives every instance a host (`default_host` when it has none) and a port: an explicit port is
 // kept (std::runtime_error when it is taken on its host), the others get a random free port of
 // [port_range_low, port_range_high] other than the head server's, each other's and `reserved`
 // (the Prometheus ports when that endpoint is on, runtime.md 3.3). Writes the used ports to
-// `disallowed_ports`. `instances` are find_server_instances(cfg).
+// `disallowed_ports`. `instances` are find_server_instances(cfg). With `holds`, every chosen
+// port is a PortHold appended there until the caller's servers listen: two deployments starting
+// at once never choose the same port.
 void assign_ports(boost::json::object& cfg, const std::vector<core::ServerInstance>& instances,
-                  const std::set<std::int64_t>& reserved = {});
+                  const std::set<std::int64_t>& reserved = {},
+                  std::vector<PortHold>* holds = nullptr);
 
 // The orchestrator serves Prometheus on `base`; each instance, in config order, gets the next
 // max(1, num_workers) ports, written into its block as `prometheus_ports`. ConfigError when they

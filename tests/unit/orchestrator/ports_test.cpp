@@ -32,6 +32,11 @@ const json::object& block_of(const json::object& cfg, const std::string& name) {
   return types.begin()->value().as_object().begin()->value().as_object();
 }
 
+json::object& block_of_mut(json::object& cfg, const std::string& name) {
+  auto& types = cfg.at(name).as_object();
+  return types.begin()->value().as_object().begin()->value().as_object();
+}
+
 std::int64_t port_of(const json::object& cfg, const std::string& name) {
   return block_of(cfg, name).at("port").as_int64();
 }
@@ -246,6 +251,30 @@ TEST(AssignPorts, ARangeOfReservedPortsOnlyHasNoFreePort) {
                 [&] { assign_ports(cfg, core::find_server_instances(cfg), {r0}); }),
             "no free port for only in [" + std::to_string(r0) + ", " + std::to_string(r0) +
                 "] after 50 attempts; widen port_range_low/port_range_high");
+}
+
+// Two deployments starting at once: the first one's chosen ports stay held until its servers
+// listen, so the second never chooses them; the server a port is held for can still bind it.
+TEST(AssignPorts, HeldPortsAreNeverChosenByAnotherDeploymentYetTheirServerCanBindThem) {
+  auto range = reserve_consecutive(2);
+  const int r0 = range[0].port();
+  range.clear();  // both free again: the range of both deployments
+  json::object first{{"port_range_low", r0}, {"port_range_high", r0 + 1}};
+  add_instance(first, "a", "responses_api_agents", "simple_agent");
+  std::vector<PortHold> holds;
+  assign_ports(first, core::find_server_instances(first), {}, &holds);
+  ASSERT_EQ(holds.size(), 1u);
+  const auto held = port_of(first, "a");
+  EXPECT_EQ(holds[0].port(), held);
+  for (int i = 0; i < 20; ++i) {  // the choice is random: every time the other port
+    json::object second = first;
+    second.erase("disallowed_ports");
+    block_of_mut(second, "a").erase("port");
+    std::vector<PortHold> second_holds;
+    assign_ports(second, core::find_server_instances(second), {}, &second_holds);
+    EXPECT_NE(port_of(second, "a"), held);
+  }
+  EXPECT_TRUE(server_can_listen_on(static_cast<int>(held)));
 }
 
 // runtime.md 3.3: with the Prometheus endpoint on at `base`, the random server ports avoid
