@@ -4,6 +4,7 @@
 #include "python_compat/json.h"
 #include "python_compat/utf8.h"
 #include "servers/agent_server.h"
+#include "servers/handler_span.h"
 #include "servers/responses_api.h"
 
 #include <boost/json.hpp>
@@ -55,13 +56,16 @@ struct Agent {
     return ctx.url_of(instance) + std::string(path);
   }
 
-  asio::awaitable<http::ClientResponse> post(const std::string& instance, std::string_view path,
-                                             std::string body, const Cookies& cookies) {
+  // `in`: the request being handled; the call joins its trace (telemetry.md 8.2).
+  asio::awaitable<http::ClientResponse> post(const Request& in, const std::string& instance,
+                                             std::string_view path, std::string body,
+                                             const Cookies& cookies) {
     http::ClientRequest r;
     r.url = url(instance, path);
     r.body = std::move(body);
     r.cookies = cookies;
     r.destination = instance;
+    r.trace = in.trace;
     co_return co_await ctx.client->request(std::move(r));
   }
 
@@ -78,12 +82,12 @@ struct Agent {
     auto& row = body.as_object();
     Cookies c0 = request_cookies(req);
     json::object expanded = expanded_row(row);
-    auto seeded = co_await post(resources, "/seed_session", core::render_json(expanded), c0);
+    auto seeded = co_await post(req, resources, "/seed_session", core::render_json(expanded), c0);
     servers::require_success(seeded);
     Cookies cr = seeded.cookies;
 
     std::string params = core::render_json(row.at("responses_create_params"));
-    auto turn = co_await post(name, "/v1/responses", std::move(params), cr);
+    auto turn = co_await post(req, name, "/v1/responses", std::move(params), cr);
     servers::require_success(turn);
     json::value response = turn.json(body.storage());
 
@@ -97,7 +101,7 @@ struct Agent {
     json::object verify_body = std::move(expanded);
     verify_body["response"] = std::move(response);
     auto verified =
-        co_await post(resources, "/verify", core::render_json(verify_body), turn.cookies);
+        co_await post(req, resources, "/verify", core::render_json(verify_body), turn.cookies);
     servers::require_success(verified);
     Response res;  // the verify answer, byte for byte
     res.body = std::move(verified.body);
@@ -125,7 +129,7 @@ struct Agent {
       json::array turn_input(inputs, arena);
       for (const auto& o : outputs) turn_input.push_back(o);
       params["input"] = std::move(turn_input);
-      auto answer = co_await post(model, "/v1/responses", core::render_json(params), cm);
+      auto answer = co_await post(req, model, "/v1/responses", core::render_json(params), cm);
       servers::require_success(answer);
       json::value model_response = answer.json(arena);
       if (auto problem = servers::response_problem(model_response))
@@ -171,7 +175,7 @@ struct Agent {
           tool_output = core::render_json(err);
         } else {
           std::string tool = call.contains("name") ? std::string(call.at("name").as_string()) : "";
-          auto r = co_await post(resources, "/" + tool, core::render_json(args), cr);
+          auto r = co_await post(req, resources, "/" + tool, core::render_json(args), cr);
           tool_output = python_compat::utf8_replace_invalid(r.body);
           if (!r.cookies.empty()) cr = r.cookies;
         }
@@ -231,11 +235,25 @@ void register_simple_agent(servers::Registry& registry) {
           };
         };
         servers::add_run_route(ctx, router, guarded(&Agent::run));
-        router.post("/v1/responses", http::json_route(guarded(&Agent::responses)));
+        router.post(
+            "/v1/responses",
+            http::json_route([&ctx, responses = guarded(&Agent::responses)](
+                                 Request& req, json::value& body) -> asio::awaitable<Response> {
+              servers::HandlerSpan span(ctx, telemetry::SpanGroup::agent, "gym.agent.responses",
+                                        req);
+              try {
+                Response res = co_await responses(req, body);
+                span.answered(res.status);
+                co_return res;
+              } catch (const std::exception& e) {
+                span.failed(e);
+                throw;
+              }
+            }));
         router.post(
             "/aggregate_metrics",
             http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {
-              auto r = co_await agent->post(agent->resources, "/aggregate_metrics",
+              auto r = co_await agent->post(req, agent->resources, "/aggregate_metrics",
                                             core::render_json(body), request_cookies(req));
               Response res;
               res.status = r.status;

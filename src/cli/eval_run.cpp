@@ -127,7 +127,7 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
         "http://" + addresses.head_host + ":" + std::to_string(addresses.head_port),
         agent_urls(served), options.unreachable_seconds);
     return rollouts::run_collection(pool_cfg, agent_urls(served), std::move(plan), options, paths,
-                                    telemetry->metrics(), [&](std::chrono::milliseconds wait) {
+                                    *telemetry, [&](std::chrono::milliseconds wait) {
                                       if (int code = signals.take(wait)) return code;
                                       return watch.poll();
                                     });
@@ -151,7 +151,7 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
     // T2: collection runs inside the orchestrator process and reports as `orchestrator`.
     code = rollouts::run_collection(
         deployment.config(), agent_urls(deployment.config()), std::move(plan), options, paths,
-        deployment.telemetry()->metrics(),
+        *deployment.telemetry(),
         [&](std::chrono::milliseconds wait) { return deployment.poll(wait); });
   }
   deployment.shutdown();

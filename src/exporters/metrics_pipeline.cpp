@@ -94,8 +94,17 @@ std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
   return std::make_unique<MetricsPipeline>(settings, identity, run_id, getenv);
 }
 
+std::unique_ptr<telemetry::SpanExporter> make_span_exporter(
+    const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
+    const std::string& run_id, const telemetry::GetEnv& getenv) {
+  if (settings.exporter == telemetry::ExporterKind::console)
+    return std::make_unique<ConsoleSpanExporter>(
+        telemetry::build_resource(settings, run_id, identity, getenv), settings.console_path);
+  return nullptr;  // OTLP spans: the OTLP exporters' sender (next step)
+}
+
 telemetry::PipelineFactory metrics_pipelines() {
-  return {check_exporter_settings, make_metrics_pipeline};
+  return {check_exporter_settings, make_metrics_pipeline, make_span_exporter};
 }
 
 }  // namespace gym::exporters

@@ -73,8 +73,13 @@ std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv);
 
-// The telemetry::PipelineFactory of the `gym` binary: check_exporter_settings and
-// make_metrics_pipeline.
+// The span exporter the settings choose (telemetry.md 7.1), as a PipelineFactory::BuildSpans.
+std::unique_ptr<telemetry::SpanExporter> make_span_exporter(
+    const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
+    const std::string& run_id, const telemetry::GetEnv& getenv);
+
+// The telemetry::PipelineFactory of the `gym` binary: check_exporter_settings,
+// make_metrics_pipeline and make_span_exporter.
 telemetry::PipelineFactory metrics_pipelines();
 
 }  // namespace gym::exporters

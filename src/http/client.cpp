@@ -1,5 +1,8 @@
 #include "http/client.h"
 
+#include "http/router.h"
+#include "telemetry/traces/tracer.h"
+
 #include "core/json_text.h"
 #include "http/client_connection.h"
 #include "http/client_exchange.h"
@@ -88,6 +91,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   asio::any_io_executor ex;
   PoolParams params;
   PoolObserver* observer;
+  const telemetry::Tracer* tracer;  // CLIENT spans; null: none
   SlotLedger ledger;
   ClientStats stats;
   std::unordered_map<std::string, std::unique_ptr<Host>> hosts;
@@ -97,8 +101,13 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   std::unique_ptr<ssl::context> tls_context;  // created with the first https host
   bool closed = false;
 
-  Pool(asio::any_io_executor e, PoolParams p, PoolObserver* o)
-      : ex(e), params(p), observer(o), ledger(p.total_limit, p.per_host_limit), sweeper(e) {}
+  Pool(asio::any_io_executor e, PoolParams p, PoolObserver* o, const telemetry::Tracer* t)
+      : ex(e),
+        params(p),
+        observer(o),
+        tracer(t),
+        ledger(p.total_limit, p.per_host_limit),
+        sweeper(e) {}
 
   ~Pool() {
     while (!idle_lru.empty()) close_idle(idle_lru.front());
@@ -296,7 +305,38 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 
   // --- the request loop: redirects, retries, the budget ---
 
+  // telemetry.md 8.2-8.3: with the `http_client` group on, one CLIENT span "HTTP <METHOD>"
+  // covers the whole logical request (pool waits, retries, redirects), and its traceparent (with
+  // the caller's tracestate and baggage) goes out on every attempt.
   asio::awaitable<ClientResponse> request(ClientRequest req) {
+    if (!tracer || !tracer->on(telemetry::SpanGroup::http_client))
+      co_return co_await attempts(std::move(req));
+    const std::string_view method = to_string(req.method);
+    telemetry::Span span =
+        tracer->start("HTTP " + std::string(method), telemetry::SpanKind::client, req.trace.span);
+    if (span.recording()) {
+      span.set_attribute("http.request.method", method);
+      span.set_attribute("url.full", std::string_view(req.url).substr(0, req.url.find('?')));
+      if (!req.trace.rollout_id.empty())
+        span.set_attribute("nemo.gym.rollout.id", req.trace.rollout_id);
+    }
+    if (req.started) *req.started = span.context();
+    req.headers.push_back({"traceparent", telemetry::format_traceparent(span.context())});
+    if (!span.context().trace_state.empty())
+      req.headers.push_back({"tracestate", span.context().trace_state});
+    if (!req.trace.baggage.empty()) req.headers.push_back({"baggage", req.trace.baggage});
+    try {
+      ClientResponse res = co_await attempts(std::move(req));
+      span.set_attribute("http.response.status_code", res.status);
+      if (res.status >= 400) span.set_status(telemetry::StatusCode::error);
+      co_return res;
+    } catch (const std::exception& e) {
+      span.record_exception(exception_type(e), e.what());
+      throw;
+    }
+  }
+
+  asio::awaitable<ClientResponse> attempts(ClientRequest req) {
     auto self = shared_from_this();  // keeps the pool alive while the request runs
     RetryPolicy policy(
         req.kind, req.retry,
@@ -373,8 +413,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   }
 };
 
-HttpClient::HttpClient(asio::any_io_executor executor, PoolParams params, PoolObserver* observer)
-    : pool_(std::make_shared<Pool>(std::move(executor), params, observer)) {}
+HttpClient::HttpClient(asio::any_io_executor executor, PoolParams params, PoolObserver* observer,
+                       const telemetry::Tracer* tracer)
+    : pool_(std::make_shared<Pool>(std::move(executor), params, observer, tracer)) {}
 
 HttpClient::~HttpClient() {
   pool_->closed = true;

@@ -19,6 +19,10 @@
 #include <stdexcept>
 #include <string>
 
+namespace gym::telemetry {
+class Tracer;
+}
+
 namespace gym::http {
 
 // Pool parameters (telemetry.md 6.7). Defaults are upstream's; every field is per process.
@@ -78,6 +82,12 @@ struct ClientRequest {
   CallKind kind = CallKind::internal;    // how it is retried: http/retry_policy.h
   bool retry = true;                     // false: one attempt (readiness and status probes)
   std::optional<std::chrono::milliseconds> timeout;  // whole-attempt timeout; none by default
+  // The caller's trace (the handler's Request::trace): the parent of the CLIENT span, and what
+  // goes out as traceparent/tracestate/baggage (telemetry.md 8.2).
+  telemetry::TraceContext trace;
+  // When the client starts a CLIENT span for this request, its context is written here (the
+  // collector puts the trace id of a failed rollout into its failure row).
+  telemetry::SpanContext* started = nullptr;
 };
 
 struct ClientResponse {
@@ -120,8 +130,9 @@ struct ClientStats {
 
 class HttpClient {
  public:
+  // `tracer`: CLIENT spans and context injection when its `http_client` group is on.
   HttpClient(boost::asio::any_io_executor executor, PoolParams params,
-             PoolObserver* observer = nullptr);
+             PoolObserver* observer = nullptr, const telemetry::Tracer* tracer = nullptr);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;

@@ -116,4 +116,13 @@ std::string routing_path(std::string_view target) {
   return std::string(path);
 }
 
+std::string_view rollout_id_of(std::string_view target) {
+  constexpr std::string_view kPrefix = "/ng-rollout/";
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (!path.starts_with(kPrefix)) return {};
+  const auto rest = path.substr(kPrefix.size());
+  const auto slash = rest.find('/');
+  return slash == std::string_view::npos ? std::string_view() : rest.substr(0, slash);
+}
+
 }  // namespace gym::http

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "telemetry/traces/trace_context.h"
+
 namespace gym::http {
 
 enum class Method { get, head, post, put, patch, del, options, other };
@@ -35,6 +37,11 @@ struct Request {
   std::string body;
   std::string session_id;  // set by the session middleware when the server has one
   std::string_view route;  // matched route template ("/verify", "/{path}"); empty for 404/405
+  // The trace the handler works in (telemetry.md 8.2): the SERVER span's context when the
+  // `server` group is on, baggage, and the rollout id of a `/ng-rollout/<id>/` prefix. Route
+  // wrappers that start a semantic span (gym.rollout, gym.verify, ...) replace it with theirs,
+  // and outbound calls pass it on (ClientRequest::trace).
+  telemetry::TraceContext trace;
 
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
   std::string_view cookie(std::string_view name) const;
@@ -54,5 +61,7 @@ struct Response {
 
 // Strips `/ng-rollout/<id>/` and an optional `training-token-capture/` and the query string.
 std::string routing_path(std::string_view target);
+// The <id> of a `/ng-rollout/<id>/` prefix; empty when the target has none.
+std::string_view rollout_id_of(std::string_view target);
 
 }  // namespace gym::http

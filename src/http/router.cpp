@@ -50,10 +50,14 @@ Router::Match Router::match(Method method, std::string_view path) const {
   return {};
 }
 
-Response exception_response(const std::exception& e) {
+std::string exception_type(const std::exception& e) {
   std::string type = boost::core::demangle(typeid(e).name());
   if (auto colon = type.rfind("::"); colon != std::string::npos) type = type.substr(colon + 2);
-  return Response::json(json::string(type + ": " + e.what()), 500);
+  return type;
+}
+
+Response exception_response(const std::exception& e) {
+  return Response::json(json::string(exception_type(e) + ": " + e.what()), 500);
 }
 
 Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema) {

@@ -22,6 +22,8 @@ Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema = n
 
 // 500 body for an exception escaping a handler: the JSON string "<error type>: <message>".
 Response exception_response(const std::exception& e);
+// The exception's class name without namespaces ("runtime_error", "DownstreamError").
+std::string exception_type(const std::exception& e);
 
 class Router {
  public:

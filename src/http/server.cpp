@@ -4,6 +4,7 @@
 #include "http/server_metrics.h"
 #include "http/session_cookie.h"
 #include "telemetry/gym_metrics.h"
+#include "telemetry/traces/tracer.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
@@ -78,8 +79,9 @@ struct HttpServer::Loop {
   std::list<Conn> conns;
   std::size_t active_requests = 0;
   bool stopping = false;
-  std::size_t buffered_body_bytes = 0;    // bodies held now (max_buffered_body_bytes)
-  std::unique_ptr<ServerSeries> metrics;  // null: not instrumented (the head server)
+  std::size_t buffered_body_bytes = 0;        // bodies held now (max_buffered_body_bytes)
+  std::unique_ptr<ServerSeries> metrics;      // null: not instrumented (the head server)
+  const telemetry::Tracer* tracer = nullptr;  // SERVER spans; null or `server` off: none
 
   Loop(asio::io_context& io, const Router& r, const ServerOptions& o, ServerStats& s, int fd)
       : io(io), router(r), opt(o), stats(s), acceptor(io) {
@@ -91,9 +93,11 @@ struct HttpServer::Loop {
       cookie.emplace(o.session_cookie_name, o.session_signing_key);
   }
 
-  // Records the server metrics into `m` from now on (telemetry.md 6.6); null or disabled: none.
-  void bind_metrics(const telemetry::GymMetrics* m) {
-    if (m && m->enabled()) metrics = std::make_unique<ServerSeries>(*m);
+  // Records the server metrics (telemetry.md 6.6) and SERVER spans (8.1) from now on; null,
+  // disabled or the group off: none.
+  void bind(const ServerInstrumentation& in) {
+    if (in.metrics && in.metrics->enabled()) metrics = std::make_unique<ServerSeries>(*in.metrics);
+    if (in.tracer && in.tracer->on(telemetry::SpanGroup::server)) tracer = in.tracer;
   }
 
   void close(beast::tcp_stream& s) {
@@ -378,19 +382,58 @@ Request to_request(bhttp::request<bhttp::string_body>&& in) {
   return req;
 }
 
+// telemetry.md 8.2-8.3: with the `server` group on, the caller's trace context (traceparent,
+// tracestate, baggage) is extracted and the request runs under a SERVER span named
+// "<METHOD> <route>" ("<METHOD>" when no route matched); the handler's context is that span's.
+telemetry::Span server_span(const Loop& loop, Request& req) {
+  req.trace.rollout_id = std::string(rollout_id_of(req.target));
+  if (!loop.tracer) return {};
+  telemetry::SpanContext parent;
+  if (auto extracted = telemetry::parse_traceparent(req.header("traceparent"))) {
+    parent = std::move(*extracted);
+    if (auto state = req.header("tracestate"); telemetry::acceptable_tracestate(state))
+      parent.trace_state = std::string(state);
+  }
+  if (auto baggage = req.header("baggage"); telemetry::acceptable_baggage(baggage))
+    req.trace.baggage = std::string(baggage);
+  const std::string_view method = to_string(req.method);
+  std::string name(method);
+  if (!req.route.empty()) (name += ' ') += req.route;
+  telemetry::Span span = loop.tracer->start(name, telemetry::SpanKind::server, parent);
+  if (span.recording()) {
+    span.set_attribute("http.request.method", method);
+    if (!req.route.empty()) span.set_attribute("http.route", req.route);
+    span.set_attribute("url.path", std::string_view(req.target).substr(0, req.target.find('?')));
+    span.set_attribute("url.scheme", "http");
+  }
+  req.trace = span.child_of(req.trace);
+  return span;
+}
+
+// The status of the response on its SERVER span; 5xx is an error (OTel semantic conventions).
+void end_server_span(telemetry::Span& span, int status) {
+  if (!span.recording()) return;
+  span.set_attribute("http.response.status_code", status);
+  if (status >= 500) span.set_status(telemetry::StatusCode::error);
+  span.end();
+}
+
 // Handles one request: its session, then its route's handler (no I/O of the connection; an
 // exception becomes a 500), or 404/405. The request counts as active until request_finished().
-asio::awaitable<Response> handle(Loop& loop, Request& req) {
+// `span`: the request's SERVER span, started once the route is known.
+asio::awaitable<Response> handle(Loop& loop, Request& req, telemetry::Span& span) {
   loop.request_started();
   if (loop.cookie) req.session_id = loop.session_for(req.cookie(loop.cookie->name()));
   Response res;
   auto match = loop.router.match(req.method, req.path);
   req.route = match.handler ? match.route : std::string_view();  // none for 404 and 405
+  span = server_span(loop, req);
   if (match.handler) {
     try {
       res = co_await (*match.handler)(req);
     } catch (const std::exception& e) {
       spdlog::error("{} {}: handler failed: {}", to_string(req.method), req.path, e.what());
+      span.record_exception(exception_type(e), e.what());
       res = exception_response(e);
     } catch (...) {
       res = Response::json(boost::json::string("UnknownError: non-standard exception"), 500);
@@ -436,9 +479,13 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     if (!co_await read_request(s, parser, metrics)) break;
     const bool keep_alive = parser.get().keep_alive();
     Request req = to_request(parser.release());
-    Response res = co_await handle(loop, req);
+    telemetry::Span span;
+    Response res = co_await handle(loop, req, span);
     s.release_body();  // the handler is done with it
-    if (!co_await write_response(s, req, res, keep_alive, *metrics)) break;
+    const int status = res.status;
+    const bool more = co_await write_response(s, req, res, keep_alive, *metrics);
+    end_server_span(span, status);
+    if (!more) break;
   }
   s.release_body();
   s.close();
@@ -572,7 +619,7 @@ int HttpServer::serve(const ServeHooks& hooks, int worker) {
       spdlog::info("received signal {}, shutting down", sig);
       loop.begin_shutdown();
     });
-    if (hooks.on_start) loop.bind_metrics(hooks.on_start(io, worker));
+    if (hooks.on_start) loop.bind(hooks.on_start(io, worker));
     asio::co_spawn(io, accept_loop(loop), asio::detached);
     io.run();
     if (hooks.on_stop) hooks.on_stop();

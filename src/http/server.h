@@ -16,7 +16,8 @@
 
 namespace gym::telemetry {
 class GymMetrics;
-}
+class Tracer;
+}  // namespace gym::telemetry
 
 namespace gym::http {
 
@@ -49,11 +50,17 @@ struct ServerStats {
   std::uint64_t requests = 0;
 };
 
+// What a serving process records its requests into: the server metrics (telemetry.md 6.6) and
+// SERVER spans (8.1, with context extraction); either may be null.
+struct ServerInstrumentation {
+  const telemetry::GymMetrics* metrics = nullptr;
+  const telemetry::Tracer* tracer = nullptr;
+};
+
 struct ServeHooks {
   // Runs in every serving process (each worker after fork, `worker` counting from 0; 0 without
   // workers) on its loop before accepting: create the process's telemetry and HTTP client here.
-  // Returns the metrics the server records into (telemetry.md 6.6), or null.
-  std::function<const telemetry::GymMetrics*(boost::asio::io_context&, int worker)> on_start;
+  std::function<ServerInstrumentation(boost::asio::io_context&, int worker)> on_start;
   // Runs in every serving process after the loop stopped, while it still exists (release what
   // uses the loop, such as the HTTP client, here).
   std::function<void()> on_stop;

@@ -9,7 +9,8 @@
 namespace gym::models {
 
 template <typename Server>
-void add_model_routes(const std::shared_ptr<Server>& server, http::Router& router) {
+void add_model_routes(const servers::ServerContext& ctx, const std::shared_ptr<Server>& server,
+                      http::Router& router) {
   servers::ModelServerHandlers handlers;
   handlers.responses = [server](http::Request& req, boost::json::object& params) {
     return server->responses(req, params);
@@ -17,7 +18,7 @@ void add_model_routes(const std::shared_ptr<Server>& server, http::Router& route
   handlers.chat_completions = [server](http::Request& req, boost::json::value& body) {
     return server->chat_completions(req, body);
   };
-  servers::add_model_server_routes(router, std::move(handlers));
+  servers::add_model_server_routes(ctx, router, std::move(handlers));
 }
 
 }  // namespace gym::models

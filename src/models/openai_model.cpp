@@ -64,13 +64,15 @@ Response checked_response(const json::object& answer, const UpstreamEndpoint& en
 // by value: a coroutine's reference parameter would outlive a temporary argument.
 asio::awaitable<Response> forward_chat(http::HttpClient& client, const UpstreamEndpoint& endpoint,
                                        AsyncLimiter& limiter, json::object base,
-                                       const std::string& model, const json::value& body) {
+                                       const std::string& model, const json::value& body,
+                                       telemetry::TraceContext trace) {
   if (auto problem = chat_body_problem(body)) co_return std::move(*problem);
   json::object out = over_extra_body(base, body.get_object());
   out["model"] = model;
   try {
     auto slot = co_await limiter.acquire();
-    co_return Response::json(co_await post_upstream(client, endpoint, "/chat/completions", out));
+    co_return Response::json(
+        co_await post_upstream(client, endpoint, "/chat/completions", out, trace));
   } catch (const UpstreamError& e) {
     co_return upstream_failure(e);
   }
@@ -82,7 +84,7 @@ struct OpenAIServer {
   UpstreamEndpoint endpoint;
   AsyncLimiter limiter;
 
-  asio::awaitable<Response> responses(Request&, json::object& params) {
+  asio::awaitable<Response> responses(Request& req, json::object& params) {
     json::object body = over_extra_body(config.extra_body, params);
     body["model"] = config.model;
     if (config.drop_input_reasoning_items)
@@ -96,15 +98,16 @@ struct OpenAIServer {
       }
     try {
       auto slot = co_await limiter.acquire();
-      auto answer = co_await post_upstream(*ctx.client, endpoint, "/responses", body);
+      auto answer = co_await post_upstream(*ctx.client, endpoint, "/responses", body, req.trace);
       co_return checked_response(answer, endpoint);
     } catch (const UpstreamError& e) {
       co_return upstream_failure(e);
     }
   }
 
-  asio::awaitable<Response> chat_completions(Request&, json::value& body) {
-    return forward_chat(*ctx.client, endpoint, limiter, config.extra_body, config.model, body);
+  asio::awaitable<Response> chat_completions(Request& req, json::value& body) {
+    return forward_chat(*ctx.client, endpoint, limiter, config.extra_body, config.model, body,
+                        req.trace);
   }
 };
 
@@ -114,7 +117,7 @@ struct AzureServer {
   UpstreamEndpoint endpoint;  // base = {endpoint}/openai/deployments/<deployment>
   AsyncLimiter limiter;
 
-  asio::awaitable<Response> responses(Request&, json::object& params) {
+  asio::awaitable<Response> responses(Request& req, json::object& params) {
     // Upstream's Azure server converts with vllm_model's converter (its defaults: a reasoning
     // parser, no token ids).
     const ConversionOptions options{false, true};
@@ -122,7 +125,8 @@ struct AzureServer {
       auto chat = responses_to_chat_params(params, options);
       chat["model"] = config.deployment;
       auto slot = co_await limiter.acquire();
-      auto completion = co_await post_upstream(*ctx.client, endpoint, "/chat/completions", chat);
+      auto completion =
+          co_await post_upstream(*ctx.client, endpoint, "/chat/completions", chat, req.trace);
       params["model"] = config.deployment;
       co_return Response::json(chat_completion_to_response(params, completion, options));
     } catch (const ConversionError& e) {
@@ -132,8 +136,8 @@ struct AzureServer {
     }
   }
 
-  asio::awaitable<Response> chat_completions(Request&, json::value& body) {
-    return forward_chat(*ctx.client, endpoint, limiter, {}, config.deployment, body);
+  asio::awaitable<Response> chat_completions(Request& req, json::value& body) {
+    return forward_chat(*ctx.client, endpoint, limiter, {}, config.deployment, body, req.trace);
   }
 };
 
@@ -187,7 +191,8 @@ void register_openai_model(servers::Registry& registry) {
                                   endpoint_headers(config.api_key, &config.default_headers),
                                   config.api_key};
         const auto limit = config.max_concurrent_requests;
-        add_model_routes(std::make_shared<OpenAIServer>(OpenAIServer{
+        add_model_routes(ctx,
+                         std::make_shared<OpenAIServer>(OpenAIServer{
                              ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
                          router);
       },
@@ -205,7 +210,8 @@ void register_azure_openai_model(servers::Registry& registry) {
             config.endpoint + "/openai/deployments/" + percent_encoded(config.deployment),
             config.query, endpoint_headers(config.api_key, nullptr, "api-key"), config.api_key};
         const auto limit = config.num_concurrent_requests;
-        add_model_routes(std::make_shared<AzureServer>(AzureServer{
+        add_model_routes(ctx,
+                         std::make_shared<AzureServer>(AzureServer{
                              ctx, std::move(config), std::move(endpoint), AsyncLimiter(limit)}),
                          router);
       },

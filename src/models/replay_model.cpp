@@ -172,7 +172,7 @@ void register_replay_model(servers::Registry& registry) {
           auto answer = store->answer(params, req.session_id);
           co_return Response::json(answer.body, answer.status);
         };
-        servers::add_model_server_routes(router, std::move(handlers));
+        servers::add_model_server_routes(ctx, router, std::move(handlers));
       },
   });
 }

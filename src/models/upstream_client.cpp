@@ -48,8 +48,10 @@ std::string hint(int status, std::string_view body) {
 asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client,
                                                         const UpstreamEndpoint& endpoint,
                                                         std::string_view path,
-                                                        const json::value& body) {
+                                                        const json::value& body,
+                                                        const telemetry::TraceContext& trace) {
   http::ClientRequest req;
+  req.trace = trace;
   req.url = endpoint.url(path);
   req.body = core::render_json(body);
   req.headers = endpoint.headers;
@@ -65,8 +67,9 @@ asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client
 
 asio::awaitable<json::object> post_upstream(http::HttpClient& client,
                                             const UpstreamEndpoint& endpoint, std::string_view path,
-                                            const json::value& body) {
-  auto answer = co_await post_upstream_raw(client, endpoint, path, body);
+                                            const json::value& body,
+                                            const telemetry::TraceContext& trace) {
+  auto answer = co_await post_upstream_raw(client, endpoint, path, body, trace);
   const std::string url = endpoint.url(path);
   if (answer.status < 200 || answer.status > 299) {
     std::string text = masked(std::move(answer.body), endpoint.secret);

@@ -41,16 +41,17 @@ class UpstreamError : public std::runtime_error {
 };
 
 // POST `body` to endpoint.url(path) and return the answer's JSON object. Throws UpstreamError.
+// `trace`: the handler's (http::Request::trace), so the call is a child of its span.
 boost::asio::awaitable<boost::json::object> post_upstream(http::HttpClient& client,
                                                           const UpstreamEndpoint& endpoint,
                                                           std::string_view path,
-                                                          const boost::json::value& body);
+                                                          const boost::json::value& body,
+                                                          const telemetry::TraceContext& trace);
 
 // The same call, answering with the endpoint's raw body and status (forwarded routes).
-boost::asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client,
-                                                               const UpstreamEndpoint& endpoint,
-                                                               std::string_view path,
-                                                               const boost::json::value& body);
+boost::asio::awaitable<http::ClientResponse> post_upstream_raw(
+    http::HttpClient& client, const UpstreamEndpoint& endpoint, std::string_view path,
+    const boost::json::value& body, const telemetry::TraceContext& trace);
 
 // What our route answers when the endpoint failed: the endpoint's 4xx status (so an OpenAI
 // client sees the same error class), 502 for 5xx and for no answer; a JSON string body

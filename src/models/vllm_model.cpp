@@ -158,7 +158,8 @@ struct VllmServer {
     const auto& endpoint = endpoint_of(req);
     json::object completion;
     try {
-      completion = co_await post_upstream(*ctx.client, endpoint, "/chat/completions", body);
+      completion =
+          co_await post_upstream(*ctx.client, endpoint, "/chat/completions", body, req.trace);
     } catch (const UpstreamError& e) {
       // vLLM says 400 when the prompt no longer fits: the turn ends as cut off, like upstream.
       if (e.status() == 400 && (e.body().find("context length") != std::string::npos ||
@@ -166,12 +167,12 @@ struct VllmServer {
         co_return empty_completion(config.model, "length");
       throw;
     }
-    co_await shape_answer(endpoint, body, completion);
+    co_await shape_answer(req, endpoint, body, completion);
     co_return completion;
   }
 
-  asio::awaitable<void> shape_answer(const UpstreamEndpoint& endpoint, const json::object& body,
-                                     json::object& completion) {
+  asio::awaitable<void> shape_answer(const Request& req, const UpstreamEndpoint& endpoint,
+                                     const json::object& body, json::object& completion) {
     auto* choices = completion.if_contains("choices");
     if (!choices || !choices->is_array() || choices->get_array().empty() ||
         !choices->get_array()[0].is_object())
@@ -206,12 +207,12 @@ struct VllmServer {
           200, "");
     }
     if (config.return_token_id_information)
-      co_await attach_token_ids(endpoint, body, completion, choice, message);
+      co_await attach_token_ids(req, endpoint, body, completion, choice, message);
   }
 
-  asio::awaitable<void> attach_token_ids(const UpstreamEndpoint& endpoint, const json::object& body,
-                                         json::object& completion, json::object& choice,
-                                         json::object& message) {
+  asio::awaitable<void> attach_token_ids(const Request& req, const UpstreamEndpoint& endpoint,
+                                         const json::object& body, json::object& completion,
+                                         json::object& choice, json::object& message) {
     const bool message_has_ids = message.contains("prompt_token_ids") ||
                                  message.contains("generation_token_ids") ||
                                  message.contains("generation_log_probs");
@@ -236,7 +237,7 @@ struct VllmServer {
           if (const auto* v = body.if_contains(key)) tokenize[key] = *v;
         UpstreamEndpoint root = endpoint;
         if (root.base_url.ends_with("/v1")) root.base_url.resize(root.base_url.size() - 3);
-        auto answer = co_await post_upstream(*ctx.client, root, "/tokenize", tokenize);
+        auto answer = co_await post_upstream(*ctx.client, root, "/tokenize", tokenize, req.trace);
         const auto* tokens = answer.if_contains("tokens");
         if (!tokens || !tokens->is_array())
           throw ConversionError("the endpoint's /tokenize answer has no `tokens` list");
@@ -276,7 +277,7 @@ struct VllmServer {
       body["chat_template_kwargs"] = config.chat_template_kwargs;
     for (const auto& [k, v] : config.sampling_overrides) body[k] = v;
     const auto& endpoint = endpoint_of(req);
-    auto answer = co_await post_upstream(*ctx.client, endpoint, "/responses", body);
+    auto answer = co_await post_upstream(*ctx.client, endpoint, "/responses", body, req.trace);
     if (auto problem = servers::response_problem(answer))
       throw UpstreamError("model endpoint " + endpoint.url("/responses") +
                               " answered with something that is not a Response: " + *problem,
@@ -404,7 +405,7 @@ void register_vllm_model(servers::Registry& registry) {
         if (!server->config.sampling_overrides.empty())
           spdlog::info("vllm_model: {} pins sampling on every request: {}", ctx.instance.name,
                        core::render_json(server->config.sampling_overrides));
-        add_model_routes(server, router);
+        add_model_routes(ctx, server, router);
       },
   });
 }

@@ -40,14 +40,15 @@ class CollectionThread {
   CollectionThread(json::object pool_cfg, std::map<std::string, std::string> urls,
                    std::vector<json::object> rows, std::vector<json::object> done,
                    const CollectionOptions& options, const OutputPaths& paths,
-                   telemetry::GymMetrics& metrics)
+                   telemetry::ProcessTelemetry& telemetry)
       : pool_cfg_(std::move(pool_cfg)),
         urls_(std::move(urls)),
         rows_(std::move(rows)),
         done_(std::move(done)),
         options_(options),
         paths_(paths),
-        metrics_(metrics) {
+        metrics_(telemetry.metrics()),
+        tracer_(telemetry.tracer()) {
     thread_ = std::thread([this] { run(); });
   }
   ~CollectionThread() {
@@ -75,7 +76,8 @@ class CollectionThread {
   void run() {
     auto pool = http::PoolParams::from_config(pool_cfg_, 1);
     if (metrics_.enabled()) pool_metrics_ = std::make_unique<http::PoolMetrics>(metrics_);
-    client_ = std::make_unique<http::HttpClient>(io_->get_executor(), pool, pool_metrics_.get());
+    client_ = std::make_unique<http::HttpClient>(io_->get_executor(), pool, pool_metrics_.get(),
+                                                 &tracer_);
     pool.log_capacity_report();
     asio::co_spawn(*io_, collect(), [this](std::exception_ptr e) {
       if (e) {
@@ -94,9 +96,14 @@ class CollectionThread {
   asio::awaitable<void> collect() {
     outcome_.total = rows_.size();
     Progress progress(rows_, options_.progress_summaries);
-    collector_ =
-        std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar);
+    // telemetry.md 8.1: with `job` on, every rollout of the run nests under one gym.job span.
+    telemetry::Span job;
+    if (tracer_.on(telemetry::SpanGroup::job))
+      job = tracer_.start("gym.job", telemetry::SpanKind::internal, {});
+    collector_ = std::make_unique<Collector>(*client_, urls_, paths_,
+                                             options_.route_failures_to_sidecar, job.child_of({}));
     co_await collector_->run(std::move(rows_), options_.concurrency, progress);
+    job.end();
     progress.finish();
     outcome_.counts = collector_->counts();
     std::puts("Sorting results to ensure consistent ordering");
@@ -125,6 +132,7 @@ class CollectionThread {
   CollectionOptions options_;
   OutputPaths paths_;
   telemetry::GymMetrics& metrics_;
+  const telemetry::Tracer& tracer_;
   std::unique_ptr<asio::io_context> io_ = std::make_unique<asio::io_context>(1);
   std::unique_ptr<http::PoolMetrics> pool_metrics_;  // outlives client_ and its pool
   std::unique_ptr<http::HttpClient> client_;
@@ -172,13 +180,13 @@ void print_files(const OutputPaths& paths, const Outcome& outcome) {
 
 int run_collection(const json::object& client_config, std::map<std::string, std::string> agent_urls,
                    Plan plan, const CollectionOptions& options, const OutputPaths& paths,
-                   telemetry::GymMetrics& metrics, const Supervisor& supervise) {
+                   telemetry::ProcessTelemetry& telemetry, const Supervisor& supervise) {
   if (options.concurrency)
     std::printf("Querying with %lld concurrent requests\n",
                 static_cast<long long>(*options.concurrency));
   std::fflush(stdout);
   CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows),
-                              std::move(plan.done), options, paths, metrics);
+                              std::move(plan.done), options, paths, telemetry);
   int stop_code = 0;
   while (!collection.finished())
     if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;

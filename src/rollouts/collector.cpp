@@ -61,11 +61,13 @@ json::object strip_for_aggregation(const json::object& result) {
 }
 
 Collector::Collector(http::HttpClient& client, std::map<std::string, std::string> agent_urls,
-                     const OutputPaths& paths, bool route_failures_to_sidecar)
+                     const OutputPaths& paths, bool route_failures_to_sidecar,
+                     telemetry::TraceContext trace)
     : client_(client),
       agent_urls_(std::move(agent_urls)),
       paths_(paths),
-      route_failures_(route_failures_to_sidecar) {
+      route_failures_(route_failures_to_sidecar),
+      trace_(std::move(trace)) {
   rollouts_ = open_append(paths_.rollouts);
   failures_ = open_append(paths_.failures);
 }
@@ -124,11 +126,14 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
   std::string error, failure_class, body;
   std::optional<FailureCause> cause;
   json::value result;
+  telemetry::SpanContext call;  // the /run call's CLIENT span, when the client started one
   try {
     http::ClientRequest req;
     req.url = agent_urls_.at(agent) + "/run";
     req.body = core::render_json(row);
     req.destination = agent;
+    req.trace = trace_;
+    req.started = &call;
     auto resp = co_await client_.request(std::move(req));
     status = resp.status;
     body = std::move(resp.body);
@@ -161,6 +166,10 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     out["_ng_failure_response_body"] =
         status ? json::value(body_prefix(body)) : json::value(nullptr);
     if (cause) out["_ng_failure_cause"] = cause->text();
+    // The trace of the failed rollout, when one is exported: from the failures file to the trace.
+    const telemetry::SpanContext& trace = call.valid() ? call : trace_.span;
+    if (trace.valid() && trace.sampled)
+      out["_ng_failure_trace_id"] = telemetry::to_hex(trace.trace_id);
   }
   // 7.5: identity from the row, in place when the key exists, appended otherwise.
   for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",

@@ -28,8 +28,10 @@ class Collector {
  public:
   // `agent_urls`: agent instance -> "http://host:port". Opens the rollouts and failures files
   // for appending (the caller truncates them for a fresh run).
+  // `trace`: the parent of every /run call (the gym.job span, or none).
   Collector(http::HttpClient& client, std::map<std::string, std::string> agent_urls,
-            const OutputPaths& paths, bool route_failures_to_sidecar);
+            const OutputPaths& paths, bool route_failures_to_sidecar,
+            telemetry::TraceContext trace = {});
   ~Collector();
 
   // Runs every row; returns when all finished or after stop().
@@ -52,6 +54,7 @@ class Collector {
   std::map<std::string, std::string> agent_urls_;
   OutputPaths paths_;
   bool route_failures_;
+  telemetry::TraceContext trace_;
   std::FILE* rollouts_ = nullptr;
   std::FILE* failures_ = nullptr;
   bool stopping_ = false;

@@ -1,5 +1,6 @@
 #include "servers/agent_server.h"
 
+#include "servers/handler_span.h"
 #include "servers/handler_timing.h"
 
 #include <boost/json.hpp>
@@ -29,7 +30,16 @@ void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler r
                     HandlerTimer timer([&ctx](double ms) {
                       if (ctx.metrics) ctx.metrics->record_rollout(ms);
                     });
-                    co_return co_await rollout(req, body);
+                    HandlerSpan span(ctx, telemetry::SpanGroup::rollout, "gym.rollout", req,
+                                     rollout_id_of_row(body));
+                    try {
+                      http::Response res = co_await rollout(req, body);
+                      span.answered(res.status);
+                      co_return res;
+                    } catch (const std::exception& e) {
+                      span.failed(e);
+                      throw;
+                    }
                   },
                   std::move(schema)));
 }

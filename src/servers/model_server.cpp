@@ -1,5 +1,7 @@
 #include "servers/model_server.h"
 
+#include "servers/handler_span.h"
+
 #include "servers/responses_api.h"
 
 #include <boost/json.hpp>
@@ -140,14 +142,16 @@ json::array validate_model_create_params(json::value& body) {
   return errors;
 }
 
-void add_model_server_routes(http::Router& router, ModelServerHandlers handlers) {
+void add_model_server_routes(const ServerContext& ctx, http::Router& router,
+                             ModelServerHandlers handlers) {
   router.get("/", [](Request&) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"status", "ok"}});
   });
   router.post(
       "/v1/responses",
-      http::json_route([answer = std::move(handlers.responses)](
+      http::json_route([&ctx, answer = std::move(handlers.responses)](
                            Request& req, json::value& body) -> asio::awaitable<Response> {
+        HandlerSpan span(ctx, telemetry::SpanGroup::model_call, "gym.model.responses", req);
         if (req.body.empty()) {
           json::array missing;
           missing.push_back(error_entry("missing", json::array{"body"}, "Field required", nullptr));
@@ -155,12 +159,32 @@ void add_model_server_routes(http::Router& router, ModelServerHandlers handlers)
         }
         auto errors = validate_model_create_params(body);
         if (!errors.empty()) co_return Response::detail(422, errors);
-        co_return co_await answer(req, body.get_object());
+        try {
+          Response res = co_await answer(req, body.get_object());
+          span.answered(res.status);
+          co_return res;
+        } catch (const std::exception& e) {
+          span.failed(e);
+          throw;
+        }
       }));
   if (handlers.chat_completions)
     router.post("/v1/chat/completions",
-                http::json_route(std::move(handlers.chat_completions),
-                                 std::move(handlers.chat_completions_schema)));
+                http::json_route(
+                    [&ctx, answer = std::move(handlers.chat_completions)](
+                        Request& req, json::value& body) -> asio::awaitable<Response> {
+                      HandlerSpan span(ctx, telemetry::SpanGroup::model_call,
+                                       "gym.model.chat_completions", req);
+                      try {
+                        Response res = co_await answer(req, body);
+                        span.answered(res.status);
+                        co_return res;
+                      } catch (const std::exception& e) {
+                        span.failed(e);
+                        throw;
+                      }
+                    },
+                    std::move(handlers.chat_completions_schema)));
 }
 
 }  // namespace gym::servers

@@ -3,6 +3,7 @@
 // the strict create-params validation, and POST /v1/chat/completions for implementations that
 // provide it. Implementations supply the answers; everything else is 404 like any unknown route.
 #include "http/router.h"
+#include "servers/registry.h"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -33,7 +34,9 @@ struct ModelServerHandlers {
   std::shared_ptr<const http::Schema> chat_completions_schema;  // optional, for json_route
 };
 
-// Adds GET /, POST /v1/responses and, when provided, POST /v1/chat/completions.
-void add_model_server_routes(http::Router& router, ModelServerHandlers handlers);
+// Adds GET /, POST /v1/responses and, when provided, POST /v1/chat/completions, each answer in
+// its gym.model.* span (telemetry.md 8.3, group `model_call`).
+void add_model_server_routes(const ServerContext& ctx, http::Router& router,
+                             ModelServerHandlers handlers);
 
 }  // namespace gym::servers

@@ -122,7 +122,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   std::unique_ptr<http::PoolMetrics> pool_metrics;
   std::unique_ptr<http::HttpClient> client;
   http::ServeHooks hooks;
-  hooks.on_start = [&](boost::asio::io_context& io, int worker) -> const telemetry::GymMetrics* {
+  hooks.on_start = [&](boost::asio::io_context& io, int worker) -> http::ServerInstrumentation {
     auto own = settings;
     own.prometheus_port = prometheus_port_of(ctx.instance, worker, settings.prometheus_port);
     process_telemetry = std::make_unique<telemetry::ProcessTelemetry>(
@@ -130,14 +130,18 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
         run_id, role.value_or(telemetry::ProcessRole::model_server), getenv);
     auto& metrics = process_telemetry->metrics();
     if (metrics.enabled()) pool_metrics = std::make_unique<http::PoolMetrics>(metrics);
-    client = std::make_unique<http::HttpClient>(io.get_executor(), pool, pool_metrics.get());
+    client = std::make_unique<http::HttpClient>(io.get_executor(), pool, pool_metrics.get(),
+                                                &process_telemetry->tracer());
     pool.log_capacity_report();  // the process's rollout pool (telemetry.md 6.7), not the
                                  // exporter's
     ctx.client = client.get();
     ctx.metrics = &metrics;
-    return &metrics;
+    ctx.tracer = &process_telemetry->tracer();
+    return {&metrics, ctx.tracer};
   };
   hooks.on_stop = [&] {
+    // Requests cut off by shutdown end their spans as the loop goes: mark them truncated (7.6).
+    if (process_telemetry) process_telemetry->tracer().begin_shutdown();
     ctx.client = nullptr;
     client.reset();
   };

@@ -30,6 +30,8 @@ struct ServerContext {
   http::HttpClient* client = nullptr;
   // The process's gym_metrics facade, set like `client` (a disabled one when telemetry is off).
   telemetry::GymMetrics* metrics = nullptr;
+  // The process's tracer, set like `client` (every span group off when traces are inactive).
+  const telemetry::Tracer* tracer = nullptr;
 
   // "http://host:port" of a configured instance (hosts and ports are in the merged config).
   // Throws core::ConfigError when the instance is unknown or has no port. Remembered per name:

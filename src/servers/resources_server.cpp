@@ -1,5 +1,6 @@
 #include "servers/resources_server.h"
 
+#include "servers/handler_span.h"
 #include "servers/handler_timing.h"
 #include "servers/responses_api.h"
 
@@ -44,9 +45,17 @@ void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandle
                                HandlerTimer timer([&](double ms) {
                                  if (ctx.metrics) ctx.metrics->record_verify(ms, completed);
                                });
-                               Response res = co_await verifier(req, body);
-                               completed = res.status >= 200 && res.status < 300;
-                               co_return res;
+                               HandlerSpan span(ctx, telemetry::SpanGroup::verify, "gym.verify",
+                                                req, rollout_id_of_row(body));
+                               try {
+                                 Response res = co_await verifier(req, body);
+                                 completed = res.status >= 200 && res.status < 300;
+                                 span.answered(res.status);
+                                 co_return res;
+                               } catch (const std::exception& e) {
+                                 span.failed(e);
+                                 throw;
+                               }
                              },
                              std::move(schema)));
 }

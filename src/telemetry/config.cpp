@@ -346,7 +346,10 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
                       e->value, s.export_interval.count()));
     }
   }
-
+  if (s.traces_active()) {
+    s.sampler = resolve_sampler(getenv);
+    s.span_batch = resolve_batch_span_settings(getenv);
+  }
   return s;
 }
 

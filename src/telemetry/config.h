@@ -17,6 +17,7 @@
 #include <boost/json/object.hpp>
 
 #include "core/config.h"
+#include "telemetry/traces/sampler.h"
 
 namespace gym::telemetry {
 
@@ -81,6 +82,10 @@ struct TelemetrySettings {
   // interval; default min(30000, interval)).
   std::chrono::milliseconds export_interval{10'000};
   std::chrono::milliseconds export_timeout{10'000};
+  // OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_* (telemetry.md 7.3, 8.3); read only when traces are
+  // active, so a variable meant for another SDK cannot stop a run that exports no span.
+  Sampler sampler;
+  BatchSpanSettings span_batch;
   // Lines to log once at startup: unknown keys of the block, logs_enabled without effect.
   std::vector<std::string> warnings;
 

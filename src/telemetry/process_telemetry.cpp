@@ -1,5 +1,7 @@
 #include "telemetry/process_telemetry.h"
 
+#include <algorithm>
+
 namespace gym::telemetry {
 
 TelemetrySettings resolve_checked_settings(const boost::json::object& config, const GetEnv& getenv,
@@ -26,20 +28,48 @@ ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySett
     provider = disabled_.get();
   }
   metrics_ = std::make_unique<GymMetrics>(*provider, role);
+  if (settings_.traces_active() && !settings_.span_group_set.none() && factory.build_spans) {
+    if (auto exporter = factory.build_spans(settings_, identity_, run_id_, getenv)) {
+      spans_ = std::make_unique<BatchSpanProcessor>(std::move(exporter), settings_.span_batch,
+                                                    settings_.export_interval);
+      tracer_ = std::make_unique<Tracer>(settings_.span_group_set, settings_.sampler, spans_.get());
+    }
+  }
+  if (!tracer_) tracer_ = std::make_unique<Tracer>();
+}
+
+std::optional<BatchSpanProcessor::Stats> ProcessTelemetry::span_stats() const {
+  if (!spans_) return std::nullopt;
+  return spans_->stats();
 }
 
 ProcessTelemetry::~ProcessTelemetry() { shutdown(); }
 
 bool ProcessTelemetry::force_flush(std::chrono::milliseconds wait) {
-  return pipeline_ ? pipeline_->force_flush(wait) : true;
+  const auto end = std::chrono::steady_clock::now() + wait;
+  const bool spans = spans_ ? spans_->force_flush(wait) : true;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+  const bool metrics =
+      pipeline_ ? pipeline_->force_flush(std::max(left, std::chrono::milliseconds(0))) : true;
+  return spans && metrics;
 }
 
 bool ProcessTelemetry::shutdown(std::chrono::milliseconds wait) {
   if (shut_down_) return true;
   shut_down_ = true;
+  // D5: spans still open are ended as truncated; the queue and the last metrics go out within
+  // one bound.
+  const auto end = std::chrono::steady_clock::now() + wait;
+  tracer_->begin_shutdown();
+  const bool spans = spans_ ? spans_->shutdown(wait) : true;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
   // The final collection runs the facade's observable callbacks: export before
   // it goes.
-  return pipeline_ ? pipeline_->shutdown(wait) : true;
+  const bool metrics =
+      pipeline_ ? pipeline_->shutdown(std::max(left, std::chrono::milliseconds(0))) : true;
+  return spans && metrics;
 }
 
 }  // namespace gym::telemetry

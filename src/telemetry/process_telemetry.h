@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "telemetry/config.h"
@@ -18,6 +19,8 @@
 #include "telemetry/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry/resource.h"
+#include "telemetry/traces/batch_span_processor.h"
+#include "telemetry/traces/tracer.h"
 
 namespace gym::telemetry {
 
@@ -48,8 +51,14 @@ struct PipelineFactory {
   using Build = std::function<std::unique_ptr<MetricsPipelineBase>(
       const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
 
+  // The span exporter of a process whose traces are active (telemetry.md 7.1: OTLP or console);
+  // throws like Build. May be empty: no spans are exported.
+  using BuildSpans = std::function<std::unique_ptr<SpanExporter>(
+      const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
+
   Check check;
   Build build;
+  BuildSpans build_spans;
 };
 
 // resolve_settings(), then the factory's check of the exporter settings: every telemetry value
@@ -74,6 +83,12 @@ class ProcessTelemetry {
   const ProcessIdentity& identity() const noexcept { return identity_; }
   GymMetrics& metrics() noexcept { return *metrics_; }
   bool metrics_active() const noexcept { return pipeline_ != nullptr; }
+  // The process's tracer: every group off when traces are inactive or no span group is set
+  // (telemetry.md 8.1), so sites start nothing.
+  const Tracer& tracer() const noexcept { return *tracer_; }
+  Tracer& tracer() noexcept { return *tracer_; }
+  // The span processor's figures; nullopt when no span is exported.
+  std::optional<BatchSpanProcessor::Stats> span_stats() const;
 
   bool force_flush(std::chrono::milliseconds wait = kShutdownBound);
   bool shutdown(std::chrono::milliseconds wait = kShutdownBound);
@@ -85,6 +100,8 @@ class ProcessTelemetry {
   std::unique_ptr<MetricsPipelineBase> pipeline_;  // null when metrics are inactive
   std::unique_ptr<MeterProvider> disabled_;        // the provider when pipeline_ is null
   std::unique_ptr<GymMetrics> metrics_;            // observable callbacks point into it
+  std::unique_ptr<BatchSpanProcessor> spans_;      // null unless spans are exported
+  std::unique_ptr<Tracer> tracer_;                 // uses spans_
   bool shut_down_ = false;
 };
 

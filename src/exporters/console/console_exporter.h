@@ -1,37 +1,48 @@
 #pragma once
-// The console exporter (telemetry.md 7.1, 7.4): one compact OTLP/JSON ExportMetricsServiceRequest
-// per export, as one line on stdout, or appended to a file (`telemetry.console_path`) that every
-// process of a run shares. Each line is written with one write() call on a descriptor opened
-// with O_APPEND, so lines of different processes never interleave.
-#include <atomic>
+// The console exporters (telemetry.md 7.1, 7.4), writing to a ConsoleSink (stdout or
+// `telemetry.console_path`): metrics as one compact OTLP/JSON ExportMetricsServiceRequest line
+// per export, spans as one JSON object per span per line.
 #include <optional>
 #include <string>
 
+#include <boost/json/object.hpp>
+
+#include "exporters/console/console_sink.h"
 #include "telemetry/export/exporter.h"
+#include "telemetry/traces/batch_span_processor.h"
 
 namespace gym::exporters {
 
 class ConsoleExporter final : public telemetry::MetricExporter {
  public:
-  // No path: stdout. A path is opened (created with mode 0644) now; failing to open it throws
-  // std::runtime_error naming the path and the reason.
+  // Throws std::runtime_error when `path` cannot be opened (ConsoleSink).
   explicit ConsoleExporter(std::optional<std::string> path = std::nullopt);
-  ~ConsoleExporter() override;
 
   telemetry::ExportResult export_metrics(const telemetry::MetricsSnapshot& snapshot,
                                          telemetry::Deadline deadline) noexcept override;
   void shutdown(telemetry::Deadline deadline) noexcept override;
 
-  std::uint64_t failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
+  std::uint64_t failures() const noexcept { return sink_.failures(); }
 
  private:
-  bool write_line(const std::string& line) noexcept;
-
-  std::optional<std::string> path_;
-  int fd_ = 1;
-  bool owns_fd_ = false;
+  ConsoleSink sink_;
   bool shut_down_ = false;
-  std::atomic<std::uint64_t> failures_{0};
+};
+
+class ConsoleSpanExporter final : public telemetry::SpanExporter {
+ public:
+  // `resource`: the process's resource attributes, repeated on every line (7.4's recipe greps
+  // lines of several processes out of one file).
+  ConsoleSpanExporter(const telemetry::Resource& resource, std::optional<std::string> path);
+
+  telemetry::ExportResult export_spans(std::span<const telemetry::SpanData> spans,
+                                       telemetry::Deadline deadline) noexcept override;
+  void shutdown(telemetry::Deadline deadline) noexcept override;
+
+ private:
+  ConsoleSink sink_;
+  boost::json::object resource_;
+  std::atomic<bool> shut_down_{false};
 };
 
 }  // namespace gym::exporters

@@ -21,7 +21,9 @@ constexpr int kCumulative = 2;  // AGGREGATION_TEMPORALITY_CUMULATIVE
 
 json::string u64(std::uint64_t v) { return json::string(std::to_string(v)); }
 
-json::value any_value(const AttributeValue& v) {
+}  // namespace
+
+json::value otlp_any_value(const AttributeValue& v) {
   json::object o;
   switch (v.index()) {
     case 0:
@@ -40,13 +42,19 @@ json::value any_value(const AttributeValue& v) {
   return o;
 }
 
-json::array attributes(const AttributeSet& set) {
+json::array otlp_attributes(std::span<const Attribute> list) {
   json::array out;
-  out.reserve(set.size());
-  for (const Attribute& a : set) {
-    out.push_back(json::object{{"key", a.key}, {"value", any_value(a.value)}});
+  out.reserve(list.size());
+  for (const Attribute& a : list) {
+    out.push_back(json::object{{"key", a.key}, {"value", otlp_any_value(a.value)}});
   }
   return out;
+}
+
+namespace {
+
+json::array attributes(const AttributeSet& set) {
+  return otlp_attributes(std::span<const Attribute>(set.begin(), set.end()));
 }
 
 void times(json::object& p, const MetricData& m) {

@@ -4,8 +4,10 @@
 // strings, enums as integers (aggregationTemporality 2 = cumulative), doubles as numbers.
 // Pure functions: no I/O, no shared state. Used by the console exporter and the OTLP/HTTP
 // exporter's http/json protocol; otlp_json_decode.h reads it back.
+#include <span>
 #include <string>
 
+#include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
 #include "telemetry/export/metric_data.h"
@@ -16,5 +18,10 @@ boost::json::value otlp_json(const telemetry::MetricsSnapshot& snapshot);
 
 // The compact text of otlp_json(): one line, no newline at the end.
 std::string otlp_json_text(const telemetry::MetricsSnapshot& snapshot);
+
+// The pieces every OTLP/JSON signal shares: an AnyValue ({"stringValue": ...}, intValue as a
+// decimal string) and a KeyValue list.
+boost::json::value otlp_any_value(const telemetry::AttributeValue& value);
+boost::json::array otlp_attributes(std::span<const telemetry::Attribute> attributes);
 
 }  // namespace gym::exporters

@@ -1,0 +1,30 @@
+#pragma once
+// Spans as OTLP/JSON (telemetry.md 7.2): an ExportTraceServiceRequest with one ResourceSpans and
+// one ScopeSpans, ids as lowercase hex, times as decimal strings, kind and status code as
+// integers. Pure functions: no I/O, no shared state.
+#include <span>
+#include <string>
+
+#include <boost/json/value.hpp>
+
+#include "telemetry/export/metric_data.h"
+#include "telemetry/traces/span_data.h"
+
+namespace gym::exporters {
+
+boost::json::value otlp_trace_json(const telemetry::Resource& resource,
+                                   const telemetry::InstrumentationScope& scope,
+                                   std::span<const telemetry::SpanData> spans);
+
+// One span as the console exporter's line object (telemetry.md 7.1): trace_id, span_id,
+// parent_span_id (hex, "" for a root), name, kind ("internal", "server", "client"),
+// start_time_unix_nano, end_time_unix_nano (numbers), status ({"code": "unset"|"ok"|"error"},
+// with "message" when set), attributes and resource (objects of plain values), events
+// ([{name, time_unix_nano, attributes}]).
+boost::json::object console_span(const telemetry::SpanData& span,
+                                 const boost::json::object& resource_attributes);
+
+// The resource's attributes as one object of plain JSON values.
+boost::json::object plain_attributes(std::span<const telemetry::Attribute> attributes);
+
+}  // namespace gym::exporters

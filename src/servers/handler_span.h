@@ -1,0 +1,46 @@
+#pragma once
+// The semantic span of a handler (telemetry.md 8.3: gym.rollout, gym.verify, gym.agent.responses,
+// gym.model.*), beside HandlerTimer: started inside the handler once the rollout id is known,
+// gated by its group's bit, a child of the request's SERVER span. While it lives the request's
+// trace is the span's, so every call the handler makes is its child; it ends however the scope
+// ends. A 5xx answer or an exception sets status ERROR.
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include <boost/json/value.hpp>
+
+#include "http/message.h"
+#include "http/router.h"
+#include "servers/registry.h"
+#include "telemetry/traces/tracer.h"
+
+namespace gym::servers {
+
+// The rollout id of a row (upstream's rule): `_ng_rollout_id` when it is a string, else
+// "<_ng_task_index>-<_ng_rollout_index>" when both are integers; "-a<n>" is appended for a
+// `_ng_attempt_index` n > 0. Empty when neither is there (or `row` is no object).
+std::string rollout_id_of_row(const boost::json::value& row);
+
+class HandlerSpan {
+ public:
+  // `rollout_id`: the one the handler established (empty: the request's, if any).
+  HandlerSpan(const ServerContext& ctx, telemetry::SpanGroup group, std::string_view name,
+              http::Request& req, std::string rollout_id = {});
+  HandlerSpan(const HandlerSpan&) = delete;
+  HandlerSpan& operator=(const HandlerSpan&) = delete;
+
+  void failed(const std::exception& e) {
+    span_.record_exception(http::exception_type(e), e.what());
+  }
+  // The handler's answer: 5xx marks the span as an error.
+  void answered(int status) {
+    if (status >= 500)
+      span_.set_status(telemetry::StatusCode::error, "HTTP " + std::to_string(status));
+  }
+
+ private:
+  telemetry::Span span_;
+};
+
+}  // namespace gym::servers

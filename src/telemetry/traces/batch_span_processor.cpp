@@ -1,0 +1,134 @@
+#include "telemetry/traces/batch_span_processor.h"
+
+#include <pthread.h>
+
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace gym::telemetry {
+
+BatchSpanProcessor::BatchSpanProcessor(std::unique_ptr<SpanExporter> exporter,
+                                       BatchSpanSettings settings,
+                                       std::chrono::milliseconds log_interval)
+    : exporter_(std::move(exporter)), settings_(settings), log_interval_(log_interval) {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "gym-spans");
+    run();
+  });
+}
+
+BatchSpanProcessor::~BatchSpanProcessor() { shutdown(kShutdownBound); }
+
+void BatchSpanProcessor::on_end(SpanData&& span) noexcept {
+  bool wake = false;
+  std::uint64_t log_drops = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      ++stats_.dropped_closed;
+      return;
+    }
+    if (queue_.size() >= settings_.max_queue_size) {
+      ++stats_.dropped_full;
+      ++unlogged_drops_;
+      const auto now = Clock::now();
+      if (last_drop_log_ == Clock::time_point{} || now - last_drop_log_ >= log_interval_) {
+        last_drop_log_ = now;
+        log_drops = std::exchange(unlogged_drops_, 0);
+      }
+    } else {
+      try {
+        queue_.push_back(std::move(span));
+      } catch (...) {
+        ++stats_.dropped_full;  // out of memory: a dropped span, never a failed request
+      }
+      wake = queue_.size() == settings_.max_export_batch_size;
+    }
+  }
+  if (log_drops)
+    spdlog::warn(
+        "telemetry: the span queue is full (OTEL_BSP_MAX_QUEUE_SIZE={}); dropped {} span(s)",
+        settings_.max_queue_size, log_drops);
+  if (wake) wake_.notify_one();
+}
+
+void BatchSpanProcessor::run() {
+  std::unique_lock lock(mutex_);
+  auto next = Clock::now() + settings_.schedule_delay;
+  std::uint64_t flushes_seen = 0;
+  for (;;) {
+    wake_.wait_until(lock, next, [&] {
+      return stopping_ || flush_requests_ != flushes_seen ||
+             queue_.size() >= settings_.max_export_batch_size;
+    });
+    const bool drain = stopping_ || flush_requests_ != flushes_seen;
+    flushes_seen = flush_requests_;
+    if (Clock::now() >= next || drain || queue_.size() >= settings_.max_export_batch_size) {
+      do {
+        export_batch(lock);
+      } while (drain ? !queue_.empty() : queue_.size() >= settings_.max_export_batch_size);
+      next = Clock::now() + settings_.schedule_delay;
+    }
+    idle_.notify_all();
+    if (stopping_ && queue_.empty()) break;
+  }
+}
+
+void BatchSpanProcessor::export_batch(std::unique_lock<std::mutex>& lock) {
+  if (queue_.empty()) return;
+  const std::size_t n = std::min(queue_.size(), settings_.max_export_batch_size);
+  std::vector<SpanData> batch;
+  batch.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  in_flight_ = n;
+  auto deadline = Clock::now() + settings_.export_timeout;
+  if (stopping_) deadline = std::min(deadline, stop_deadline_);
+  lock.unlock();
+  const auto result = exporter_->export_spans(batch, deadline);
+  lock.lock();
+  in_flight_ = 0;
+  (result == ExportResult::success ? stats_.exported : stats_.export_failed) += n;
+}
+
+bool BatchSpanProcessor::force_flush(std::chrono::milliseconds wait) noexcept {
+  std::unique_lock lock(mutex_);
+  if (stopped_) return queue_.empty();
+  ++flush_requests_;
+  wake_.notify_one();
+  return idle_.wait_for(lock, wait, [&] { return queue_.empty() && in_flight_ == 0; });
+}
+
+bool BatchSpanProcessor::shutdown(std::chrono::milliseconds wait) noexcept {
+  const auto deadline = Clock::now() + wait;
+  bool drained = false;
+  {
+    std::unique_lock lock(mutex_);
+    if (stopped_) return queue_.empty();
+    stopping_ = true;
+    stop_deadline_ = deadline;
+    wake_.notify_one();
+    drained = idle_.wait_until(lock, deadline, [&] { return queue_.empty() && in_flight_ == 0; });
+    if (!drained) {
+      // The exporter is stuck past the bound: what is still queued is dropped, and logged.
+      const std::size_t left = queue_.size();
+      stats_.export_failed += left;
+      queue_.clear();
+      if (left) spdlog::warn("telemetry: {} span(s) not exported within the shutdown bound", left);
+    }
+    stopped_ = true;
+  }
+  exporter_->shutdown(deadline);  // a stuck export returns now
+  if (thread_.joinable()) thread_.join();
+  return drained;
+}
+
+BatchSpanProcessor::Stats BatchSpanProcessor::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace gym::telemetry

@@ -1,0 +1,95 @@
+#include "telemetry/traces/trace_context.h"
+
+#include <algorithm>
+
+namespace gym::telemetry {
+
+namespace {
+
+constexpr char kDigits[] = "0123456789abcdef";
+
+template <std::size_t N>
+std::string hex_of(const std::array<std::uint8_t, N>& bytes) {
+  std::string out(2 * N, '0');
+  for (std::size_t i = 0; i < N; ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+// Lowercase hex only (W3C: uppercase is invalid).
+int digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+template <std::size_t N>
+bool read_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
+  if (text.size() != 2 * N) return false;
+  for (std::size_t i = 0; i < N; ++i) {
+    const int hi = digit(text[2 * i]), lo = digit(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  return true;
+}
+
+bool printable_ascii(std::string_view s) noexcept {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+}  // namespace
+
+std::string to_hex(const TraceId& id) { return hex_of(id); }
+std::string to_hex(const SpanId& id) { return hex_of(id); }
+
+bool is_zero(const TraceId& id) noexcept {
+  return std::all_of(id.begin(), id.end(), [](std::uint8_t b) { return b == 0; });
+}
+bool is_zero(const SpanId& id) noexcept {
+  return std::all_of(id.begin(), id.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+std::optional<SpanContext> parse_traceparent(std::string_view header) {
+  // Optional whitespace around the value (HTTP field values).
+  while (!header.empty() && (header.front() == ' ' || header.front() == '\t'))
+    header.remove_prefix(1);
+  while (!header.empty() && (header.back() == ' ' || header.back() == '\t'))
+    header.remove_suffix(1);
+  // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55.
+  if (header.size() < 55) return std::nullopt;
+  std::array<std::uint8_t, 1> version{}, flags{};
+  if (!read_hex(header.substr(0, 2), version) || version[0] == 0xff) return std::nullopt;
+  if (header[2] != '-' || header[35] != '-' || header[52] != '-') return std::nullopt;
+  // Version 00 is exactly 55 characters; a later version may append "-..." fields.
+  if (header.size() > 55 && (version[0] == 0 || header[55] != '-')) return std::nullopt;
+  SpanContext ctx;
+  if (!read_hex(header.substr(3, 32), ctx.trace_id) ||
+      !read_hex(header.substr(36, 16), ctx.span_id) || !read_hex(header.substr(53, 2), flags))
+    return std::nullopt;
+  if (!ctx.valid()) return std::nullopt;
+  ctx.sampled = (flags[0] & 0x01) != 0;
+  ctx.remote = true;
+  return ctx;
+}
+
+std::string format_traceparent(const SpanContext& context) {
+  std::string out = "00-";
+  out += to_hex(context.trace_id);
+  out += '-';
+  out += to_hex(context.span_id);
+  out += context.sampled ? "-01" : "-00";
+  return out;
+}
+
+bool acceptable_tracestate(std::string_view header) noexcept {
+  return !header.empty() && header.size() <= 512 && printable_ascii(header);
+}
+
+bool acceptable_baggage(std::string_view header) noexcept {
+  return !header.empty() && header.size() <= 8192 && printable_ascii(header);
+}
+
+}  // namespace gym::telemetry

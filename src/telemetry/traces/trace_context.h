@@ -1,0 +1,56 @@
+#pragma once
+// W3C Trace Context and Baggage (telemetry.md 8.2): the ids of a span, the `traceparent` and
+// `tracestate` headers that carry them between processes, and what a handler hands to the calls
+// it makes (TraceContext). Pure functions and plain data: no I/O, no shared state.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gym::telemetry {
+
+using TraceId = std::array<std::uint8_t, 16>;
+using SpanId = std::array<std::uint8_t, 8>;
+
+// Lowercase hex of the bytes (32 digits for a trace id, 16 for a span id).
+std::string to_hex(const TraceId& id);
+std::string to_hex(const SpanId& id);
+bool is_zero(const TraceId& id) noexcept;
+bool is_zero(const SpanId& id) noexcept;
+
+// The identity of one span as it crosses process boundaries.
+struct SpanContext {
+  TraceId trace_id{};
+  SpanId span_id{};
+  bool sampled = false;     // trace-flags bit 0
+  std::string trace_state;  // the tracestate header, passed on unchanged
+  bool remote = false;      // extracted from a request rather than started here
+
+  // Both ids non-zero: there is a parent to attach to.
+  bool valid() const noexcept { return !is_zero(trace_id) && !is_zero(span_id); }
+};
+
+// `traceparent` version 00: "00-<32 hex>-<16 hex>-<2 hex flags>". Later versions are read by their
+// first four fields, as the W3C specification asks. nullopt for anything malformed (uppercase
+// hex, all-zero ids, version ff, wrong lengths).
+std::optional<SpanContext> parse_traceparent(std::string_view header);
+// The traceparent header of `context` (version 00).
+std::string format_traceparent(const SpanContext& context);
+
+// A tracestate header worth passing on: at most 512 characters (the W3C limit below which no
+// entry may be dropped) of printable ASCII. Anything else is dropped rather than forwarded.
+bool acceptable_tracestate(std::string_view header) noexcept;
+// A baggage header worth passing on: at most 8192 bytes of printable ASCII (W3C Baggage limit).
+bool acceptable_baggage(std::string_view header) noexcept;
+
+// What a handler hands to the spans it starts and the requests it makes: the current span's
+// context, the request's baggage (forwarded unchanged), and the rollout id when one is known
+// (telemetry.md 8.3: `nemo.gym.rollout.id`).
+struct TraceContext {
+  SpanContext span;
+  std::string baggage;
+  std::string rollout_id;
+};
+
+}  // namespace gym::telemetry

@@ -1,0 +1,219 @@
+#include "telemetry/traces/tracer.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <random>
+
+namespace gym::telemetry {
+
+namespace {
+
+// Ids come from a per-thread generator seeded from the OS, independent of any user seed; a
+// fork bumps the generation so a worker never repeats its parent's ids (telemetry.md 8.3).
+std::atomic<unsigned> fork_generation{0};
+const int register_fork_handler = [] {
+  ::pthread_atfork(nullptr, nullptr,
+                   [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+  return 0;
+}();
+
+std::mt19937_64& id_engine() {
+  thread_local std::mt19937_64 engine;
+  thread_local unsigned seeded_generation = ~0u;
+  const unsigned now = fork_generation.load(std::memory_order_relaxed);
+  if (seeded_generation != now) {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device(), device(), device()};
+    engine.seed(seed);
+    seeded_generation = now;
+  }
+  return engine;
+}
+
+template <std::size_t N>
+void fill_random(std::array<std::uint8_t, N>& bytes) {
+  auto& engine = id_engine();
+  do {
+    for (std::size_t i = 0; i < N; i += 8) {
+      std::uint64_t r = engine();
+      for (std::size_t j = 0; j < 8 && i + j < N; ++j)
+        bytes[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
+    }
+  } while (std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+constexpr std::array<std::string_view, 8> kRedactedNames{
+    "prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"};
+
+}  // namespace
+
+std::uint64_t unix_nanos() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+bool redacted_key(std::string_view key) noexcept {
+  const auto dot = key.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? key : key.substr(dot + 1);
+  return std::any_of(kRedactedNames.begin(), kRedactedNames.end(), [&](std::string_view name) {
+    return name.size() == last.size() &&
+           std::equal(name.begin(), name.end(), last.begin(), [](char a, char b) {
+             return a == std::tolower(static_cast<unsigned char>(b));
+           });
+  });
+}
+
+const AttributeValue* SpanData::attribute(std::string_view key) const noexcept {
+  for (const auto& a : attributes)
+    if (a.key == key) return &a.value;
+  return nullptr;
+}
+
+std::string_view to_string(SpanKind kind) noexcept {
+  switch (kind) {
+    case SpanKind::internal:
+      return "internal";
+    case SpanKind::server:
+      return "server";
+    case SpanKind::client:
+      return "client";
+  }
+  return "internal";
+}
+
+std::string_view to_string(StatusCode code) noexcept {
+  switch (code) {
+    case StatusCode::unset:
+      return "unset";
+    case StatusCode::ok:
+      return "ok";
+    case StatusCode::error:
+      return "error";
+  }
+  return "unset";
+}
+
+// ---- Tracer ----
+
+Tracer::Tracer(SpanGroups groups, Sampler sampler, SpanProcessor* processor)
+    : groups_(groups), sampler_(sampler), processor_(processor) {
+  if (!processor_) groups_ = SpanGroups{};
+}
+
+Span Tracer::start(std::string_view name, SpanKind kind, const SpanContext& parent) const {
+  Span span;
+  span.tracer_ = this;
+  const bool has_parent = parent.valid();
+  if (has_parent) {
+    span.context_.trace_id = parent.trace_id;
+    span.context_.trace_state = parent.trace_state;
+  } else {
+    fill_random(span.context_.trace_id);
+  }
+  fill_random(span.context_.span_id);
+  span.context_.sampled = sampler_.sample(has_parent ? &parent : nullptr, span.context_.trace_id);
+  if (!span.context_.sampled) return span;
+  auto data = std::make_unique<SpanData>();
+  data->trace_id = span.context_.trace_id;
+  data->span_id = span.context_.span_id;
+  if (has_parent) data->parent_span_id = parent.span_id;
+  data->trace_state = span.context_.trace_state;
+  data->name = std::string(name);
+  data->kind = kind;
+  data->start_time_unix_nano = unix_nanos();
+  span.data_ = std::move(data);
+  return span;
+}
+
+void Tracer::finish(SpanData&& data, bool truncated) const noexcept {
+  if (truncated) {
+    data.attributes.push_back({"nemo.span.truncated", true});
+    data.events.push_back({"nemo.span.truncated",
+                           data.end_time_unix_nano,
+                           {{"reason", std::string("still open at telemetry shutdown")}}});
+  }
+  processor_->on_end(std::move(data));
+}
+
+// ---- Span ----
+
+Span::Span(Span&& other) noexcept
+    : tracer_(std::exchange(other.tracer_, nullptr)),
+      data_(std::move(other.data_)),
+      context_(std::move(other.context_)) {}
+
+Span& Span::operator=(Span&& other) noexcept {
+  if (this != &other) {
+    end();
+    tracer_ = std::exchange(other.tracer_, nullptr);
+    data_ = std::move(other.data_);
+    context_ = std::move(other.context_);
+  }
+  return *this;
+}
+
+Span::~Span() {
+  if (!data_) return;
+  const bool truncated = tracer_ && tracer_->shutting_down_.load(std::memory_order_relaxed);
+  data_->end_time_unix_nano = unix_nanos();
+  tracer_->finish(std::move(*data_), truncated);
+  data_.reset();
+}
+
+TraceContext Span::child_of(const TraceContext& parent) const {
+  TraceContext out = parent;
+  if (context_.valid()) out.span = context_;
+  return out;
+}
+
+void Span::put(std::string_view key, AttributeValue value) {
+  for (auto& a : data_->attributes) {
+    if (a.key == key) {
+      a.value = std::move(value);
+      return;
+    }
+  }
+  data_->attributes.push_back({std::string(key), std::move(value)});
+}
+
+void Span::set_attribute(std::string_view key, std::string_view value) {
+  if (!data_) return;
+  put(key, redacted_key(key) ? std::string("[REDACTED]") : std::string(value));
+}
+void Span::set_attribute(std::string_view key, std::int64_t value) {
+  if (data_) put(key, value);
+}
+void Span::set_attribute(std::string_view key, double value) {
+  if (data_) put(key, value);
+}
+void Span::set_attribute(std::string_view key, bool value) {
+  if (data_) put(key, value);
+}
+
+void Span::record_exception(std::string_view type, std::string_view message) {
+  if (!data_) return;
+  data_->events.push_back(
+      {"exception",
+       unix_nanos(),
+       {{"exception.type", std::string(type)}, {"exception.message", std::string(message)}}});
+  set_status(StatusCode::error, message);
+}
+
+void Span::set_status(StatusCode code, std::string_view message) {
+  if (!data_) return;
+  data_->status = code;
+  data_->status_message = code == StatusCode::error ? std::string(message) : std::string();
+}
+
+void Span::end() noexcept {
+  if (!data_) return;
+  data_->end_time_unix_nano = unix_nanos();
+  tracer_->finish(std::move(*data_), false);
+  data_.reset();
+}
+
+}  // namespace gym::telemetry
