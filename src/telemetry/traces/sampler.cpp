@@ -32,8 +32,10 @@ bool ratio_kept(double ratio, const TraceId& id) noexcept {
   if (ratio <= 0.0) return false;
   std::uint64_t low = 0;
   for (std::size_t i = 8; i < 16; ++i) low = low << 8 | id[i];
-  // ratio * 2^64 as a double, compared in the double domain (exact enough for a sampling rate).
-  return static_cast<double>(low) < std::ldexp(ratio, 64);
+  // The bound ratio * 2^64 as an integer: comparing in doubles would round ids near it.
+  const double bound = std::ldexp(ratio, 64);
+  if (bound >= 18446744073709551616.0) return true;
+  return low < static_cast<std::uint64_t>(bound);
 }
 
 std::size_t positive_count(const EnvValue& e) {
