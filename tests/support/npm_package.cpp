@@ -47,9 +47,15 @@ std::string npm_install(const NpmPackage& package, std::string* why) {
   fs::create_directories(dir);
   FileLock lock(dir / ".install.lock");
   if (fs::exists(modules / package.present)) return modules.string();  // raced
-  const std::string command =
-      fmt::format("cd '{}' && '{}' install --no-audit --no-fund --silent '{}' >&2", dir.string(),
-                  GYM_NPM, package.spec);
+  // Several packages are separated by spaces; each is one quoted word.
+  std::string words;
+  for (std::size_t start = 0; start < package.spec.size();) {
+    const std::size_t end = std::min(package.spec.find(' ', start), package.spec.size());
+    if (end > start) words += " '" + package.spec.substr(start, end - start) + "'";
+    start = end + 1;
+  }
+  const std::string command = fmt::format(
+      "cd '{}' && '{}' install --no-audit --no-fund --silent{} >&2", dir.string(), GYM_NPM, words);
   if (std::system(command.c_str()) != 0 || !fs::exists(modules / package.present)) {
     *why = "`npm install " + package.spec + "` failed (no registry access?)";
     return {};

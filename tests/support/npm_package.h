@@ -8,7 +8,7 @@ namespace gym::test {
 
 struct NpmPackage {
   std::string folder;   // under <build>/tests/integration, e.g. "openai_node"
-  std::string spec;     // what `npm install` gets, e.g. "openai@6"
+  std::string spec;     // what `npm install` gets, e.g. "openai@6" (several: space-separated)
   std::string present;  // a file under node_modules that exists once installed
 };
 
