@@ -423,22 +423,33 @@ void ReportReader::add_line(std::string_view raw, std::string_view source) {
     ++input_.malformed_lines;
   };
 
-  // Cheap test first: most lines of a shared log are not exports. The JSON may follow a prefix
-  // (the orchestrator's `(server) ` on the terminal).
+  // Cheap test first: most lines of a shared log are neither exports nor spans. The JSON may
+  // follow a prefix (the orchestrator's `(server) ` on the terminal).
   const std::size_t brace = line.find('{');
   if (brace == std::string_view::npos ||
-      line.find("\"resourceMetrics\"") == std::string_view::npos) {
+      (line.find("\"resourceMetrics\"") == std::string_view::npos &&
+       line.find("\"trace_id\"") == std::string_view::npos)) {
     ++input_.other_lines;
     return;
   }
   boost::system::error_code ec;
   std::size_t consumed = 0;
   json::value doc = core::parse_json(line.substr(brace), ec, &consumed);
+  if (ec && line.find("\"resourceMetrics\"") == std::string_view::npos) {
+    ++input_.other_lines;  // log text that mentions "trace_id"
+    return;
+  }
   if (ec) {
     malformed(fmt::format("not valid JSON at byte {} ({})", brace + consumed, ec.message()));
     return;
   }
   const json::object* request = doc.if_object();
+  if (request && !request->contains("resourceMetrics") && request->contains("trace_id")) {
+    // A console span line (telemetry.md 7.1); one without what the trace section needs is
+    // some other JSON.
+    ++(take_span(*request) ? input_.span_lines : input_.other_lines);
+    return;
+  }
   if (!request || !request->contains("resourceMetrics")) {
     ++input_.other_lines;  // some other JSON that mentions the word, e.g. a span attribute
     return;
@@ -451,6 +462,27 @@ void ReportReader::add_line(std::string_view raw, std::string_view source) {
     return;
   }
   for (auto& [k, data] : exports) take_export(k, std::move(data));
+}
+
+bool ReportReader::take_span(const json::object& line) {
+  auto text = [&](std::string_view key) -> const json::string* {
+    const auto* v = line.if_contains(key);
+    return v && v->is_string() ? &v->get_string() : nullptr;
+  };
+  auto nanos = [&](std::string_view key) -> std::optional<std::uint64_t> {
+    const auto* v = line.if_contains(key);
+    if (!v) return std::nullopt;
+    if (v->is_uint64()) return v->get_uint64();
+    if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
+    return std::nullopt;
+  };
+  const auto *trace = text("trace_id"), *id = text("span_id"), *parent = text("parent_span_id"),
+             *name = text("name"), *kind = text("kind");
+  const auto start = nanos("start_time_unix_nano"), end = nanos("end_time_unix_nano");
+  if (!trace || !id || !parent || !name || !start || !end || *end < *start) return false;
+  spans_.push_back({std::string(*trace), std::string(*id), std::string(*parent), std::string(*name),
+                    kind ? std::string(*kind) : std::string(), *start, *end});
+  return true;
 }
 
 void ReportReader::take_export(const std::string& key, ProcessExport&& data) {
@@ -490,7 +522,68 @@ TelemetryReport ReportReader::build() const {
   report.pool = pool_rows(views, notes);
   report.server_memory = server_memory_rows(views);
   report.host_memory = host_memory_rows(views);
+  report.traces = trace_section(spans_);
   return report;
+}
+
+namespace {
+
+// The exact nearest-rank percentile of sorted values (q in (0, 1]).
+double nearest_rank(const std::vector<double>& sorted, double q) {
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
+TraceSection ReportReader::trace_section(const std::vector<SpanRecord>& spans) {
+  TraceSection out;
+  out.spans = spans.size();
+  auto ms = [](const SpanRecord& s) { return static_cast<double>(s.end - s.start) / 1e6; };
+  // Children by (trace, parent span id).
+  std::map<std::pair<std::string_view, std::string_view>, std::vector<const SpanRecord*>> children;
+  std::set<std::string_view> traces;
+  std::vector<const SpanRecord*> rollouts;
+  for (const auto& s : spans) {
+    traces.insert(s.trace_id);
+    if (!s.parent_span_id.empty()) children[{s.trace_id, s.parent_span_id}].push_back(&s);
+    if (s.name == "gym.rollout") rollouts.push_back(&s);
+  }
+  out.traces = traces.size();
+  out.rollouts = rollouts.size();
+  if (rollouts.empty()) return out;
+  std::vector<double> walls;
+  for (const auto* r : rollouts) walls.push_back(ms(*r));
+  std::sort(walls.begin(), walls.end());
+  out.rollout_p50_ms = nearest_rank(walls, 0.5);
+  out.rollout_p99_ms = nearest_rank(walls, 0.99);
+  out.slow_threshold_ms = nearest_rank(walls, 0.9);
+  // Every span inside the slowest rollouts, by name.
+  std::map<std::pair<std::string, std::string>, std::vector<double>> by_name;
+  double wall_total = 0;
+  for (const auto* r : rollouts) {
+    if (ms(*r) < *out.slow_threshold_ms) continue;
+    ++out.slow_rollouts;
+    wall_total += ms(*r);
+    std::vector<const SpanRecord*> stack{r};
+    while (!stack.empty()) {
+      const SpanRecord* s = stack.back();
+      stack.pop_back();
+      if (s != r) by_name[{s->name, s->kind}].push_back(ms(*s));
+      if (auto it = children.find({s->trace_id, s->span_id}); it != children.end())
+        for (const auto* c : it->second) stack.push_back(c);
+    }
+  }
+  for (auto& [key, durations] : by_name) {
+    std::sort(durations.begin(), durations.end());
+    double total = 0;
+    for (double d : durations) total += d;
+    out.rows.push_back({key.first, key.second, durations.size(), nearest_rank(durations, 0.5),
+                        nearest_rank(durations, 0.99), wall_total > 0 ? total / wall_total : 0});
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(),
+                   [](const SpanTimeRow& a, const SpanTimeRow& b) { return a.share > b.share; });
+  return out;
 }
 
 TelemetryReport read_report(std::istream& in, std::string_view source) {

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/json/object.hpp>
+
 #include "exporters/otlp/otlp_json_decode.h"
 
 namespace gym::report {
@@ -133,13 +135,38 @@ struct HostMemoryRow {
   std::optional<std::int64_t> peak_bytes;
 };
 
+// Where the slowest rollouts spent their time (issue 14), from the console exporter's span lines
+// (telemetry.md 7.1): the `gym.rollout` spans whose wall time is at least the 90th percentile of
+// all rollouts ("the slowest"), and per span name the spans inside them (their descendants in
+// the trace): how many, their exact p50/p99 duration, and the share of those rollouts' wall time
+// they cover. Shares are inclusive (a SERVER span contains the gym.* span of its handler), so
+// they do not add up to 100 %.
+struct SpanTimeRow {
+  std::string name;
+  std::string kind;  // internal, server, client
+  std::size_t count = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double share = 0;  // total duration / total wall time of the slowest rollouts
+};
+
+struct TraceSection {
+  std::size_t spans = 0;
+  std::size_t traces = 0;
+  std::size_t rollouts = 0;       // gym.rollout spans
+  std::size_t slow_rollouts = 0;  // those at or above slow_threshold_ms
+  std::optional<double> rollout_p50_ms, rollout_p99_ms, slow_threshold_ms;
+  std::vector<SpanTimeRow> rows;  // by share, largest first
+};
+
 // What was read, and what was skipped.
 struct ReportInput {
-  std::size_t lines = 0;            // non-empty lines read
-  std::size_t exports = 0;          // metrics exports (resourceMetrics entries) read
-  std::size_t processes = 0;        // distinct service.instance.id
-  std::size_t other_lines = 0;      // lines that are not metrics exports (log text, spans)
-  std::size_t malformed_lines = 0;  // export lines that could not be read
+  std::size_t lines = 0;                        // non-empty lines read
+  std::size_t exports = 0;                      // metrics exports (resourceMetrics entries) read
+  std::size_t processes = 0;                    // distinct service.instance.id
+  std::size_t span_lines = 0;                   // console span lines (telemetry.md 7.1)
+  std::size_t other_lines = 0;                  // lines that are neither (log text)
+  std::size_t malformed_lines = 0;              // export lines that could not be read
   std::vector<std::string> malformed_examples;  // the first few, "<source>:<line>: <reason>"
   std::vector<std::string> notes;               // points that could not be summed, and why
 };
@@ -154,6 +181,7 @@ struct TelemetryReport {
   std::vector<PoolRow> pool;
   std::vector<ServerMemoryRow> server_memory;
   std::vector<HostMemoryRow> host_memory;
+  TraceSection traces;
 };
 
 // Reads console-exporter lines from one or several sources, then builds the report. Exports of
@@ -183,8 +211,18 @@ class ReportReader {
   };
 
   void take_export(const std::string& key, ProcessExport&& data);
+  // A console span line; false when it is not one.
+  bool take_span(const boost::json::object& line);
+
+  // What the trace section needs of one span.
+  struct SpanRecord {
+    std::string trace_id, span_id, parent_span_id, name, kind;
+    std::uint64_t start = 0, end = 0;
+  };
+  static TraceSection trace_section(const std::vector<SpanRecord>& spans);
 
   ReportInput input_;
+  std::vector<SpanRecord> spans_;
   std::map<std::string, Process> processes_;         // by service.instance.id
   std::map<std::string, std::size_t> line_numbers_;  // per source
 };

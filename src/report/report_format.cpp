@@ -119,8 +119,10 @@ void no_data(std::string& out, std::string_view section) {
 void format_input(std::string& out, const ReportInput& in) {
   out += fmt::format("telemetry report: {} metrics export{} from {} process{}\n", in.exports,
                      in.exports == 1 ? "" : "s", in.processes, in.processes == 1 ? "" : "es");
+  if (in.span_lines > 0)
+    out += fmt::format("spans: {} span line{}\n", in.span_lines, in.span_lines == 1 ? "" : "s");
   std::string skipped;
-  if (in.other_lines > 0) skipped += fmt::format("{} not metrics", in.other_lines);
+  if (in.other_lines > 0) skipped += fmt::format("{} not metrics or spans", in.other_lines);
   if (in.malformed_lines > 0) {
     if (!skipped.empty()) skipped += ", ";
     skipped += fmt::format("{} malformed", in.malformed_lines);
@@ -295,6 +297,40 @@ void add_duration_json(json::object& o, const DurationSummary& d, double to_ms) 
 
 }  // namespace
 
+namespace {
+
+void format_traces(std::string& out, const TraceSection& t) {
+  if (t.spans == 0) return no_data(out, "traces");
+  out += fmt::format("traces: {} span{} in {} trace{}, {} rollout{} (gym.rollout)\n", t.spans,
+                     t.spans == 1 ? "" : "s", t.traces, t.traces == 1 ? "" : "s", t.rollouts,
+                     t.rollouts == 1 ? "" : "s");
+  if (t.rollouts == 0) {
+    out +=
+        "  no gym.rollout spans: enable the `rollout` span group to see where rollouts spend "
+        "their time\n";
+    return;
+  }
+  out += fmt::format(
+      "rollout wall time p50 {} ms, p99 {} ms; the slowest {} (>= p90, {} ms) spent it in:\n",
+      format_ms(*t.rollout_p50_ms), format_ms(*t.rollout_p99_ms), t.slow_rollouts,
+      format_ms(*t.slow_threshold_ms));
+  TextTable table({{"span", Align::left},
+                   {"kind", Align::left},
+                   {"count", Align::right},
+                   {"p50 ms", Align::right},
+                   {"p99 ms", Align::right},
+                   {"share", Align::right}});
+  for (const auto& r : t.rows)
+    table.add_row({r.name, r.kind, std::to_string(r.count), format_ms(r.p50_ms),
+                   format_ms(r.p99_ms), fmt::format("{:.1f}%", r.share * 100)});
+  table.render(out);
+  out +=
+      "  (share: time inside spans of that name over the rollouts' wall time; nested spans "
+      "overlap)\n";
+}
+
+}  // namespace
+
 std::string format_report(const TelemetryReport& r) {
   std::string out;
   format_input(out, r.input);
@@ -310,8 +346,37 @@ std::string format_report(const TelemetryReport& r) {
   format_pool(out, r.pool);
   out += '\n';
   format_memory(out, r.server_memory, r.host_memory);
+  out += '\n';
+  format_traces(out, r.traces);
   return out;
 }
+
+namespace {
+
+json::value optional_ms(const std::optional<double>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+json::object traces_json(const TraceSection& t) {
+  json::array rows;
+  for (const auto& r : t.rows)
+    rows.push_back(json::object{{"name", r.name},
+                                {"kind", r.kind},
+                                {"count", r.count},
+                                {"p50_ms", r.p50_ms},
+                                {"p99_ms", r.p99_ms},
+                                {"share", r.share}});
+  return json::object{{"spans", t.spans},
+                      {"traces", t.traces},
+                      {"rollouts", t.rollouts},
+                      {"slow_rollouts", t.slow_rollouts},
+                      {"rollout_p50_ms", optional_ms(t.rollout_p50_ms)},
+                      {"rollout_p99_ms", optional_ms(t.rollout_p99_ms)},
+                      {"slow_threshold_ms", optional_ms(t.slow_threshold_ms)},
+                      {"spans_in_slowest_rollouts", std::move(rows)}};
+}
+
+}  // namespace
 
 json::value report_json(const TelemetryReport& r) {
   json::array malformed(r.input.malformed_examples.begin(), r.input.malformed_examples.end());
@@ -319,6 +384,7 @@ json::value report_json(const TelemetryReport& r) {
   json::object input{{"lines", r.input.lines},
                      {"exports", r.input.exports},
                      {"processes", r.input.processes},
+                     {"span_lines", r.input.span_lines},
                      {"other_lines", r.input.other_lines},
                      {"malformed_lines", r.input.malformed_lines},
                      {"malformed_examples", std::move(malformed)},
@@ -403,6 +469,7 @@ json::value report_json(const TelemetryReport& r) {
       {"http", std::move(http)},
       {"connection_pool", std::move(pool)},
       {"memory", json::object{{"servers", std::move(server_memory)}, {"hosts", std::move(hosts)}}},
+      {"traces", traces_json(r.traces)},
   };
 }
 

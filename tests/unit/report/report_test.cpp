@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include "exporters/console/console_exporter.h"
@@ -353,6 +354,26 @@ void write_run(const TempFile& file) {
   agent_a.export_now();
 
   file.append("");
+  // Span lines of two rollouts (telemetry.md 7.1): a slow one (100 ms, mostly the model) and a
+  // fast one (10 ms).
+  auto span = [&](std::string_view trace, std::string_view id, std::string_view parent,
+                  std::string_view name, std::string_view kind, std::uint64_t start_ms,
+                  std::uint64_t end_ms) {
+    file.append(fmt::format(
+        R"({{"trace_id":"{}","span_id":"{}","parent_span_id":"{}","name":"{}","kind":"{}",)"
+        R"("start_time_unix_nano":{},"end_time_unix_nano":{},"status":{{"code":"unset"}},)"
+        R"("attributes":{{}},"events":[],"resource":{{"nemo.gym.server.name":"x"}}}})",
+        trace, id, parent, name, kind, start_ms * 1000000, end_ms * 1000000));
+  };
+  span("a1", "r", "", "gym.rollout", "internal", 0, 100);
+  span("a1", "c1", "r", "HTTP POST", "client", 1, 81);
+  span("a1", "s1", "c1", "POST /v1/responses", "server", 2, 80);
+  span("a1", "m1", "s1", "gym.model.responses", "internal", 5, 75);
+  span("a1", "c2", "r", "HTTP POST", "client", 82, 97);
+  span("a1", "s2", "c2", "POST /verify", "server", 83, 97);
+  span("a1", "v2", "s2", "gym.verify", "internal", 84, 96);
+  span("b2", "r", "", "gym.rollout", "internal", 0, 10);
+  span("b2", "v", "r", "gym.verify", "internal", 1, 2);
   // Shutdown (telemetry.md 7.6): final memory sample, gym.servers.active = 0, flush. The agent's
   // tree had no PSS in that sample (T5: no pss point).
   orchestrator.connect("mcqa_simple_agent", 6);
@@ -394,8 +415,9 @@ TEST_F(ReportOfARun, CountsExportsProcessesAndSkippedLines) {
   const ReportInput& in = report().input;
   EXPECT_EQ(in.exports, 9u);  // orchestrator 3, agent worker A 2, four more processes 1 each
   EXPECT_EQ(in.processes, 6u);
-  EXPECT_EQ(in.lines, 12u);       // the empty line does not count
-  EXPECT_EQ(in.other_lines, 2u);  // the log line and the span line
+  EXPECT_EQ(in.lines, 21u);  // the empty line does not count
+  EXPECT_EQ(in.span_lines, 9u);
+  EXPECT_EQ(in.other_lines, 2u);  // the log line and the span line without its times
   EXPECT_EQ(in.malformed_lines, 1u);
   ASSERT_EQ(in.malformed_examples.size(), 1u);
   EXPECT_NE(in.malformed_examples[0].find(file_->path() + ":6: not valid JSON"), std::string::npos)
@@ -596,16 +618,42 @@ std::vector<std::string> row_cells(const std::string& text, std::string_view sec
 
 using Cells = std::vector<std::string>;
 
+// Where the slowest rollouts spent their time: the spans inside the rollouts at or above p90.
+TEST_F(ReportOfARun, TracesShowWhereTheSlowestRolloutsSpentTheirTime) {
+  const TraceSection& t = report().traces;
+  EXPECT_EQ(t.spans, 9u);
+  EXPECT_EQ(t.traces, 2u);
+  EXPECT_EQ(t.rollouts, 2u);
+  EXPECT_EQ(t.slow_rollouts, 1u);  // p90 of {10, 100} ms is 100 ms
+  ASSERT_TRUE(t.rollout_p50_ms && t.slow_threshold_ms);
+  EXPECT_DOUBLE_EQ(*t.rollout_p50_ms, 10.0);
+  EXPECT_DOUBLE_EQ(*t.slow_threshold_ms, 100.0);
+  std::map<std::string, SpanTimeRow> rows;
+  for (const auto& r : t.rows) rows[r.name] = r;
+  ASSERT_EQ(rows.size(), 5u);  // only what ran inside the slow one
+  EXPECT_EQ(rows["HTTP POST"].count, 2u);
+  EXPECT_DOUBLE_EQ(rows["HTTP POST"].p50_ms, 15.0);
+  EXPECT_DOUBLE_EQ(rows["HTTP POST"].p99_ms, 80.0);
+  EXPECT_NEAR(rows["gym.model.responses"].share, 0.70, 1e-9);
+  EXPECT_NEAR(rows["gym.verify"].share, 0.12, 1e-9);
+  EXPECT_EQ(rows["gym.verify"].count, 1u);      // the fast rollout's is not among them
+  EXPECT_EQ(t.rows.front().name, "HTTP POST");  // largest share first (95 %)
+  const std::string text = format_report(report());
+  EXPECT_NE(text.find("the slowest 1 (>= p90, 100 ms) spent it in:"), std::string::npos) << text;
+  EXPECT_EQ(row_cells(text, "traces", "gym.model.responses"),
+            (Cells{"gym.model.responses", "internal", "1", "70.0", "70.0", "70.0%"}));
+}
+
 TEST_F(ReportOfARun, FormatsEverySectionInOrder) {
   const std::string text = format_report(report());
   std::size_t at = 0;
   for (std::string_view header :
-       {"telemetry report: 9 metrics exports from 6 processes",
-        "input: 12 lines read; skipped 2 not metrics, 1 malformed", "servers (gym.servers.active)",
-        "rollouts (gym.rollout.duration_ms)",
+       {"telemetry report: 9 metrics exports from 6 processes", "spans: 9 span lines",
+        "input: 21 lines read; skipped 2 not metrics or spans, 1 malformed",
+        "servers (gym.servers.active)", "rollouts (gym.rollout.duration_ms)",
         "verification (gym.verify.duration_ms, gym.verify.success_rate)",
         "http (http.server.request.duration)", "connection pool (gym.http.connection_pool.*)",
-        "memory (gym.server.memory.*"}) {
+        "memory (gym.server.memory.*", "traces: 9 spans in 2 traces, 2 rollouts"}) {
     std::size_t found = text.find(header, at);
     ASSERT_NE(found, std::string::npos) << header << "\n" << text;
     at = found;
@@ -709,7 +757,7 @@ TEST(ReportFormat, AnInputWithoutExportsHasNoDataAnywhere) {
   EXPECT_EQ(r.input.other_lines, 2u);
   const std::string text = format_report(r);
   EXPECT_EQ(text.rfind("telemetry report: 0 metrics exports from 0 processes\n"
-                       "input: 2 lines read; skipped 2 not metrics\n",
+                       "input: 2 lines read; skipped 2 not metrics or spans\n",
                        0),
             0u)
       << text;
