@@ -17,6 +17,7 @@
 #include <boost/json/object.hpp>
 
 #include "core/config.h"
+#include "telemetry/export/batch_settings.h"
 #include "telemetry/traces/sampler.h"
 
 namespace gym::telemetry {
@@ -85,7 +86,7 @@ struct TelemetrySettings {
   // OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_* (telemetry.md 7.3, 8.3); read only when traces are
   // active, so a variable meant for another SDK cannot stop a run that exports no span.
   Sampler sampler;
-  BatchSpanSettings span_batch;
+  BatchSettings span_batch;
   // Lines to log once at startup: unknown keys of the block, logs_enabled without effect.
   std::vector<std::string> warnings;
 

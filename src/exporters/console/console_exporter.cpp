@@ -33,7 +33,7 @@ ConsoleSpanExporter::ConsoleSpanExporter(const telemetry::Resource& resource,
       resource_(plain_attributes(std::span<const telemetry::Attribute>(
           resource.attributes.begin(), resource.attributes.end()))) {}
 
-ExportResult ConsoleSpanExporter::export_spans(std::span<const telemetry::SpanData> spans,
+ExportResult ConsoleSpanExporter::export_batch(std::span<const telemetry::SpanData> spans,
                                                Deadline /*deadline*/) noexcept {
   if (shut_down_) return ExportResult::failure;
   try {

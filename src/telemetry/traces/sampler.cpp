@@ -38,16 +38,6 @@ bool ratio_kept(double ratio, const TraceId& id) noexcept {
   return low < static_cast<std::uint64_t>(bound);
 }
 
-std::size_t positive_count(const EnvValue& e) {
-  std::size_t v = 0;
-  const char* end = e.value.data() + e.value.size();
-  auto [ptr, ec] = std::from_chars(e.value.data(), end, v);
-  if (ec != std::errc() || ptr != end || v == 0)
-    throw ConfigError(
-        fmt::format("config error: {}='{}' must be a positive whole number", e.name, e.value));
-  return v;
-}
-
 }  // namespace
 
 bool Sampler::sample(const SpanContext* parent, const TraceId& trace_id) const noexcept {
@@ -96,25 +86,6 @@ Sampler resolve_sampler(const core::GetEnv& getenv) {
     s.ratio = ratio;
   }
   return s;
-}
-
-BatchSpanSettings resolve_batch_span_settings(const core::GetEnv& getenv) {
-  BatchSpanSettings b;
-  if (auto e = first_env(getenv, {"OTEL_BSP_MAX_QUEUE_SIZE"}))
-    b.max_queue_size = positive_count(*e);
-  if (auto e = first_env(getenv, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE"})) {
-    b.max_export_batch_size = positive_count(*e);
-    if (b.max_export_batch_size > b.max_queue_size)
-      throw ConfigError(fmt::format(
-          "config error: {}={} must not exceed the queue size ({}, OTEL_BSP_MAX_QUEUE_SIZE)",
-          e->name, e->value, b.max_queue_size));
-  }
-  b.max_export_batch_size = std::min(b.max_export_batch_size, b.max_queue_size);
-  if (auto e = first_env(getenv, {"OTEL_BSP_SCHEDULE_DELAY"}))
-    b.schedule_delay = parse_positive_ms(*e);
-  if (auto e = first_env(getenv, {"OTEL_BSP_EXPORT_TIMEOUT"}))
-    b.export_timeout = parse_positive_ms(*e);
-  return b;
 }
 
 }  // namespace gym::telemetry

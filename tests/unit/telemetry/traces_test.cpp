@@ -146,20 +146,27 @@ TEST(Sampler, ResolvedFromTheStandardVariables) {
   }
 }
 
-TEST(BatchSpanSettings, ResolvedWithTheirLimits) {
-  auto b = resolve_batch_span_settings(env_of({{"OTEL_BSP_MAX_QUEUE_SIZE", "100"},
-                                               {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "10"},
-                                               {"OTEL_BSP_SCHEDULE_DELAY", "250"}}));
+BatchSettings bsp(std::map<std::string, std::string> vars) {
+  return resolve_batch_settings(env_of(std::move(vars)), "OTEL_BSP", BatchSettings{});
+}
+
+TEST(BatchSettings, ResolvedWithTheirLimits) {
+  auto b = bsp({{"OTEL_BSP_MAX_QUEUE_SIZE", "100"},
+                {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "10"},
+                {"OTEL_BSP_SCHEDULE_DELAY", "250"}});
   EXPECT_EQ(b.max_queue_size, 100u);
   EXPECT_EQ(b.max_export_batch_size, 10u);
   EXPECT_EQ(b.schedule_delay, 250ms);
-  EXPECT_THROW(resolve_batch_span_settings(env_of(
-                   {{"OTEL_BSP_MAX_QUEUE_SIZE", "10"}, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "11"}})),
+  EXPECT_THROW(bsp({{"OTEL_BSP_MAX_QUEUE_SIZE", "10"}, {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "11"}}),
                core::ConfigError);
-  EXPECT_THROW(resolve_batch_span_settings(env_of({{"OTEL_BSP_MAX_QUEUE_SIZE", "0"}})),
-               core::ConfigError);
-  EXPECT_THROW(resolve_batch_span_settings(env_of({{"OTEL_BSP_SCHEDULE_DELAY", "-1"}})),
-               core::ConfigError);
+  EXPECT_THROW(bsp({{"OTEL_BSP_MAX_QUEUE_SIZE", "0"}}), core::ConfigError);
+  EXPECT_THROW(bsp({{"OTEL_BSP_SCHEDULE_DELAY", "-1"}}), core::ConfigError);
+  // The log-record processor's own variables and defaults.
+  auto blrp =
+      resolve_batch_settings(env_of({{"OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", "7"}}), "OTEL_BLRP",
+                             BatchSettings{2048, 512, std::chrono::milliseconds(1000)});
+  EXPECT_EQ(blrp.max_export_batch_size, 7u);
+  EXPECT_EQ(blrp.schedule_delay, 1000ms);
 }
 
 // An invalid sampler stops only a process whose traces are active (T1 without breaking runs
@@ -298,7 +305,7 @@ TEST(Tracer, AForkedWorkerNeverRepeatsItsParentsIds) {
 // Records batches; can be held (a hung collector) until released.
 class HoldingExporter final : public SpanExporter {
  public:
-  ExportResult export_spans(std::span<const SpanData> spans, Deadline deadline) noexcept override {
+  ExportResult export_batch(std::span<const SpanData> spans, Deadline deadline) noexcept override {
     std::unique_lock lock(mu);
     entered = true;
     cv.notify_all();
@@ -329,7 +336,7 @@ SpanData named(std::string name) {
 TEST(BatchSpanProcessor, FullBatchesGoOutAtOnceTheRestOnFlush) {
   auto exporter = std::make_unique<HoldingExporter>();
   auto* ex = exporter.get();
-  BatchSpanSettings settings;
+  BatchSettings settings;
   settings.max_queue_size = 100;
   settings.max_export_batch_size = 4;
   settings.schedule_delay = std::chrono::hours(1);  // only full batches and flushes export
@@ -354,7 +361,7 @@ TEST(BatchSpanProcessor, AFullQueueDropsAndCountsNeverBlocks) {
   auto exporter = std::make_unique<HoldingExporter>();
   auto* ex = exporter.get();
   ex->hold = true;  // the collector hangs
-  BatchSpanSettings settings;
+  BatchSettings settings;
   settings.max_queue_size = 8;
   settings.max_export_batch_size = 2;
   settings.schedule_delay = 10ms;
@@ -378,7 +385,7 @@ TEST(BatchSpanProcessor, AFullQueueDropsAndCountsNeverBlocks) {
 TEST(BatchSpanProcessor, ShutdownExportsWhatIsQueued) {
   auto exporter = std::make_unique<HoldingExporter>();
   auto* ex = exporter.get();
-  BatchSpanSettings settings;
+  BatchSettings settings;
   settings.schedule_delay = std::chrono::hours(1);
   BatchSpanProcessor p(std::move(exporter), settings);
   for (int i = 0; i < 3; ++i) p.on_end(named("s"));

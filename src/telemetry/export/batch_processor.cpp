@@ -1,26 +1,40 @@
-#include "telemetry/traces/batch_span_processor.h"
+#include "telemetry/export/batch_processor.h"
 
 #include <pthread.h>
 
 #include <vector>
 
+#include "telemetry/export/periodic_reader.h"
+#include "telemetry/logs/log_record.h"
+#include "telemetry/traces/span_data.h"
+
 #include <spdlog/spdlog.h>
 
 namespace gym::telemetry {
 
-BatchSpanProcessor::BatchSpanProcessor(std::unique_ptr<SpanExporter> exporter,
-                                       BatchSpanSettings settings,
+template <class Record>
+BatchProcessor<Record>::BatchProcessor(std::unique_ptr<BatchExporter<Record>> exporter,
+                                       BatchSettings settings, std::string what,
+                                       std::string queue_variable,
                                        std::chrono::milliseconds log_interval)
-    : exporter_(std::move(exporter)), settings_(settings), log_interval_(log_interval) {
+    : exporter_(std::move(exporter)),
+      settings_(settings),
+      what_(std::move(what)),
+      queue_variable_(std::move(queue_variable)),
+      log_interval_(log_interval) {
   thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "gym-spans");
+    pthread_setname_np(pthread_self(), "gym-batches");
     run();
   });
 }
 
-BatchSpanProcessor::~BatchSpanProcessor() { shutdown(kShutdownBound); }
+template <class Record>
+BatchProcessor<Record>::~BatchProcessor() {
+  shutdown(kShutdownBound);
+}
 
-void BatchSpanProcessor::on_end(SpanData&& span) noexcept {
+template <class Record>
+void BatchProcessor<Record>::push(Record&& record) noexcept {
   bool wake = false;
   std::uint64_t log_drops = 0;
   {
@@ -39,21 +53,21 @@ void BatchSpanProcessor::on_end(SpanData&& span) noexcept {
       }
     } else {
       try {
-        queue_.push_back(std::move(span));
+        queue_.push_back(std::move(record));
       } catch (...) {
-        ++stats_.dropped_full;  // out of memory: a dropped span, never a failed request
+        ++stats_.dropped_full;  // out of memory: a dropped record, never a failed request
       }
       wake = queue_.size() == settings_.max_export_batch_size;
     }
   }
   if (log_drops)
-    spdlog::warn(
-        "telemetry: the span queue is full (OTEL_BSP_MAX_QUEUE_SIZE={}); dropped {} span(s)",
-        settings_.max_queue_size, log_drops);
+    spdlog::warn("telemetry: the {} queue is full ({}={}); dropped {} {}(s)", what_,
+                 queue_variable_, settings_.max_queue_size, log_drops, what_);
   if (wake) wake_.notify_one();
 }
 
-void BatchSpanProcessor::run() {
+template <class Record>
+void BatchProcessor<Record>::run() {
   std::unique_lock lock(mutex_);
   auto next = Clock::now() + settings_.schedule_delay;
   std::uint64_t flushes_seen = 0;
@@ -75,10 +89,11 @@ void BatchSpanProcessor::run() {
   }
 }
 
-void BatchSpanProcessor::export_batch(std::unique_lock<std::mutex>& lock) {
+template <class Record>
+void BatchProcessor<Record>::export_batch(std::unique_lock<std::mutex>& lock) {
   if (queue_.empty()) return;
   const std::size_t n = std::min(queue_.size(), settings_.max_export_batch_size);
-  std::vector<SpanData> batch;
+  std::vector<Record> batch;
   batch.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     batch.push_back(std::move(queue_.front()));
@@ -88,13 +103,14 @@ void BatchSpanProcessor::export_batch(std::unique_lock<std::mutex>& lock) {
   auto deadline = Clock::now() + settings_.export_timeout;
   if (stopping_) deadline = std::min(deadline, stop_deadline_);
   lock.unlock();
-  const auto result = exporter_->export_spans(batch, deadline);
+  const auto result = exporter_->export_batch(batch, deadline);
   lock.lock();
   in_flight_ = 0;
   (result == ExportResult::success ? stats_.exported : stats_.export_failed) += n;
 }
 
-bool BatchSpanProcessor::force_flush(std::chrono::milliseconds wait) noexcept {
+template <class Record>
+bool BatchProcessor<Record>::force_flush(std::chrono::milliseconds wait) noexcept {
   std::unique_lock lock(mutex_);
   if (stopped_) return queue_.empty();
   ++flush_requests_;
@@ -102,7 +118,8 @@ bool BatchSpanProcessor::force_flush(std::chrono::milliseconds wait) noexcept {
   return idle_.wait_for(lock, wait, [&] { return queue_.empty() && in_flight_ == 0; });
 }
 
-bool BatchSpanProcessor::shutdown(std::chrono::milliseconds wait) noexcept {
+template <class Record>
+bool BatchProcessor<Record>::shutdown(std::chrono::milliseconds wait) noexcept {
   const auto deadline = Clock::now() + wait;
   bool drained = false;
   {
@@ -117,7 +134,8 @@ bool BatchSpanProcessor::shutdown(std::chrono::milliseconds wait) noexcept {
       const std::size_t left = queue_.size();
       stats_.export_failed += left;
       queue_.clear();
-      if (left) spdlog::warn("telemetry: {} span(s) not exported within the shutdown bound", left);
+      if (left)
+        spdlog::warn("telemetry: {} {}(s) not exported within the shutdown bound", left, what_);
     }
     stopped_ = true;
   }
@@ -126,9 +144,14 @@ bool BatchSpanProcessor::shutdown(std::chrono::milliseconds wait) noexcept {
   return drained;
 }
 
-BatchSpanProcessor::Stats BatchSpanProcessor::stats() const {
+template <class Record>
+typename BatchProcessor<Record>::Stats BatchProcessor<Record>::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
 }
+
+// The two kinds of record there are.
+template class BatchProcessor<SpanData>;
+template class BatchProcessor<LogRecordData>;
 
 }  // namespace gym::telemetry
