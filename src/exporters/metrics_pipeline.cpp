@@ -104,7 +104,7 @@ std::unique_ptr<telemetry::SpanExporter> make_span_exporter(
 }
 
 telemetry::PipelineFactory metrics_pipelines() {
-  return {check_exporter_settings, make_metrics_pipeline, make_span_exporter};
+  return {check_exporter_settings, make_metrics_pipeline, make_span_exporter, nullptr};
 }
 
 }  // namespace gym::exporters

@@ -1,6 +1,7 @@
 #include "http/client.h"
 
 #include "http/router.h"
+#include "telemetry/logs/log_bridge.h"
 #include "telemetry/traces/tracer.h"
 
 #include "core/json_text.h"
@@ -325,6 +326,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     if (!span.context().trace_state.empty())
       req.headers.push_back({"tracestate", span.context().trace_state});
     if (!req.trace.baggage.empty()) req.headers.push_back({"baggage", req.trace.baggage});
+    req.trace.span = span.context();  // what the attempts' log lines carry
     try {
       ClientResponse res = co_await attempts(std::move(req));
       span.set_attribute("http.response.status_code", res.status);
@@ -377,6 +379,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
                          a.response->body);
           co_return std::move(*a.response);
         }
+        const telemetry::ScopedLogTrace in_span(req.trace.span);
         spdlog::warn("[model_retry url={} status={} kind={} try={} max_tries={}]", url, st,
                      to_string(d.reason), d.try_number, RetryPolicy::kExternalMaxTries);
         why = "HTTP " + std::to_string(st);

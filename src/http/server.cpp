@@ -4,6 +4,7 @@
 #include "http/server_metrics.h"
 #include "http/session_cookie.h"
 #include "telemetry/gym_metrics.h"
+#include "telemetry/logs/log_bridge.h"
 #include "telemetry/traces/tracer.h"
 
 #include <spdlog/spdlog.h>
@@ -432,6 +433,7 @@ asio::awaitable<Response> handle(Loop& loop, Request& req, telemetry::Span& span
     try {
       res = co_await (*match.handler)(req);
     } catch (const std::exception& e) {
+      const telemetry::ScopedLogTrace in_span(req.trace.span);  // an OTLP log record's ids (8.4)
       spdlog::error("{} {}: handler failed: {}", to_string(req.method), req.path, e.what());
       span.record_exception(exception_type(e), e.what());
       res = exception_response(e);

@@ -332,10 +332,10 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
                    {"NEMO_GYM_OTEL_METRICS_ENABLED", "NEMO_LENS_METRICS_ENABLED"}, true);
   s.logs_enabled = resolve_bool(cfg, getenv, "logs_enabled",
                                 {"NEMO_GYM_OTEL_LOGS_ENABLED", "NEMO_LENS_LOGS_ENABLED"}, false);
-  if (s.logs_enabled && s.active()) {
+  if (s.logs_enabled && s.active() && s.exporter == ExporterKind::console) {
     s.warnings.push_back(
-        "telemetry: logs_enabled has no effect yet (OTel logs are not "
-        "implemented); log records stay on stderr");
+        "telemetry: logs_enabled has no effect with the console exporter: the log records are "
+        "already on the process's output");
   }
   s.run_id = resolve_string(cfg, getenv, "run_id", {"NEMO_GYM_OTEL_RUN_ID", "NEMO_LENS_RUN_ID"});
   if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_USER_ID", "NEMO_LENS_USER_ID"})) {
@@ -374,6 +374,10 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
   if (s.traces_active()) {
     s.sampler = resolve_sampler(getenv);
     s.span_batch = resolve_batch_settings(getenv, "OTEL_BSP", BatchSettings{});
+  }
+  if (s.logs_active()) {
+    s.log_batch = resolve_batch_settings(getenv, "OTEL_BLRP",
+                                         BatchSettings{2048, 512, std::chrono::milliseconds(1000)});
   }
   return s;
 }

@@ -66,7 +66,7 @@ struct TelemetrySettings {
   ExporterKind exporter = ExporterKind::otlp;      // exporter: otlp or console
   bool traces_enabled = true;                      // traces_enabled
   bool metrics_enabled = true;                     // metrics_enabled
-  bool logs_enabled = false;                       // logs_enabled (phase 3: warns only)
+  bool logs_enabled = false;                       // logs_enabled: OTLP log records (8.4)
   std::optional<std::string> run_id;               // run_id, before the fallbacks of 3.4
   std::optional<std::string> user_id;              // NEMO_GYM_OTEL_USER_ID / NEMO_LENS_USER_ID
   bool memory_profiling_enabled = false;           // memory_profiling.enabled
@@ -87,6 +87,8 @@ struct TelemetrySettings {
   // active, so a variable meant for another SDK cannot stop a run that exports no span.
   Sampler sampler;
   BatchSettings span_batch;
+  // OTEL_BLRP_* (telemetry.md 8.4; schedule delay 1000 ms), read only when logs are active.
+  BatchSettings log_batch;
   // Lines to log once at startup: unknown keys of the block, logs_enabled without effect.
   std::vector<std::string> warnings;
 
@@ -94,6 +96,10 @@ struct TelemetrySettings {
   bool active() const noexcept { return enabled && !sdk_disabled; }
   bool metrics_active() const noexcept { return active() && metrics_enabled; }
   bool traces_active() const noexcept { return active() && traces_enabled; }
+  // Log records go out over OTLP (the console exporter has none: they are on stdout already).
+  bool logs_active() const noexcept {
+    return active() && logs_enabled && exporter == ExporterKind::otlp;
+  }
 };
 
 // Resolves every key of telemetry.md 3.1 with the precedence of 3.2 from `config` (the merged

@@ -36,6 +36,16 @@ ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySett
     }
   }
   if (!tracer_) tracer_ = std::make_unique<Tracer>();
+  if (settings_.logs_active() && factory.build_logs) {
+    if (auto exporter = factory.build_logs(settings_, identity_, run_id_, getenv))
+      logs_ = std::make_unique<LogBridge>(std::move(exporter), settings_.log_batch,
+                                          settings_.export_interval);
+  }
+}
+
+std::optional<BatchProcessor<LogRecordData>::Stats> ProcessTelemetry::log_stats() const {
+  if (!logs_) return std::nullopt;
+  return logs_->stats();
 }
 
 std::optional<BatchSpanProcessor::Stats> ProcessTelemetry::span_stats() const {

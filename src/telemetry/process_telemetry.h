@@ -17,6 +17,7 @@
 #include "telemetry/config.h"
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/gym_metrics.h"
+#include "telemetry/logs/log_bridge.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry/resource.h"
 #include "telemetry/traces/batch_span_processor.h"
@@ -56,9 +57,15 @@ struct PipelineFactory {
   using BuildSpans = std::function<std::unique_ptr<SpanExporter>(
       const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
 
+  // The log-record exporter of a process whose logs are active (telemetry.md 8.4); throws like
+  // Build. May be empty: no log records are exported.
+  using BuildLogs = std::function<std::unique_ptr<LogExporter>(
+      const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
+
   Check check;
   Build build;
   BuildSpans build_spans;
+  BuildLogs build_logs;
 };
 
 // resolve_settings(), then the factory's check of the exporter settings: every telemetry value
@@ -89,6 +96,8 @@ class ProcessTelemetry {
   Tracer& tracer() noexcept { return *tracer_; }
   // The span processor's figures; nullopt when no span is exported.
   std::optional<BatchSpanProcessor::Stats> span_stats() const;
+  // The log-record processor's figures; nullopt when no log record is exported.
+  std::optional<BatchProcessor<LogRecordData>::Stats> log_stats() const;
 
   bool force_flush(std::chrono::milliseconds wait = kShutdownBound);
   bool shutdown(std::chrono::milliseconds wait = kShutdownBound);
@@ -102,6 +111,7 @@ class ProcessTelemetry {
   std::unique_ptr<GymMetrics> metrics_;            // observable callbacks point into it
   std::unique_ptr<BatchSpanProcessor> spans_;      // null unless spans are exported
   std::unique_ptr<Tracer> tracer_;                 // uses spans_
+  std::unique_ptr<LogBridge> logs_;                // null unless log records are exported
   bool shut_down_ = false;
 };
 

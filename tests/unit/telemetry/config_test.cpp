@@ -147,7 +147,8 @@ TEST(TelemetryConfig, EveryVariableIsRead) {
   EXPECT_FALSE(s.traces_enabled);
   EXPECT_TRUE(s.metrics_enabled);
   EXPECT_TRUE(s.logs_enabled);
-  ASSERT_EQ(s.warnings.size(), 1u);  // logs_enabled has no effect yet
+  ASSERT_EQ(s.warnings.size(), 1u);  // logs_enabled has no effect with the console exporter
+  EXPECT_FALSE(s.logs_active());
   EXPECT_EQ(s.user_id, "alice");
   EXPECT_FALSE(s.service_name_per_server);
   EXPECT_FALSE(s.instrument_aiohttp);
