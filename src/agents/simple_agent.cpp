@@ -241,14 +241,7 @@ void register_simple_agent(servers::Registry& registry) {
                                  Request& req, json::value& body) -> asio::awaitable<Response> {
               servers::HandlerSpan span(ctx, telemetry::SpanGroup::agent, "gym.agent.responses",
                                         req);
-              try {
-                Response res = co_await responses(req, body);
-                span.answered(res.status);
-                co_return res;
-              } catch (const std::exception& e) {
-                span.failed(e);
-                throw;
-              }
+              co_return co_await servers::answer_in(span, responses, req, body);
             }));
         router.post(
             "/aggregate_metrics",

@@ -32,14 +32,7 @@ void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler r
                     });
                     HandlerSpan span(ctx, telemetry::SpanGroup::rollout, "gym.rollout", req,
                                      rollout_id_of_row(body));
-                    try {
-                      http::Response res = co_await rollout(req, body);
-                      span.answered(res.status);
-                      co_return res;
-                    } catch (const std::exception& e) {
-                      span.failed(e);
-                      throw;
-                    }
+                    co_return co_await answer_in(span, rollout, req, body);
                   },
                   std::move(schema)));
 }

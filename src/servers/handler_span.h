@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/json/value.hpp>
 
 #include "http/message.h"
@@ -42,5 +43,20 @@ class HandlerSpan {
  private:
   telemetry::Span span_;
 };
+
+// `handler(req, body)` answered inside `span`: a 5xx answer or an exception marks it. The
+// arguments are references into the caller's frame, which awaits this at once.
+template <class Handler, class Body>
+boost::asio::awaitable<http::Response> answer_in(HandlerSpan& span, Handler& handler,
+                                                 http::Request& req, Body& body) {
+  try {
+    http::Response res = co_await handler(req, body);
+    span.answered(res.status);
+    co_return res;
+  } catch (const std::exception& e) {
+    span.failed(e);
+    throw;
+  }
+}
 
 }  // namespace gym::servers

@@ -159,14 +159,7 @@ void add_model_server_routes(const ServerContext& ctx, http::Router& router,
         }
         auto errors = validate_model_create_params(body);
         if (!errors.empty()) co_return Response::detail(422, errors);
-        try {
-          Response res = co_await answer(req, body.get_object());
-          span.answered(res.status);
-          co_return res;
-        } catch (const std::exception& e) {
-          span.failed(e);
-          throw;
-        }
+        co_return co_await answer_in(span, answer, req, body.get_object());
       }));
   if (handlers.chat_completions)
     router.post("/v1/chat/completions",
@@ -175,14 +168,7 @@ void add_model_server_routes(const ServerContext& ctx, http::Router& router,
                         Request& req, json::value& body) -> asio::awaitable<Response> {
                       HandlerSpan span(ctx, telemetry::SpanGroup::model_call,
                                        "gym.model.chat_completions", req);
-                      try {
-                        Response res = co_await answer(req, body);
-                        span.answered(res.status);
-                        co_return res;
-                      } catch (const std::exception& e) {
-                        span.failed(e);
-                        throw;
-                      }
+                      co_return co_await answer_in(span, answer, req, body);
                     },
                     std::move(handlers.chat_completions_schema)));
 }

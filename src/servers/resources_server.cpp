@@ -47,15 +47,9 @@ void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandle
                                });
                                HandlerSpan span(ctx, telemetry::SpanGroup::verify, "gym.verify",
                                                 req, rollout_id_of_row(body));
-                               try {
-                                 Response res = co_await verifier(req, body);
-                                 completed = res.status >= 200 && res.status < 300;
-                                 span.answered(res.status);
-                                 co_return res;
-                               } catch (const std::exception& e) {
-                                 span.failed(e);
-                                 throw;
-                               }
+                               Response res = co_await answer_in(span, verifier, req, body);
+                               completed = res.status >= 200 && res.status < 300;
+                               co_return res;
                              },
                              std::move(schema)));
 }
