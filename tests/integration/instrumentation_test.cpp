@@ -85,13 +85,15 @@ std::string agent_of(const json::object& row) {
 }
 
 // The environment of a process that exports metrics to `receiver` every `interval_ms`, with
-// telemetry on or off. Whatever the developer's shell may export is neutralised (empty counts as
-// unset, telemetry.md 3.2).
+// telemetry on or off, over the receiver's protocol (http/protobuf for the HTTP receiver: the
+// default protocol is grpc). Whatever the developer's shell may export is neutralised (empty
+// counts as unset, telemetry.md 3.2).
 std::vector<std::string> telemetry_env(const OtlpReceiver& receiver, int interval_ms,
                                        bool enabled = true) {
   std::vector<std::string> env{
       std::string("NEMO_GYM_OTEL_ENABLED=") + (enabled ? "1" : ""),
       "OTEL_EXPORTER_OTLP_ENDPOINT=" + receiver.endpoint(),
+      "OTEL_EXPORTER_OTLP_PROTOCOL=" + receiver.protocol(),
       "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
   };
   for (const char* name : {"NEMO_LENS_ENABLED",
@@ -112,8 +114,9 @@ std::vector<std::string> telemetry_env(const OtlpReceiver& receiver, int interva
                            "OTEL_RESOURCE_ATTRIBUTES",
                            "OTEL_METRIC_EXPORT_TIMEOUT",
                            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-                           "OTEL_EXPORTER_OTLP_PROTOCOL",
                            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+                           "OTEL_EXPORTER_OTLP_INSECURE",
+                           "OTEL_EXPORTER_OTLP_METRICS_INSECURE",
                            "OTEL_EXPORTER_OTLP_TIMEOUT",
                            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
                            "OTEL_EXPORTER_OTLP_COMPRESSION",
