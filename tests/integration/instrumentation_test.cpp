@@ -460,8 +460,12 @@ bool answers(int port) {
 
 // ---- a, b: `gym eval run` with servers exports the catalogue from every process -----------------
 
-TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree) {
-  OtlpReceiver receiver;
+// Over the receiver's protocol: http/protobuf to the HTTP receiver, grpc to the gRPC one (the
+// orchestrator and every server it spawns export over the same one).
+void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
+  OtlpReceiver::Options options;
+  options.transport = transport;
+  OtlpReceiver receiver(options);
   ASSERT_TRUE(listening(receiver));
   TempDir tmp;
   const Demo demo = demo_data(tmp, {"mcqa", "string_match", "example_multi_step"}, 2);
@@ -668,6 +672,15 @@ TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree)
   const auto final_active = points(*orchestrator.metric(kServersActive));
   ASSERT_EQ(final_active.size(), 1u);
   EXPECT_EQ(point_value(*final_active[0]), 0.0);
+}
+
+TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree) {
+  eval_run_exports_the_catalogue(OtlpReceiver::Transport::http);
+}
+
+// The default protocol (issue 14): a whole deployment over OTLP/gRPC.
+TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueOverGrpc) {
+  eval_run_exports_the_catalogue(OtlpReceiver::Transport::grpc);
 }
 
 // ---- A deployment of `gym serve` processes around gym_test_server -------------------------------
@@ -1183,8 +1196,10 @@ int parent_of(std::int64_t pid) {
 
 }  // namespace
 
-TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsPrometheusPorts) {
-  OtlpReceiver receiver;
+void two_workers_report_apart(OtlpReceiver::Transport transport) {
+  OtlpReceiver::Options options;
+  options.transport = transport;
+  OtlpReceiver receiver(options);
   ASSERT_TRUE(listening(receiver));
   TempDir tmp;
   const Demo demo = demo_data(tmp, {"mcqa"}, 2);
@@ -1309,6 +1324,16 @@ TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsProm
                   run_id, name, static_cast<pid_t>(instances[name].at("pid").as_int64()))),
               1u)
         << name;
+}
+
+TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsPrometheusPorts) {
+  two_workers_report_apart(OtlpReceiver::Transport::http);
+}
+
+// Over gRPC (issue 14): each forked worker makes its own gRPC channel after the fork (T6: the
+// supervisor never starts one), and the orchestrator's channel outlives its fork+exec of servers.
+TEST(InstrumentationEnvStart, TwoWorkersReportApartOverGrpc) {
+  two_workers_report_apart(OtlpReceiver::Transport::grpc);
 }
 
 // telemetry.md 6.8: with memory profiling the orchestrator exports the seven memory gauges; a

@@ -32,6 +32,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
 
+#include "exporters/otlp/otlp_encoding.h"
 #include "exporters/otlp/otlp_metric_exporter.h"
 #include "exporters/otlp/otlp_sender.h"
 #include "exporters/otlp/otlp_settings.h"
@@ -707,6 +708,23 @@ TEST(OtlpGrpc, TheOpenTelemetryDecoderReadsEveryFieldOverGrpc) {
                                     std::chrono::steady_clock::now() + std::chrono::seconds(20)),
             ExportResult::success)
       << receiver->output();
+  receiver->stop();
+}
+
+TEST(OtlpGrpc, HeadersGrpcMetadataCannotCarryAreLeftOutOfSettingsMadeByHand) {
+  // resolve_otlp refuses them at startup; a sender given them directly must not abort the call.
+  auto receiver = grpc_receiver();
+  ASSERT_TRUE(listening(*receiver));
+  OtlpSettings s = grpc_settings(receiver->endpoint());
+  s.headers = {{"bad key", "1"}, {"x-gym-test", "kept"}, {"x-newline", "a\nb"}};
+  OtlpSender sender(s, Signal::metrics);
+  const auto recorded = record_snapshot();
+  ASSERT_TRUE(sender.send(gym::exporters::encode_request(recorded->snapshot, OtlpProtocol::grpc),
+                          points(recorded->snapshot),
+                          std::chrono::steady_clock::now() + std::chrono::seconds(20)))
+      << receiver->output();
+  ASSERT_TRUE(receiver->wait_for(1, std::chrono::seconds(30))) << receiver->output();
+  EXPECT_EQ(header(receiver->requests().at(0), "x-gym-test"), "kept");
   receiver->stop();
 }
 

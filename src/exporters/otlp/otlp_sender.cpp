@@ -158,6 +158,10 @@ class HttpTransport final : public OtlpSender::Transport {
   ~HttpTransport() override { stop(Clock::now() + std::chrono::seconds(1)); }
 
   void start(std::string payload, Clock::time_point end, Outcome outcome) override {
+    if (stopped_) {
+      outcome->set_value(SendResult{false, "the exporter is shut down"});
+      return;
+    }
     asio::co_spawn(io_, send(std::move(payload), end),
                    [outcome](std::exception_ptr e, SendResult r) {
                      if (e) {
@@ -174,8 +178,7 @@ class HttpTransport final : public OtlpSender::Transport {
   }
 
   void stop(telemetry::Deadline deadline) override {
-    if (stopped_) return;
-    stopped_ = true;
+    if (stopped_.exchange(true)) return;
     // The client is destroyed on its own loop, then the loop stops; an abandoned send is
     // destroyed with the io_context (its outcome's promise then breaks, which its waiter reads as
     // a failure).
@@ -247,7 +250,7 @@ class HttpTransport final : public OtlpSender::Transport {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::optional<http::HttpClient> client_;  // loop thread only
   std::thread thread_;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};
 };
 
 // ---- OTLP/gRPC ----------------------------------------------------------------------------------
@@ -366,7 +369,10 @@ class GrpcTransport final : public OtlpSender::Transport {
 
   void start(std::string payload, Clock::time_point end, Outcome outcome) override {
     auto call = std::make_unique<Call>();
-    grpc::Slice slice(payload);
+    // The slice owns the payload: no copy of a batch that may be megabytes.
+    auto* owned = new std::string(std::move(payload));
+    grpc::Slice slice(
+        owned->data(), owned->size(), [](void* p) { delete static_cast<std::string*>(p); }, owned);
     call->request = grpc::ByteBuffer(&slice, 1);
     call->end = end;
     call->outcome = std::move(outcome);
@@ -454,6 +460,20 @@ class GrpcTransport final : public OtlpSender::Transport {
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
       channel_ = grpc::CreateCustomChannel(where.target, credentials, args);
       stub_ = std::make_unique<grpc::GenericStub>(channel_);
+      // HTTP header names are case-insensitive, gRPC metadata keys lowercase. What gRPC could not
+      // carry (resolve_otlp refuses it; settings made by hand may hold it) would abort the call:
+      // it is left out, once, with a warning naming the key.
+      for (const auto& [k, v] : owner_.settings.headers) {
+        if (auto why = grpc_metadata_problem(k, v); !why.empty()) {
+          spdlog::warn("telemetry: the {} exporter leaves a header out of its gRPC metadata: {}",
+                       signal_name(owner_.signal), why);
+          continue;
+        }
+        std::string key = k;
+        std::transform(key.begin(), key.end(), key.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        metadata_.emplace_back(std::move(key), v);
+      }
     } catch (const std::exception& e) {
       channel_error_ = e.what();
     }
@@ -489,12 +509,7 @@ class GrpcTransport final : public OtlpSender::Transport {
     ++call->attempt;
     call->context = std::make_unique<grpc::ClientContext>();
     call->context->set_deadline(monotonic_in(call->end - now));
-    for (const auto& [k, v] : owner_.settings.headers) {
-      std::string key = k;
-      std::transform(key.begin(), key.end(), key.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      call->context->AddMetadata(key, v);
-    }
+    for (const auto& [k, v] : metadata_) call->context->AddMetadata(k, v);
     if (owner_.settings.compression == Compression::gzip) {
       call->context->set_compression_algorithm(GRPC_COMPRESS_GZIP);
     }
@@ -560,11 +575,12 @@ class GrpcTransport final : public OtlpSender::Transport {
 
   OtlpSender::Impl& owner_;
   grpc::CompletionQueue cq_;
-  std::shared_ptr<grpc::Channel> channel_;       // the queue's thread only
-  std::unique_ptr<grpc::GenericStub> stub_;      // the queue's thread only
-  std::string target_;                           // the queue's thread only
-  std::string channel_error_;                    // the queue's thread only
-  std::mt19937_64 rng_{std::random_device{}()};  // the queue's thread only
+  std::shared_ptr<grpc::Channel> channel_;                     // the queue's thread only
+  std::unique_ptr<grpc::GenericStub> stub_;                    // the queue's thread only
+  std::string target_;                                         // the queue's thread only
+  std::string channel_error_;                                  // the queue's thread only
+  std::vector<std::pair<std::string, std::string>> metadata_;  // the queue's thread only
+  std::mt19937_64 rng_{std::random_device{}()};                // the queue's thread only
   std::uniform_real_distribution<double> jitter_{-1.0, 1.0};
   bool stopping_ = false;  // the queue's thread only: the stop alarm was seen
 

@@ -43,32 +43,6 @@ std::string upper(std::string_view s) {
   return out;
 }
 
-// Why gRPC metadata cannot carry this header (empty when it can): gRPC's rules for keys
-// (lowercase letters, digits, '-', '_', '.'; HTTP header names are case-insensitive, so the key is
-// sent lowercased) and for the values of keys not ending in -bin (printable ASCII). gRPC aborts a
-// call whose metadata breaks them, so they are checked at startup.
-std::string grpc_metadata_problem(std::string_view key, std::string_view value) {
-  const std::string k = lower(key);
-  for (unsigned char c : k) {
-    if (!(std::isdigit(c) || (c >= 'a' && c <= 'z') || c == '-' || c == '_' || c == '.')) {
-      return fmt::format("the header name '{}' has a character gRPC metadata keys cannot carry",
-                         key);
-    }
-  }
-  if (k.rfind("grpc-", 0) == 0) {
-    return fmt::format("the header name '{}' is reserved by gRPC", key);
-  }
-  const bool binary = k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0;
-  if (!binary) {
-    for (unsigned char c : value) {
-      if (c < 0x20 || c > 0x7e) {
-        return fmt::format("the value of header '{}' is not printable ASCII (gRPC metadata)", key);
-      }
-    }
-  }
-  return {};
-}
-
 }  // namespace
 
 std::string_view signal_name(Signal s) {
@@ -93,6 +67,30 @@ std::string_view protocol_name(OtlpProtocol p) {
       return "http/json";
   }
   return "grpc";
+}
+
+// gRPC aborts a call whose metadata breaks its rules, so resolve_otlp checks them at startup and
+// the sender again before it sends (for settings made by hand).
+std::string grpc_metadata_problem(std::string_view key, std::string_view value) {
+  const std::string k = lower(key);
+  for (unsigned char c : k) {
+    if (!(std::isdigit(c) || (c >= 'a' && c <= 'z') || c == '-' || c == '_' || c == '.')) {
+      return fmt::format("the header name '{}' has a character gRPC metadata keys cannot carry",
+                         key);
+    }
+  }
+  if (k.rfind("grpc-", 0) == 0) {
+    return fmt::format("the header name '{}' is reserved by gRPC", key);
+  }
+  const bool binary = k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0;
+  if (!binary) {
+    for (unsigned char c : value) {
+      if (c < 0x20 || c > 0x7e) {
+        return fmt::format("the value of header '{}' is not printable ASCII (gRPC metadata)", key);
+      }
+    }
+  }
+  return {};
 }
 
 GrpcChannel grpc_channel(std::string_view endpoint, std::optional<bool> insecure,

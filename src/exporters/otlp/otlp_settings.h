@@ -57,6 +57,12 @@ GrpcChannel grpc_channel(std::string_view endpoint, std::optional<bool> insecure
                          std::string_view source = "the OTLP endpoint");
 inline GrpcChannel grpc_channel(const OtlpSettings& s) { return grpc_channel(s.url, s.insecure); }
 
+// Why gRPC metadata cannot carry the header `key`=`value` (empty when it can): gRPC's rules for
+// keys (lowercase letters, digits, '-', '_', '.', after lowercasing: HTTP header names are
+// case-insensitive, and the gRPC sender lowercases them; not reserved "grpc-*") and for the values
+// of keys not ending in -bin (printable ASCII). The message names the key, never the value.
+std::string grpc_metadata_problem(std::string_view key, std::string_view value);
+
 // The settings of `signal`: the signal-specific OTEL_EXPORTER_OTLP_<SIGNAL>_* variable, then
 // OTEL_EXPORTER_OTLP_*, then telemetry.otlp_* (protocol, endpoint, headers), then the default.
 // The default endpoint follows the protocol: http://localhost:4317 for grpc (the channel target),

@@ -227,6 +227,10 @@ TEST(OtlpSettings, GrpcEndpointErrors) {
   message = config_error_of([&] { resolve_checked_settings(config("{}"), env.get()); });
   EXPECT_CONTAINS(message, "not printable ASCII");
   EXPECT_NOT_CONTAINS(message, "ecret");
+  EXPECT_EQ(grpc_metadata_problem("X-Tenant.Id_2", "a b~"), "");
+  EXPECT_EQ(grpc_metadata_problem("trace-bin", std::string("\x00\xff", 2)), "");  // binary
+  EXPECT_NE(grpc_metadata_problem("x:y", "1"), "");
+  EXPECT_NE(grpc_metadata_problem("GRPC-Encoding", "gzip"), "");
   // ... which HTTP headers need not be.
   env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
   env.set("OTEL_EXPORTER_OTLP_HEADERS", "bad key=1");
