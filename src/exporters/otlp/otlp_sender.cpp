@@ -384,7 +384,8 @@ class GrpcTransport final : public OtlpSender::Transport {
     }
     Call* c = call.get();
     calls_.emplace(c, std::move(call));
-    // The call starts on the completion queue's thread: nothing of gRPC's runs on the caller's.
+    // The caller only queues the batch: the call is made, retried and finished on the completion
+    // queue's thread, where the channel lives.
     c->alarm->Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC), c);
   }
 

@@ -19,6 +19,11 @@
 //   ...
 //   sender.shutdown(deadline);
 //
+// The request messages are in the gym_otlp_proto target (proto/, linked by gym_exporters):
+// "opentelemetry/proto/collector/{metrics,trace,logs}/v1/<signal>_service.pb.h", OTLP's field
+// numbers. Over http/json an id field (trace_id, span_id, parent_span_id) is lowercase hex, not
+// base64 as protobuf's own JSON printer writes bytes (telemetry.md 7.2).
+//
 // Transports, chosen by settings.protocol:
 // - http/protobuf, http/json: POST to settings.url (.../v1/<signal>) through a small HTTP client
 //   of the sender's own (2 connections at most), with Content-Type application/x-protobuf or
@@ -27,7 +32,8 @@
 //   (system trust store; SSL_CERT_FILE / SSL_CERT_DIR for a private CA).
 // - grpc: a unary call of /opentelemetry.proto.collector.<signal>.v1.<Service>/Export
 //   (grpc_method()) on a channel to grpc_channel(settings) (host:port, TLS or plaintext), with
-//   the headers as metadata (keys lowercased), the primary user agent gym-cpp/<version>, the
+//   the headers as metadata (keys lowercased; one gRPC metadata cannot carry, which resolve_otlp
+//   refuses, is left out with a warning), the primary user agent gym-cpp/<version>, the
 //   export's remaining budget as the call deadline, and with gzip compression the call compressed
 //   by gRPC (grpc-encoding: gzip) rather than the payload. TLS trusts the system roots, or with
 //   SSL_CERT_FILE set, that file's certificates plus OpenSSL's default bundle (as the HTTP path
@@ -35,7 +41,8 @@
 //
 // Retries (D9): HTTP 429/502/503/504, connection errors and timeouts; gRPC UNAVAILABLE,
 // RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED; each after the backoff of retry.h (1 s, 2 s, 4 s, ...
-// +-20 %, or Retry-After seconds over HTTP) while the retry fits the budget: the OTLP timeout
+// +-20 %, or Retry-After seconds over HTTP; gRPC's RetryInfo is not read) while the retry fits the
+// budget: the OTLP timeout
 // counted from the first attempt, cut by send()'s deadline. Everything else is permanent: the
 // batch is dropped at once, and so is a refused TLS handshake (untrusted certificate, wrong
 // host), which no retry would change. An accepted response's partial_success is counted
