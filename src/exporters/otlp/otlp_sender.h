@@ -42,11 +42,10 @@
 // Retries (D9): HTTP 429/502/503/504, connection errors and timeouts; gRPC UNAVAILABLE,
 // RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED; each after the backoff of retry.h (1 s, 2 s, 4 s, ...
 // +-20 %, or Retry-After seconds over HTTP; gRPC's RetryInfo is not read) while the retry fits the
-// budget: the OTLP timeout
-// counted from the first attempt, cut by send()'s deadline. Everything else is permanent: the
-// batch is dropped at once, and so is a refused TLS handshake (untrusted certificate, wrong
-// host), which no retry would change. An accepted response's partial_success is counted
-// (items_rejected) and logged with its error_message.
+// budget: the OTLP timeout counted from the first attempt, cut by send()'s deadline. Everything
+// else is permanent: the batch is dropped at once, and so is a refused TLS handshake (untrusted
+// certificate, wrong host), which no retry would change. An accepted response's partial_success is
+// counted (items_rejected) and logged with its error_message.
 //
 // Failure isolation (7.3): all network I/O happens on the sender's own thread (an Asio event loop
 // for HTTP, a gRPC completion queue for gRPC), never on the caller's, and never through the
