@@ -28,6 +28,8 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev libicu-dev libpcre2-dev
+  # the OTLP/gRPC exporter (D8): grpc++ through pkg-config; no gRPC code generator is needed
+  libgrpc++-dev
   # allocator of the gym binary: glibc malloc spends ~10% of an agent's CPU at 1,000 rollouts in
   # flight (bench/RESULTS.md, end-to-end section)
   libjemalloc-dev

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "exporters/console/console_exporter.h"
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_metric_exporter.h"
 #include "exporters/otlp/otlp_settings.h"
 
 namespace gym::exporters {
@@ -24,8 +24,8 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
   if (settings.exporter == telemetry::ExporterKind::console) {
     exporter = std::make_unique<ConsoleExporter>(settings.console_path);
   } else {
-    auto otlp = std::make_unique<OtlpHttpExporter>(resolve_otlp(settings, getenv, Signal::metrics),
-                                                   settings.export_interval);
+    auto otlp = std::make_unique<OtlpMetricExporter>(
+        resolve_otlp(settings, getenv, Signal::metrics), settings.export_interval);
     otlp_ = otlp.get();
     exporter = std::move(otlp);
   }

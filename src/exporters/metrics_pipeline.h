@@ -1,6 +1,6 @@
 #pragma once
 // The metrics pipeline of one process, built from its resolved settings (telemetry.md 5, 7):
-// the meter provider, the exporter the settings choose (OTLP/HTTP or console) and one periodic
+// the meter provider, the exporter the settings choose (OTLP or console) and one periodic
 // reader, plus the Prometheus endpoint when `prometheus.port` is set (in addition to the
 // exporter, never instead of it; telemetry.md 7.5). With metrics inactive (enabled false,
 // metrics_enabled false or OTEL_SDK_DISABLED) the provider is disabled: its instruments are
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_metric_exporter.h"
 #include "exporters/prometheus/prometheus_endpoint.h"
 #include "telemetry/config.h"
 #include "telemetry/export/periodic_reader.h"
@@ -50,14 +50,14 @@ class MetricsPipeline final : public telemetry::MetricsPipelineBase {
   // After shutdown(): the figures at the end of shutdown. All zero when inactive.
   struct Stats {
     telemetry::PeriodicReader::Stats reader;
-    std::optional<OtlpHttpExporter::Stats> otlp;  // nullopt unless the exporter is OTLP
+    std::optional<OtlpMetricExporter::Stats> otlp;  // nullopt unless the exporter is OTLP
   };
   Stats stats() const;
 
  private:
   std::unique_ptr<telemetry::MeterProvider> provider_;
   std::unique_ptr<telemetry::PeriodicReader> reader_;  // null when inactive
-  const OtlpHttpExporter* otlp_ = nullptr;          // owned by reader_; valid while reader_ is set
+  const OtlpMetricExporter* otlp_ = nullptr;        // owned by reader_; valid while reader_ is set
   Stats final_stats_;                               // taken by shutdown()
   std::unique_ptr<PrometheusEndpoint> prometheus_;  // null unless prometheus.port is set
 };

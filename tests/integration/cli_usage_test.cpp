@@ -209,6 +209,7 @@ TEST(Setup, TheDemoProfileInstallsNoTestOrBenchmarkPeers) {
   auto demo = gym::test::run_command("bash " + script + " --print demo");
   ASSERT_EQ(demo.code, 0) << demo.output;
   EXPECT_TRUE(contains(demo.output, "libjemalloc-dev\n")) << demo.output;
+  EXPECT_TRUE(contains(demo.output, "libgrpc++-dev\n")) << demo.output;  // the OTLP/gRPC exporter
   for (const char* peer : {"prometheus\n", "wrk\n", "nginx-light\n", "python3\n", "nodejs\n",
                            "npm\n", "libgtest-dev\n", "libbenchmark-dev\n"})
     EXPECT_FALSE(contains(demo.output, peer)) << peer;

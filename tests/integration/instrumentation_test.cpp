@@ -85,13 +85,15 @@ std::string agent_of(const json::object& row) {
 }
 
 // The environment of a process that exports metrics to `receiver` every `interval_ms`, with
-// telemetry on or off. Whatever the developer's shell may export is neutralised (empty counts as
-// unset, telemetry.md 3.2).
+// telemetry on or off, over the receiver's protocol (http/protobuf for the HTTP receiver: the
+// default protocol is grpc). Whatever the developer's shell may export is neutralised (empty
+// counts as unset, telemetry.md 3.2).
 std::vector<std::string> telemetry_env(const OtlpReceiver& receiver, int interval_ms,
                                        bool enabled = true) {
   std::vector<std::string> env{
       std::string("NEMO_GYM_OTEL_ENABLED=") + (enabled ? "1" : ""),
       "OTEL_EXPORTER_OTLP_ENDPOINT=" + receiver.endpoint(),
+      "OTEL_EXPORTER_OTLP_PROTOCOL=" + receiver.protocol(),
       "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
   };
   for (const char* name : {"NEMO_LENS_ENABLED",
@@ -112,8 +114,9 @@ std::vector<std::string> telemetry_env(const OtlpReceiver& receiver, int interva
                            "OTEL_RESOURCE_ATTRIBUTES",
                            "OTEL_METRIC_EXPORT_TIMEOUT",
                            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-                           "OTEL_EXPORTER_OTLP_PROTOCOL",
                            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+                           "OTEL_EXPORTER_OTLP_INSECURE",
+                           "OTEL_EXPORTER_OTLP_METRICS_INSECURE",
                            "OTEL_EXPORTER_OTLP_TIMEOUT",
                            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
                            "OTEL_EXPORTER_OTLP_COMPRESSION",
@@ -457,8 +460,12 @@ bool answers(int port) {
 
 // ---- a, b: `gym eval run` with servers exports the catalogue from every process -----------------
 
-TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree) {
-  OtlpReceiver receiver;
+// Over the receiver's protocol: http/protobuf to the HTTP receiver, grpc to the gRPC one (the
+// orchestrator and every server it spawns export over the same one).
+void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
+  OtlpReceiver::Options options;
+  options.transport = transport;
+  OtlpReceiver receiver(options);
   ASSERT_TRUE(listening(receiver));
   TempDir tmp;
   const Demo demo = demo_data(tmp, {"mcqa", "string_match", "example_multi_step"}, 2);
@@ -665,6 +672,15 @@ TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree)
   const auto final_active = points(*orchestrator.metric(kServersActive));
   ASSERT_EQ(final_active.size(), 1u);
   EXPECT_EQ(point_value(*final_active[0]), 0.0);
+}
+
+TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueWithCountsThatAgree) {
+  eval_run_exports_the_catalogue(OtlpReceiver::Transport::http);
+}
+
+// The default protocol (issue 14): a whole deployment over OTLP/gRPC.
+TEST(InstrumentationEvalRun, EveryProcessExportsItsCatalogueOverGrpc) {
+  eval_run_exports_the_catalogue(OtlpReceiver::Transport::grpc);
 }
 
 // ---- A deployment of `gym serve` processes around gym_test_server -------------------------------
@@ -1180,8 +1196,10 @@ int parent_of(std::int64_t pid) {
 
 }  // namespace
 
-TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsPrometheusPorts) {
-  OtlpReceiver receiver;
+void two_workers_report_apart(OtlpReceiver::Transport transport) {
+  OtlpReceiver::Options options;
+  options.transport = transport;
+  OtlpReceiver receiver(options);
   ASSERT_TRUE(listening(receiver));
   TempDir tmp;
   const Demo demo = demo_data(tmp, {"mcqa"}, 2);
@@ -1306,6 +1324,16 @@ TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsProm
                   run_id, name, static_cast<pid_t>(instances[name].at("pid").as_int64()))),
               1u)
         << name;
+}
+
+TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsPrometheusPorts) {
+  two_workers_report_apart(OtlpReceiver::Transport::http);
+}
+
+// Over gRPC (issue 14): each forked worker makes its own gRPC channel after the fork (T6: the
+// supervisor never starts one), and the orchestrator's channel outlives its fork+exec of servers.
+TEST(InstrumentationEnvStart, TwoWorkersReportApartOverGrpc) {
+  two_workers_report_apart(OtlpReceiver::Transport::grpc);
 }
 
 // telemetry.md 6.8: with memory profiling the orchestrator exports the seven memory gauges; a

@@ -9,6 +9,11 @@
 // listens, and checks what the recorder reports (its JSON line), what it logged (stderr) and what
 // the collector saw (GET /stats).
 //
+// The same faults over OTLP/gRPC (TelemetryFaults.Grpc*, issue 14): nothing listening, a collector
+// answering UNAVAILABLE (retried like 503) then OK, or a permanent status; the collector is the
+// gRPC receiver of tests/support/otlp_receiver.h (@grpc/grpc-js, decoding with the OpenTelemetry
+// JS protobuf root).
+//
 // Wall-clock speed ratios are not asserted: the machine is shared and noisy. The figures are
 // printed ("[figures] ...") for the report instead.
 #include <gtest/gtest.h>
@@ -23,6 +28,7 @@
 
 #include <boost/json.hpp>
 
+#include "otlp_receiver.h"
 #include "process.h"
 #include "reserved_port.h"
 
@@ -96,22 +102,25 @@ struct RecorderRun {
   }
 };
 
-// Runs the recorder with telemetry on and pointed at `endpoint`, exporting every `interval_ms`.
-RecorderRun record(const std::string& endpoint, int interval_ms,
-                   std::vector<std::string> args = {}) {
+// Runs the recorder with telemetry on and pointed at `endpoint` over `protocol`, exporting every
+// `interval_ms`.
+RecorderRun record(const std::string& endpoint, int interval_ms, std::vector<std::string> args = {},
+                   const std::string& protocol = "http/protobuf") {
   std::vector<std::string> argv{gym::test::build_path("tests/support/gym_telemetry_recorder")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env{
       "NEMO_GYM_OTEL_ENABLED=1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
+      "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
       "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
       // Empty counts as unset (telemetry.md 3.2): whatever the developer's shell exports must
       // not change the setup under test.
       "OTEL_SDK_DISABLED=", "NEMO_GYM_OTEL_EXPORTER=", "NEMO_LENS_EXPORTER=",
       "NEMO_GYM_OTEL_METRICS_ENABLED=", "NEMO_LENS_METRICS_ENABLED=", "OTEL_METRIC_EXPORT_TIMEOUT=",
-      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=", "OTEL_EXPORTER_OTLP_PROTOCOL=",
-      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=", "OTEL_EXPORTER_OTLP_TIMEOUT=",
-      "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=", "OTEL_EXPORTER_OTLP_COMPRESSION=",
-      "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION="};
+      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=",
+      "OTEL_EXPORTER_OTLP_TIMEOUT=", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=",
+      "OTEL_EXPORTER_OTLP_COMPRESSION=", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=",
+      "OTEL_EXPORTER_OTLP_HEADERS=", "OTEL_EXPORTER_OTLP_METRICS_HEADERS=",
+      "OTEL_EXPORTER_OTLP_INSECURE=", "OTEL_EXPORTER_OTLP_METRICS_INSECURE="};
   RecorderRun run;
   const auto start = Clock::now();
   ChildProcess recorder(argv, env, /*merge_stderr=*/true);
@@ -415,6 +424,130 @@ TEST(TelemetryFaults, CollectorHangingAtShutdownIsCutAtTheBound) {
   EXPECT_EQ(run.u("exports"), 1u);
   EXPECT_NE(run.output.find("the export did not finish within its deadline"), std::string::npos)
       << run.output;
+}
+
+// ---- OTLP/gRPC (issue 14)
+// ------------------------------------------------------------------------
+
+using gym::test::OtlpReceiver;
+
+std::unique_ptr<OtlpReceiver> grpc_collector(int fail_calls = 0, int fail_code = 14,
+                                             bool hang = false) {
+  OtlpReceiver::Options options;
+  options.transport = OtlpReceiver::Transport::grpc;
+  options.fail_calls = fail_calls;
+  options.fail_code = fail_code;
+  options.hang = hang;
+  return std::make_unique<OtlpReceiver>(std::move(options));
+}
+
+std::int64_t grpc_status(const gym::test::OtlpRequest& r) {
+  const auto* v = r.headers.if_contains("grpc-status");
+  return v && v->is_int64() ? v->as_int64() : -1;
+}
+
+// The test.recorder.records total of a decoded export (its last ResourceMetrics).
+double records_in(const gym::test::OtlpRequest& r) {
+  const auto exports = gym::test::process_exports(r);
+  return exports.empty() ? 0 : gym::test::total(exports.back().metric("test.recorder.records"));
+}
+
+TEST(TelemetryFaults, GrpcCollectorDown) {
+  const gym::test::ReservedPort dead;  // bound, not listening: every connection is refused
+  const RecorderRun run = record("http://127.0.0.1:" + dead.text(), kInterval, {}, "grpc");
+  print_figures("grpc-down", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  EXPECT_FALSE(run.result.at("shutdown_ok").as_bool());
+  EXPECT_NE(run.output.find("gRPC UNAVAILABLE"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("refused"), std::string::npos) << run.output;
+  // Retryable, but the 1 s backoff never fits the 200 ms export budget.
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  // gRPC's own log lines about the refused connection stay out of the process's log.
+  EXPECT_EQ(count(run.output, "Connection refused"), run.failure_lines) << run.output;
+}
+
+TEST(TelemetryFaults, GrpcCollectorDownIsRetriedWithBackoffWithinTheBudget) {
+  // As over HTTP: only the shutdown flush exports, with a 5 s budget; attempts at 0, ~1 s, ~3 s,
+  // and the next backoff would pass the budget.
+  const gym::test::ReservedPort dead;
+  const RecorderRun run = record("http://127.0.0.1:" + dead.text(), 5000, {}, "grpc");
+  print_figures("grpc-down-budget", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 5000);
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(run.otlp("retries"), 2u);
+}
+
+TEST(TelemetryFaults, GrpcCollectorUnavailableThenOkIsRetriedAndDelivers) {
+  // The collector answers the first two calls UNAVAILABLE: the shutdown flush (the only export,
+  // 5 s budget) is retried after ~1 s and ~2 s and then accepted, with nothing dropped or logged.
+  auto collector = grpc_collector(2, 14);
+  ASSERT_TRUE(collector->error().empty()) << collector->error();
+  const RecorderRun run = record(collector->endpoint(), 5000, {}, "grpc");
+  print_figures("grpc-unavailable-then-ok", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  EXPECT_TRUE(run.result.at("shutdown_ok").as_bool()) << run.output;
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(run.u("failures"), 0u);
+  EXPECT_EQ(run.otlp("retries"), 2u);
+  EXPECT_EQ(run.otlp("batches_sent"), 1u);
+  EXPECT_EQ(run.otlp("batches_dropped"), 0u);
+  EXPECT_EQ(count(run.output, "telemetry:"), 0u) << run.output;
+  ASSERT_TRUE(collector->sync()) << collector->output();
+  const auto requests = gym::test::exports_only(collector->requests());
+  ASSERT_EQ(requests.size(), 3u) << collector->output();
+  EXPECT_EQ(grpc_status(requests[0]), 14);
+  EXPECT_EQ(grpc_status(requests[1]), 14);
+  EXPECT_EQ(grpc_status(requests[2]), 0);
+  // Every attempt carried the same batch: the cumulative totals of every record made.
+  for (const auto& r : requests) {
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(records_in(r), static_cast<double>(run.u("records")));
+  }
+}
+
+TEST(TelemetryFaults, GrpcCollectorUnavailable) {
+  // Always UNAVAILABLE, as Collector429: retryable, but no backoff fits a 200 ms export budget:
+  // one call per export, never a burst of immediate retries.
+  auto collector = grpc_collector(-1, 14);
+  ASSERT_TRUE(collector->error().empty()) << collector->error();
+  const RecorderRun run = record(collector->endpoint(), kInterval, {}, "grpc");
+  print_figures("grpc-unavailable", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  EXPECT_NE(run.output.find("no time left to retry"), std::string::npos) << run.output;
+  ASSERT_TRUE(collector->sync()) << collector->output();
+  EXPECT_EQ(gym::test::exports_only(collector->requests()).size(), run.u("exports"));
+}
+
+TEST(TelemetryFaults, GrpcCollectorHanging) {
+  // Calls accepted and never answered, as CollectorHanging: each export's call ends at its 200 ms
+  // deadline, and a hung call never holds up the next export (HTTP/2 streams of one channel).
+  auto collector = grpc_collector(0, 14, /*hang=*/true);
+  ASSERT_TRUE(collector->error().empty()) << collector->error();
+  const RecorderRun run = record(collector->endpoint(), kInterval, {}, "grpc");
+  print_figures("grpc-hang", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, kInterval);
+  ASSERT_TRUE(collector->sync()) << collector->output();
+  EXPECT_EQ(gym::test::exports_only(collector->requests()).size(), run.u("exports"));
+}
+
+TEST(TelemetryFaults, GrpcPermanentStatusIsNotRetriedEvenWithTimeLeft) {
+  // PERMISSION_DENIED, as Collector500IsNotRetriedEvenWithTimeLeft: one call, dropped at once.
+  auto collector = grpc_collector(-1, 7);
+  ASSERT_TRUE(collector->error().empty()) << collector->error();
+  const RecorderRun run = record(collector->endpoint(), 5000, {}, "grpc");
+  print_figures("grpc-permission-denied", run, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_undisturbed(run));
+  expect_failures_counted_and_logged_once_per_interval(run, 5000);
+  EXPECT_EQ(run.u("exports"), 1u);
+  EXPECT_EQ(run.otlp("retries"), 0u);
+  EXPECT_NE(run.output.find("gRPC PERMISSION_DENIED"), std::string::npos) << run.output;
+  ASSERT_TRUE(collector->sync()) << collector->output();
+  EXPECT_EQ(gym::test::exports_only(collector->requests()).size(), 1u);
 }
 
 }  // namespace

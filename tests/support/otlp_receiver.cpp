@@ -13,15 +13,33 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* kPackage = "@opentelemetry/otlp-transformer@0.214.0";
+// Runs on Node.js 20 (engines: node >= 12.10).
+constexpr const char* kGrpcPackage = "@grpc/grpc-js@1.14.7";
 
 }  // namespace
+
+std::string OtlpRequest::path() const {
+  const auto* p = headers.if_contains("path");
+  return p && p->is_string() ? std::string(p->get_string()) : std::string();
+}
 
 std::string OtlpReceiver::node_modules(std::string* why) {
   return npm_install(
       {"otlp_node", kPackage, "@opentelemetry/otlp-transformer/build/src/generated/root.js"}, why);
 }
 
-OtlpReceiver::OtlpReceiver(std::optional<Tls> tls) {
+std::string OtlpReceiver::grpc_node_modules(std::string* why) {
+  return npm_install({"grpc_node", kGrpcPackage, "@grpc/grpc-js/build/src/index.js"}, why);
+}
+
+OtlpReceiver::OtlpReceiver(std::optional<Tls> tls)
+    : OtlpReceiver([&] {
+        Options o;
+        o.tls = std::move(tls);
+        return o;
+      }()) {}
+
+OtlpReceiver::OtlpReceiver(Options options) : options_(std::move(options)) {
   std::string why;
   const std::string node = node_binary(&why);
   if (node.empty()) {
@@ -33,12 +51,35 @@ OtlpReceiver::OtlpReceiver(std::optional<Tls> tls) {
     error_ = why;
     return;
   }
-  std::vector<std::string> argv{node, GYM_OTLP_RECEIVER, modules};
-  if (tls) {
-    argv.insert(argv.end(), {"--tls", tls->key, tls->cert});
+  std::vector<std::string> argv{node};
+  if (grpc()) {
+    const std::string grpc_modules = grpc_node_modules(&why);
+    if (grpc_modules.empty()) {
+      error_ = why;
+      return;
+    }
+    argv.insert(argv.end(), {GYM_OTLP_GRPC_RECEIVER, modules, grpc_modules});
+    if (options_.fail_calls != 0) {
+      argv.insert(argv.end(), {"--fail", std::to_string(options_.fail_calls),
+                               std::to_string(options_.fail_code)});
+    }
+    if (options_.hang) argv.push_back("--hang");
+    if (options_.partial_success) {
+      argv.insert(argv.end(), {"--partial", std::to_string(options_.partial_success->first),
+                               options_.partial_success->second});
+    }
+  } else {
+    argv.insert(argv.end(), {GYM_OTLP_RECEIVER, modules});
+  }
+  if (options_.tls) {
+    argv.insert(argv.end(), {"--tls", options_.tls->key, options_.tls->cert});
   }
   child_ = std::make_unique<ChildProcess>(std::move(argv), std::vector<std::string>{},
                                           /*merge_stderr=*/true);
+  if (grpc()) {
+    const std::string control = child_->wait_for_line("CONTROL ");
+    control_port_ = control.empty() ? -1 : std::stoi(control);
+  }
   port_ = child_->wait_port();
   output_ = child_->output();
   if (port_ <= 0) {
@@ -51,7 +92,11 @@ OtlpReceiver::OtlpReceiver(std::optional<Tls> tls) {
 
 OtlpReceiver::~OtlpReceiver() { stop(); }
 
-std::string OtlpReceiver::endpoint() const { return fmt::format("http://127.0.0.1:{}", port_); }
+std::string OtlpReceiver::endpoint() const {
+  return fmt::format("{}://127.0.0.1:{}", options_.tls ? "https" : "http", port_);
+}
+
+std::string OtlpReceiver::protocol() const { return grpc() ? "grpc" : "http/protobuf"; }
 
 void OtlpReceiver::read_lines() {
   for (;;) {
@@ -160,9 +205,13 @@ std::optional<ProcessExport> OtlpReceiver::wait_for_export(
 bool OtlpReceiver::sync(std::chrono::milliseconds limit) {
   if (port_ <= 0) return false;
   const std::string tag = fmt::format("sync-{}", ++syncs_);
-  const auto raw = http_raw(
-      port_, post("/v1/metrics", R"({"resourceMetrics":[]})", "x-gym-test: " + tag + "\r\n"),
-      limit);
+  // The HTTP receiver over https would need a TLS client: tests sync only plain receivers.
+  const auto raw =
+      grpc() ? http_raw(control_port_, post("/sync", "{}", "x-gym-test: " + tag + "\r\n"), limit)
+             : http_raw(
+                   port_,
+                   post("/v1/metrics", R"({"resourceMetrics":[]})", "x-gym-test: " + tag + "\r\n"),
+                   limit);
   if (status_of(raw) != 200) return false;
   return wait_for_request(
              [&](const OtlpRequest& r) {
@@ -243,6 +292,16 @@ const json::object* ProcessExport::metric(std::string_view name) const {
 std::set<std::string> ProcessExport::metric_names() const {
   std::set<std::string> out;
   for (const auto& m : metrics) out.insert(std::string(m.at("name").as_string()));
+  return out;
+}
+
+std::vector<OtlpRequest> exports_only(const std::vector<OtlpRequest>& requests) {
+  std::vector<OtlpRequest> out;
+  for (const auto& r : requests) {
+    const auto* tag = r.headers.if_contains("x-gym-test");
+    const bool sync = tag && tag->is_string() && tag->get_string().starts_with("sync-");
+    if (!sync) out.push_back(r);
+  }
   return out;
 }
 

@@ -1,10 +1,11 @@
 #pragma once
-// Test support: the OTLP/HTTP receiver of the integration tests (style.md 7, external judges).
-// tests/integration/otlp_decode/receiver.js runs on Node.js and decodes every export with the
-// OpenTelemetry JavaScript project's generated protobuf root
-// (@opentelemetry/otlp-transformer@0.214.0, installed with npm under the build dir on first use). A
-// reader thread collects every request the receiver answered; the accessors are thread-safe. Below
-// the class: queries over the decoded exports.
+// Test support: the OTLP receiver of the integration tests (style.md 7, external judges), over
+// OTLP/HTTP (tests/integration/otlp_decode/receiver.js) or OTLP/gRPC
+// (tests/integration/otlp_decode/grpc_receiver.js, served by @grpc/grpc-js@1.14.7). Both run on
+// Node.js and decode every export, of any signal, with the OpenTelemetry JavaScript project's
+// generated protobuf root (@opentelemetry/otlp-transformer@0.214.0); the npm packages are installed
+// under the build dir on first use. A reader thread collects every request the receiver answered;
+// the accessors are thread-safe. Below the class: queries over the decoded exports.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -27,11 +29,17 @@ namespace gym::test {
 
 // One request the receiver answered: its HEADERS line, then its DECODED or ERROR line.
 struct OtlpRequest {
-  boost::json::object headers;  // {"connection": n-th connection, "user-agent", "x-gym-test"}
-  std::string content_type;     // application/x-protobuf or application/json (decoded only)
-  std::string encoding;         // gzip or identity (decoded only)
-  boost::json::value decoded;   // the ExportMetricsServiceRequest; null when it failed to decode
-  std::string error;            // the receiver's ERROR message, when it failed
+  // {"connection": n-th connection, "path", "user-agent", "x-gym-test"}; gRPC adds "grpc-status",
+  // the status code the call was answered with. Header (metadata) values are null when absent.
+  boost::json::object headers;
+  // application/x-protobuf, application/json or application/grpc (decoded only); "control" for
+  // the gRPC receiver's sync requests.
+  std::string content_type;
+  std::string encoding;        // gzip or identity (decoded only)
+  boost::json::value decoded;  // the Export<Signal>ServiceRequest; null when it failed to decode
+  std::string error;           // the receiver's ERROR message, when it failed
+
+  std::string path() const;  // headers["path"]: /v1/metrics, or the gRPC method; "" when absent
 };
 
 // Attribute values as plain JSON: strings, int64 (from intValue strings), doubles, bools, arrays of
@@ -53,12 +61,26 @@ struct ProcessExport {
 class OtlpReceiver {
  public:
   struct Tls {
-    std::string key, cert;  // PEM files: the receiver speaks https with them
+    std::string key, cert;  // PEM files: the receiver speaks https (or gRPC over TLS) with them
+  };
+  enum class Transport { http, grpc };
+  struct Options {
+    Transport transport = Transport::http;
+    std::optional<Tls> tls;
+    // gRPC only: the first `fail_calls` Export calls (-1: all) are decoded, then answered with the
+    // gRPC status `fail_code` (14: UNAVAILABLE).
+    int fail_calls = 0;
+    int fail_code = 14;
+    // gRPC only: every accepted call is answered with this partial_success.
+    std::optional<std::pair<std::int64_t, std::string>> partial_success;
+    // gRPC only: every Export call is decoded and never answered (a hung collector).
+    bool hang = false;
   };
 
   // Starts the receiver and waits until it listens. Never throws: what went wrong (no Node.js, the
   // npm install failed, the receiver died) is in error(). Tests must fail on it, never skip.
   explicit OtlpReceiver(std::optional<Tls> tls = std::nullopt);
+  explicit OtlpReceiver(Options options);
   ~OtlpReceiver();  // stop()
   OtlpReceiver(const OtlpReceiver&) = delete;
   OtlpReceiver& operator=(const OtlpReceiver&) = delete;
@@ -66,8 +88,14 @@ class OtlpReceiver {
   // Empty when the receiver listens.
   const std::string& error() const { return error_; }
   int port() const { return port_; }
-  // http://127.0.0.1:<port>, for OTEL_EXPORTER_OTLP_ENDPOINT.
+  // For OTEL_EXPORTER_OTLP_ENDPOINT with protocol(): http://127.0.0.1:<port>, or with TLS
+  // https://127.0.0.1:<port> (the test certificates name 127.0.0.1 and localhost). The same base
+  // for either transport: an HTTP exporter appends /v1/<signal>, a gRPC one connects to it.
   std::string endpoint() const;
+  // The OTEL_EXPORTER_OTLP_PROTOCOL that reaches this receiver: http/protobuf (the HTTP receiver
+  // also reads http/json) or grpc.
+  std::string protocol() const;
+  bool grpc() const { return options_.transport == Transport::grpc; }
 
   std::vector<OtlpRequest> requests() const;  // every answered request, in arrival order
   std::size_t size() const;
@@ -82,8 +110,9 @@ class OtlpReceiver {
   std::optional<ProcessExport> wait_for_export(
       const std::function<bool(const ProcessExport&)>& match,
       std::chrono::milliseconds limit) const;
-  // Sends an empty export of its own and waits until it is read back: every request answered before
-  // this call is then in requests(). Use it after the exporting processes exited.
+  // Sends an empty export of its own (gRPC: a request to the receiver's control port) and waits
+  // until it is read back: every request answered before this call is then in requests(). Use it
+  // after the exporting processes exited.
   bool sync(std::chrono::milliseconds limit = std::chrono::seconds(30));
 
   std::string output() const;  // every line the receiver printed (stdout and stderr)
@@ -93,13 +122,17 @@ class OtlpReceiver {
   // The node_modules dir holding the decoder, installed on first use (an exclusive file lock keeps
   // concurrent test binaries from installing at once). Empty, with *why set, on failure.
   static std::string node_modules(std::string* why);
+  // The same for @grpc/grpc-js (its own folder).
+  static std::string grpc_node_modules(std::string* why);
 
  private:
   void read_lines();
   void take(const std::string& line);
 
+  Options options_;
   std::string error_;
   int port_ = -1;
+  int control_port_ = -1;                // gRPC: the plain HTTP port of sync()
   std::unique_ptr<ChildProcess> child_;  // touched by the reader thread only, once it runs
   std::thread reader_;
   std::uint64_t syncs_ = 0;
@@ -120,6 +153,9 @@ class OtlpReceiver {
 boost::json::value plain_value(const boost::json::value& any_value);
 // An OTLP KeyValue list (absent or null: none).
 Attributes attribute_map(const boost::json::value& key_values);
+
+// The requests that carry exports (the ones sync() made left out).
+std::vector<OtlpRequest> exports_only(const std::vector<OtlpRequest>& requests);
 
 // Every ResourceMetrics of one request, in order (none when it failed to decode).
 std::vector<ProcessExport> process_exports(const OtlpRequest& request);

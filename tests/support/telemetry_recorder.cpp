@@ -166,11 +166,12 @@ int main(int argc, char** argv) {
       {"failures", stats.reader.failures},
   };
   if (stats.otlp) {
+    // Metrics: the sender's items are data points.
     out["otlp"] = json::object{{"batches_sent", stats.otlp->batches_sent},
                                {"batches_dropped", stats.otlp->batches_dropped},
-                               {"points_dropped", stats.otlp->points_dropped},
+                               {"points_dropped", stats.otlp->items_dropped},
                                {"retries", stats.otlp->retries},
-                               {"points_rejected", stats.otlp->points_rejected}};
+                               {"points_rejected", stats.otlp->items_rejected}};
   }
   const std::string line = json::serialize(out) + "\n";
   std::fwrite(line.data(), 1, line.size(), stdout);

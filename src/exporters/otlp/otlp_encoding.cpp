@@ -126,7 +126,15 @@ std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProto
 }
 
 const char* content_type(OtlpProtocol protocol) {
-  return protocol == OtlpProtocol::http_json ? "application/json" : "application/x-protobuf";
+  switch (protocol) {
+    case OtlpProtocol::grpc:
+      return "application/grpc";
+    case OtlpProtocol::http_protobuf:
+      return "application/x-protobuf";
+    case OtlpProtocol::http_json:
+      return "application/json";
+  }
+  return "application/x-protobuf";
 }
 
 }  // namespace gym::exporters

@@ -1,6 +1,7 @@
 #pragma once
-// Snapshot -> OTLP ExportMetricsServiceRequest, as a protobuf message or as bytes in either
-// OTLP/HTTP encoding. Pure functions over the plain-data snapshot: no I/O, no shared state.
+// Snapshot -> OTLP ExportMetricsServiceRequest, as a protobuf message or as the bytes of a
+// protocol's payload (otlp_sender.h). Pure functions over the plain-data snapshot: no I/O, no
+// shared state.
 #include <string>
 
 #include "exporters/otlp/otlp_settings.h"
@@ -19,10 +20,11 @@ ExportMetricsServiceRequest to_otlp_proto(const telemetry::MetricsSnapshot& snap
 void fill_otlp_proto(const telemetry::MetricsSnapshot& snapshot,
                      ExportMetricsServiceRequest& request);
 
-// The request body for `protocol`: binary protobuf (http/protobuf) or OTLP/JSON (http/json).
+// The request payload for `protocol`: binary protobuf (grpc, http/protobuf) or OTLP/JSON
+// (http/json).
 std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProtocol protocol);
 
-// The Content-Type header of `protocol`.
+// The Content-Type of `protocol`'s requests (application/grpc for grpc, which gRPC sets itself).
 const char* content_type(OtlpProtocol protocol);
 
 }  // namespace gym::exporters

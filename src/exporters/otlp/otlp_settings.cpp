@@ -1,5 +1,5 @@
-// OTLP/HTTP exporter settings (telemetry.md 7.2): variables, then the `telemetry:` block, then the
-// defaults.
+// OTLP exporter settings (telemetry.md 7.2): variables, then the `telemetry:` block, then the
+// defaults, which depend on the protocol (D8).
 #include "exporters/otlp/otlp_settings.h"
 
 #include <algorithm>
@@ -36,14 +36,116 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view signal_name(Signal s) { return s == Signal::metrics ? "METRICS" : "TRACES"; }
+std::string upper(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
 
 }  // namespace
+
+std::string_view signal_name(Signal s) {
+  switch (s) {
+    case Signal::metrics:
+      return "metrics";
+    case Signal::traces:
+      return "traces";
+    case Signal::logs:
+      return "logs";
+  }
+  return "metrics";
+}
+
+std::string_view protocol_name(OtlpProtocol p) {
+  switch (p) {
+    case OtlpProtocol::grpc:
+      return "grpc";
+    case OtlpProtocol::http_protobuf:
+      return "http/protobuf";
+    case OtlpProtocol::http_json:
+      return "http/json";
+  }
+  return "grpc";
+}
+
+// gRPC aborts a call whose metadata breaks its rules, so resolve_otlp checks them at startup and
+// the sender again before it sends (for settings made by hand).
+std::string grpc_metadata_problem(std::string_view key, std::string_view value) {
+  const std::string k = lower(key);
+  for (unsigned char c : k) {
+    if (!(std::isdigit(c) || (c >= 'a' && c <= 'z') || c == '-' || c == '_' || c == '.')) {
+      return fmt::format("the header name '{}' has a character gRPC metadata keys cannot carry",
+                         key);
+    }
+  }
+  if (k.rfind("grpc-", 0) == 0) {
+    return fmt::format("the header name '{}' is reserved by gRPC", key);
+  }
+  const bool binary = k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0;
+  if (!binary) {
+    for (unsigned char c : value) {
+      if (c < 0x20 || c > 0x7e) {
+        return fmt::format("the value of header '{}' is not printable ASCII (gRPC metadata)", key);
+      }
+    }
+  }
+  return {};
+}
+
+GrpcChannel grpc_channel(std::string_view endpoint, std::optional<bool> insecure,
+                         std::string_view source) {
+  auto bad = [&](std::string_view why) {
+    return ConfigError(
+        fmt::format("config error: {}: the OTLP gRPC endpoint '{}' {}", source, endpoint, why));
+  };
+  GrpcChannel out;
+  std::string host;
+  std::string port;
+  bool scheme_https = false;
+  bool scheme_http = false;
+  if (endpoint.find("://") == std::string_view::npos) {
+    // host:port (upstream's SDKs accept a gRPC endpoint without a scheme).
+    auto a = boost::urls::parse_authority(endpoint);
+    if (!a || a->host().empty() || a->has_userinfo()) {
+      throw bad("must be an http:// or https:// URL, or host:port");
+    }
+    host = std::string(a->encoded_host());
+    port = std::string(a->port());
+  } else {
+    auto u = boost::urls::parse_uri(endpoint);
+    if (!u || !u->has_authority() || u->encoded_host().empty() ||
+        (u->scheme_id() != boost::urls::scheme::http &&
+         u->scheme_id() != boost::urls::scheme::https)) {
+      throw bad("must be an http:// or https:// URL, or host:port");
+    }
+    if ((!u->encoded_path().empty() && u->encoded_path() != "/") || u->has_query() ||
+        u->has_fragment()) {
+      throw bad(
+          "has a path: a gRPC endpoint is scheme://host:port only (the /v1/<signal> paths belong "
+          "to http/protobuf and http/json, whose default port is 4318)");
+    }
+    scheme_https = u->scheme_id() == boost::urls::scheme::https;
+    scheme_http = !scheme_https;
+    host = std::string(u->encoded_host());
+    port = std::string(u->port());
+  }
+  if (port.empty()) port = scheme_http ? "80" : "443";
+  out.target = host + ":" + port;
+  if (scheme_https) {
+    out.tls = true;
+  } else if (insecure) {
+    out.tls = !*insecure;
+  } else {
+    out.tls = !scheme_http;
+  }
+  return out;
+}
 
 OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
                           const telemetry::GetEnv& getenv_in, Signal signal) {
   const telemetry::GetEnv getenv = getenv_in ? getenv_in : telemetry::process_env();
-  const std::string sig(signal_name(signal));
+  const std::string sig = upper(signal_name(signal));
   auto var = [&](std::string_view what) {
     return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", sig, what);
   };
@@ -51,36 +153,40 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
   OtlpSettings out;
 
   // Protocol.
+  out.protocol = OtlpProtocol::grpc;
   std::optional<EnvValue> protocol = first_env(getenv, {var("PROTOCOL"), generic("PROTOCOL")});
   if (!protocol && settings.otlp_protocol) {
     protocol = EnvValue{"config key `telemetry.otlp_protocol`", *settings.otlp_protocol};
   }
   if (protocol) {
     std::string p = lower(protocol->value);
-    if (p == "http/protobuf") {
+    if (p == "grpc") {
+      out.protocol = OtlpProtocol::grpc;
+    } else if (p == "http/protobuf") {
       out.protocol = OtlpProtocol::http_protobuf;
     } else if (p == "http/json") {
       out.protocol = OtlpProtocol::http_json;
-    } else if (p == "grpc") {
-      throw ConfigError(
-          fmt::format("config error: {}=grpc: gRPC is not supported yet; use "
-                      "http/protobuf (port 4318) or http/json",
-                      protocol->name));
     } else {
       throw ConfigError(
           fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
-                      "values: http/protobuf, http/json",
+                      "values: grpc, http/protobuf, http/json",
                       protocol->name, protocol->value));
     }
   }
+  const bool grpc = out.protocol == OtlpProtocol::grpc;
 
-  // URL.
+  // Insecure (gRPC only, but a bad spelling is an error whatever the protocol).
+  if (auto e = first_env(getenv, {var("INSECURE"), generic("INSECURE")})) {
+    out.insecure = telemetry::parse_bool(e->name, e->value);
+  }
+
+  // Endpoint: the URL of http/*, the channel endpoint of grpc.
   std::string url_source;
   if (auto e = first_env(getenv, {var("ENDPOINT")})) {
     out.url = e->value;
     url_source = e->name;
   } else {
-    std::string base = "http://localhost:4318";
+    std::string base = grpc ? "http://localhost:4317" : "http://localhost:4318";
     url_source = "the default endpoint";
     if (auto g = first_env(getenv, {generic("ENDPOINT")})) {
       base = g->value;
@@ -89,10 +195,16 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
       base = *settings.otlp_endpoint;
       url_source = "config key `telemetry.otlp_endpoint`";
     }
-    while (!base.empty() && base.back() == '/') base.pop_back();
-    out.url = base + (signal == Signal::metrics ? "/v1/metrics" : "/v1/traces");
+    if (grpc) {
+      out.url = base;
+    } else {
+      while (!base.empty() && base.back() == '/') base.pop_back();
+      out.url = fmt::format("{}/v1/{}", base, signal_name(signal));
+    }
   }
-  if (!is_http_url(out.url)) {
+  if (grpc) {
+    grpc_channel(out.url, out.insecure, url_source);  // throws for a bad endpoint
+  } else if (!is_http_url(out.url)) {
     throw ConfigError(
         fmt::format("config error: {}: the OTLP endpoint '{}' must be an http:// or "
                     "https:// URL",
@@ -112,6 +224,13 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
           fmt::format("config error: {}: every entry must be key=value, separated "
                       "by commas",
                       headers->name));
+    }
+    if (grpc) {
+      for (const auto& [k, v] : *parsed) {
+        if (auto why = grpc_metadata_problem(k, v); !why.empty()) {
+          throw ConfigError(fmt::format("config error: {}: {}", headers->name, why));
+        }
+      }
     }
     out.headers = std::move(*parsed);
   }

@@ -9,7 +9,9 @@
 
 #include "http/retry_policy.h"
 
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 
 namespace gym::exporters {
 
@@ -18,6 +20,19 @@ AttemptOutcome classify(std::optional<int> status) {
   if (*status >= 200 && *status < 300) return AttemptOutcome::success;
   if (http::is_transient_status(*status)) return AttemptOutcome::retryable;
   return AttemptOutcome::permanent;
+}
+
+AttemptOutcome classify_grpc(int code) {
+  switch (code) {
+    case 0:  // OK
+      return AttemptOutcome::success;
+    case 4:   // DEADLINE_EXCEEDED
+    case 8:   // RESOURCE_EXHAUSTED
+    case 14:  // UNAVAILABLE
+      return AttemptOutcome::retryable;
+    default:
+      return AttemptOutcome::permanent;
+  }
 }
 
 std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value) {
@@ -40,57 +55,114 @@ std::chrono::milliseconds backoff(int retry, double jitter,
   return std::chrono::milliseconds(static_cast<std::int64_t>(scaled));
 }
 
-std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpProtocol protocol) {
-  if (body.empty()) return std::nullopt;
+std::optional<std::chrono::milliseconds> retry_delay(
+    int retry, double jitter, std::optional<std::chrono::milliseconds> retry_after,
+    Clock::time_point now, Clock::time_point end) {
+  const auto delay = backoff(retry, jitter, retry_after);
+  if (now + delay >= end) return std::nullopt;
+  return delay;
+}
+
+namespace {
+
+// The partial_success of one signal's response message type.
+template <class Response>
+std::optional<PartialSuccess> protobuf_partial_success(std::string_view body) {
+  Response response;
+  if (!response.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
+      !response.has_partial_success()) {
+    return std::nullopt;
+  }
   PartialSuccess out;
-  if (protocol == OtlpProtocol::http_protobuf) {
-    opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse response;
-    if (!response.ParseFromArray(body.data(), static_cast<int>(body.size())) ||
-        !response.has_partial_success()) {
-      return std::nullopt;
+  const auto& ps = response.partial_success();
+  if constexpr (requires { ps.rejected_data_points(); }) {
+    out.rejected = ps.rejected_data_points();
+  } else if constexpr (requires { ps.rejected_spans(); }) {
+    out.rejected = ps.rejected_spans();
+  } else {
+    out.rejected = ps.rejected_log_records();
+  }
+  out.error_message = ps.error_message();
+  return out;
+}
+
+}  // namespace
+
+std::string_view item_noun(Signal signal) {
+  switch (signal) {
+    case Signal::metrics:
+      return "point";
+    case Signal::traces:
+      return "span";
+    case Signal::logs:
+      return "log record";
+  }
+  return "item";
+}
+
+std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpProtocol protocol,
+                                                    Signal signal) {
+  namespace collector = opentelemetry::proto::collector;
+  if (body.empty()) return std::nullopt;
+  std::optional<PartialSuccess> parsed;
+  if (protocol != OtlpProtocol::http_json) {
+    switch (signal) {
+      case Signal::metrics:
+        parsed =
+            protobuf_partial_success<collector::metrics::v1::ExportMetricsServiceResponse>(body);
+        break;
+      case Signal::traces:
+        parsed = protobuf_partial_success<collector::trace::v1::ExportTraceServiceResponse>(body);
+        break;
+      case Signal::logs:
+        parsed = protobuf_partial_success<collector::logs::v1::ExportLogsServiceResponse>(body);
+        break;
     }
-    out.rejected_data_points = response.partial_success().rejected_data_points();
-    out.error_message = response.partial_success().error_message();
+    if (!parsed) return std::nullopt;
   } else {
     boost::system::error_code ec;
     boost::json::value v = boost::json::parse(body, ec);
     if (ec || !v.is_object()) return std::nullopt;
     const auto* ps = v.as_object().if_contains("partialSuccess");
     if (!ps || !ps->is_object()) return std::nullopt;
-    if (const auto* r = ps->as_object().if_contains("rejectedDataPoints")) {
+    parsed.emplace();
+    const char* key = signal == Signal::metrics  ? "rejectedDataPoints"
+                      : signal == Signal::traces ? "rejectedSpans"
+                                                 : "rejectedLogRecords";
+    if (const auto* r = ps->as_object().if_contains(key)) {
       if (r->is_int64()) {
-        out.rejected_data_points = r->as_int64();
+        parsed->rejected = r->as_int64();
       } else if (r->is_uint64()) {
-        out.rejected_data_points = static_cast<std::int64_t>(r->as_uint64());
+        parsed->rejected = static_cast<std::int64_t>(r->as_uint64());
       } else if (r->is_string()) {
         std::string_view s = r->as_string();
-        std::from_chars(s.data(), s.data() + s.size(), out.rejected_data_points);
+        std::from_chars(s.data(), s.data() + s.size(), parsed->rejected);
       }
     }
     if (const auto* m = ps->as_object().if_contains("errorMessage"); m && m->is_string()) {
-      out.error_message = std::string(m->as_string());
+      parsed->error_message = std::string(m->as_string());
     }
   }
-  if (out.rejected_data_points == 0 && out.error_message.empty()) return std::nullopt;
-  return out;
+  if (parsed->rejected == 0 && parsed->error_message.empty()) return std::nullopt;
+  return parsed;
 }
 
-std::optional<std::string> FailureLog::dropped(std::size_t points, const std::string& error,
+std::optional<std::string> FailureLog::dropped(std::size_t items, const std::string& error,
                                                Clock::time_point now) {
   ++batches_;
-  points_ += points;
+  items_ += items;
   last_error_ = error;
   if (logged_any_ && now - last_line_ < interval_) return std::nullopt;
-  std::string line = logged_any_
-                         ? summary(now)
-                         : fmt::format(
-                               "telemetry: metrics export failed, dropped {} point(s): {} (further "
-                               "failures are summarised at most once per export interval)",
-                               points_, error);
+  std::string line =
+      logged_any_ ? summary(now)
+                  : fmt::format(
+                        "telemetry: {} export failed, dropped {} {}(s): {} (further failures are "
+                        "summarised at most once per export interval)",
+                        signal_name(signal_), items_, item_noun(signal_), error);
   logged_any_ = true;
   last_line_ = now;
   batches_ = 0;
-  points_ = 0;
+  items_ = 0;
   return line;
 }
 
@@ -99,15 +171,16 @@ std::optional<std::string> FailureLog::pending(Clock::time_point now) {
   std::string line = summary(now);
   last_line_ = now;
   batches_ = 0;
-  points_ = 0;
+  items_ = 0;
   return line;
 }
 
 std::string FailureLog::summary(Clock::time_point now) const {
   return fmt::format(
-      "telemetry: metrics export failing: dropped {} batch(es), {} point(s) in the last {:.1f} "
-      "s; last error: {}",
-      batches_, points_, std::chrono::duration<double>(now - last_line_).count(), last_error_);
+      "telemetry: {} export failing: dropped {} batch(es), {} {}(s) in the last {:.1f} s; last "
+      "error: {}",
+      signal_name(signal_), batches_, items_, item_noun(signal_),
+      std::chrono::duration<double>(now - last_line_).count(), last_error_);
 }
 
 }  // namespace gym::exporters

@@ -1,7 +1,8 @@
 #pragma once
 // The export decisions of decision D9, as pure functions tested without sockets: which outcomes
-// are retried, how long to wait, when to give up, what a 2xx body says about rejected points,
-// and how often a failure is logged.
+// are retried (HTTP statuses and gRPC status codes), how long to wait, when to give up, what an
+// accepted response says about rejected items, and how often a failure is logged. OtlpSender
+// (otlp_sender.h) applies them to both of its transports.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,11 @@ enum class AttemptOutcome { success, retryable, permanent };
 // exporter handles it before classifying.
 AttemptOutcome classify(std::optional<int> status);
 
+// A gRPC status code (grpc::StatusCode's numbers): OK (0) is success; UNAVAILABLE (14),
+// RESOURCE_EXHAUSTED (8) and DEADLINE_EXCEEDED (4) are retryable like 503/429 (telemetry.md 7.2);
+// every other code is permanent.
+AttemptOutcome classify_grpc(int code);
+
 // A Retry-After header given in seconds ("0", "120"); nullopt for absent, HTTP-date or
 // malformed values.
 std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value);
@@ -31,23 +37,41 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
 std::chrono::milliseconds backoff(int retry, double jitter,
                                   std::optional<std::chrono::milliseconds> retry_after);
 
+// The wait before retry number `retry` if the retry still fits the export's budget: nullopt when
+// `now` + the backoff reaches `end` (the OTLP timeout counted from the first attempt, or the
+// caller's deadline if sooner), so the batch is dropped instead.
+std::optional<std::chrono::milliseconds> retry_delay(
+    int retry, double jitter, std::optional<std::chrono::milliseconds> retry_after,
+    Clock::time_point now, Clock::time_point end);
+
+// What a collector did not accept from a batch it answered with success.
 struct PartialSuccess {
-  std::int64_t rejected_data_points = 0;
-  std::string error_message;
+  // rejected_data_points, rejected_spans or rejected_log_records (field 1 of each signal's
+  // Export*PartialSuccess).
+  std::int64_t rejected = 0;
+  std::string error_message;  // field 2
 };
 
-// The partial_success of a 2xx ExportMetricsServiceResponse body (protobuf or OTLP/JSON, per
-// `protocol`); nullopt when the body is empty, unparseable, or reports nothing.
-std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpProtocol protocol);
+// The partial_success of an accepted Export<Signal>ServiceResponse: protobuf for grpc and
+// http/protobuf, OTLP/JSON for http/json; nullopt when the body is empty, unparseable, or reports
+// nothing.
+std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpProtocol protocol,
+                                                    Signal signal = Signal::metrics);
+
+// What a signal's items are called in log lines: "point", "span", "log record".
+std::string_view item_noun(Signal signal);
 
 // Rate-limited failure reporting (D9): the first failure of a run is reported at once, later
-// ones at most once per interval as a summary of what was dropped since the last line.
+// ones at most once per interval as a summary of what was dropped since the last line. Lines name
+// the signal: "telemetry: metrics export failed, dropped 12 point(s): ...", "telemetry: traces
+// export failing: dropped 3 batch(es), 1536 span(s) in the last 10.0 s; last error: ...".
 class FailureLog {
  public:
-  explicit FailureLog(std::chrono::milliseconds interval) : interval_(interval) {}
+  explicit FailureLog(std::chrono::milliseconds interval, Signal signal = Signal::metrics)
+      : interval_(interval), signal_(signal) {}
 
-  // Records one dropped batch of `points`; returns the line to log now, if any.
-  std::optional<std::string> dropped(std::size_t points, const std::string& error,
+  // Records one dropped batch of `items`; returns the line to log now, if any.
+  std::optional<std::string> dropped(std::size_t items, const std::string& error,
                                      Clock::time_point now);
 
   // At shutdown: the summary of drops not logged yet (held back by the interval), if any, so
@@ -58,10 +82,11 @@ class FailureLog {
   std::string summary(Clock::time_point now) const;
 
   std::chrono::milliseconds interval_;
+  Signal signal_;
   bool logged_any_ = false;
   Clock::time_point last_line_{};
   std::uint64_t batches_ = 0;  // since the last line
-  std::uint64_t points_ = 0;
+  std::uint64_t items_ = 0;
   std::string last_error_;
 };
 

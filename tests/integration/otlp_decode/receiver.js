@@ -1,15 +1,16 @@
-// A tiny OTLP/HTTP metrics receiver built on the OpenTelemetry JavaScript project's own
+// A tiny OTLP/HTTP receiver built on the OpenTelemetry JavaScript project's own
 // generated protobuf root (@opentelemetry/otlp-transformer, build/src/generated/root.js).
 // Usage: node receiver.js <node_modules dir> [--tls <key.pem> <cert.pem>]. With --tls it
 // speaks https (Node's https module with that key and certificate), else plain http. Prints
-// "LISTENING <port>", then for every POST /v1/metrics two lines:
-//   HEADERS <json>: {"connection": <n-th connection of the server, from 1>, "user-agent": ...,
-//                    "x-gym-test": ...} (header values, or null when absent)
+// "LISTENING <port>", then for every POST /v1/metrics, /v1/traces or /v1/logs two lines:
+//   HEADERS <json>: {"connection": <n-th connection of the server, from 1>, "path": the request
+//                    path, "user-agent": ..., "x-gym-test": ...} (header values, or null when
+//                    absent)
 //   DECODED <content-type> <gzip|identity> <json>, where <json> is the decoded
-//           ExportMetricsServiceRequest as an object (64-bit integers as strings, enums as
-//           numbers).
+//           Export<Signal>ServiceRequest of that path as an object (64-bit integers as strings,
+//           enums as numbers, bytes as base64; OTLP/JSON's hex trace and span ids are read as hex).
 // Decoding errors print "ERROR <message>" and answer 400. A refused TLS handshake prints
-// "HANDSHAKE_FAILED <message>".
+// "HANDSHAKE_FAILED <message>". (grpc_receiver.js is the OTLP/gRPC counterpart.)
 'use strict';
 const fs = require('fs');
 const http = require('http');
@@ -19,11 +20,28 @@ const zlib = require('zlib');
 
 const modules = process.argv[2];
 const root = require(path.join(modules, '@opentelemetry/otlp-transformer/build/src/generated/root.js'));
-const Request = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
-const Response = root.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse;
+const collector = root.opentelemetry.proto.collector;
+const signals = {
+  '/v1/metrics': [collector.metrics.v1.ExportMetricsServiceRequest, collector.metrics.v1.ExportMetricsServiceResponse],
+  '/v1/traces': [collector.trace.v1.ExportTraceServiceRequest, collector.trace.v1.ExportTraceServiceResponse],
+  '/v1/logs': [collector.logs.v1.ExportLogsServiceRequest, collector.logs.v1.ExportLogsServiceResponse],
+};
 
 const tls = process.argv[3] === '--tls';
 let connections = 0;
+
+// OTLP/JSON writes trace and span ids as hex strings (telemetry.md 7.2), where the protobuf JSON
+// mapping of protobuf.js reads bytes as base64: they become bytes before fromObject.
+const ID_KEYS = new Set(['traceId', 'spanId', 'parentSpanId']);
+const hexIds = (v) => {
+  if (Array.isArray(v)) return v.map(hexIds);
+  if (v === null || typeof v !== 'object') return v;
+  const out = {};
+  for (const [k, x] of Object.entries(v)) {
+    out[k] = ID_KEYS.has(k) && typeof x === 'string' ? Buffer.from(x, 'hex') : hexIds(x);
+  }
+  return out;
+};
 
 const handler = (req, res) => {
   const chunks = [];
@@ -33,22 +51,24 @@ const handler = (req, res) => {
     const encoding = req.headers['content-encoding'] === 'gzip' ? 'gzip' : 'identity';
     process.stdout.write(`HEADERS ${JSON.stringify({
       connection: req.socket.gymConnection,
+      path: req.url,
       'user-agent': req.headers['user-agent'] ?? null,
       'x-gym-test': req.headers['x-gym-test'] ?? null,
     })}\n`);
     try {
-      if (req.method !== 'POST' || req.url !== '/v1/metrics') throw new Error(`unexpected ${req.method} ${req.url}`);
+      if (req.method !== 'POST' || !signals[req.url]) throw new Error(`unexpected ${req.method} ${req.url}`);
+      const [Request, Response] = signals[req.url];
       let body = Buffer.concat(chunks);
       if (encoding === 'gzip') body = zlib.gunzipSync(body);
       let message;
       if (type === 'application/x-protobuf') {
         message = Request.decode(body);
       } else if (type === 'application/json') {
-        message = Request.fromObject(JSON.parse(body.toString('utf8')));
+        message = Request.fromObject(hexIds(JSON.parse(body.toString('utf8'))));
       } else {
         throw new Error(`unexpected content-type ${type}`);
       }
-      const decoded = Request.toObject(message, { longs: String, enums: Number, defaults: false, oneofs: false });
+      const decoded = Request.toObject(message, { longs: String, enums: Number, bytes: String, defaults: false, oneofs: false });
       process.stdout.write(`DECODED ${type} ${encoding} ${JSON.stringify(decoded)}\n`);
       if (type === 'application/json') {
         res.writeHead(200, { 'Content-Type': 'application/json' });

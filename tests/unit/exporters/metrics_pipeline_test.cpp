@@ -80,6 +80,7 @@ TEST(MetricsPipeline, ConsoleExporterWritesTheResourceAndValuesAtShutdown) {
 
 TEST(MetricsPipeline, StatsCountExportsAndOtlpDropsAndOutliveShutdown) {
   // Port 1 (tcpmux) on loopback: nothing listens there on a test machine, connect is refused.
+  // The default protocol, gRPC: the refused channel fails the export (UNAVAILABLE).
   auto env = env_of({{"NEMO_GYM_OTEL_ENABLED", "1"},
                      {"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1"},
                      {"OTEL_METRIC_EXPORT_INTERVAL", "3600000"},
@@ -95,7 +96,7 @@ TEST(MetricsPipeline, StatsCountExportsAndOtlpDropsAndOutliveShutdown) {
   EXPECT_EQ(s.reader.failures, 1u);
   ASSERT_TRUE(s.otlp.has_value());
   EXPECT_EQ(s.otlp->batches_dropped, 1u);
-  EXPECT_EQ(s.otlp->points_dropped, 1u);
+  EXPECT_EQ(s.otlp->items_dropped, 1u);
   EXPECT_EQ(s.otlp->batches_sent, 0u);
 
   MetricsPipeline inactive(resolve_settings(boost::json::object{}, env_of({})),
@@ -107,7 +108,7 @@ TEST(MetricsPipeline, StatsCountExportsAndOtlpDropsAndOutliveShutdown) {
 TEST(MetricsPipeline, OtlpSettingsAreCheckedAtConstruction) {
   auto env = env_of({{"NEMO_GYM_OTEL_ENABLED", "1"}});
   auto settings = resolve_settings(boost::json::object{}, env);
-  settings.otlp_protocol = "grpc";  // as if it came from a config resolved elsewhere
+  settings.otlp_protocol = "http/2";  // as if it came from a config resolved elsewhere
   EXPECT_THROW(MetricsPipeline(settings, {"mcqa", "resources_servers"}, "r", env),
                core::ConfigError);
 }

@@ -1,6 +1,7 @@
-// The OTLP/HTTP exporter against a real HTTP receiver on 127.0.0.1 (gym_http's server), and
-// against a port nobody listens on and a listener that never answers.
-#include "exporters/otlp/otlp_http_exporter.h"
+// The OTLP metrics exporter over OTLP/HTTP against a real HTTP receiver on 127.0.0.1 (gym_http's
+// server), and against a port nobody listens on and a listener that never answers. (Over gRPC:
+// tests/integration/otlp_decode_test.cpp, against the OpenTelemetry JS gRPC receiver.)
+#include "exporters/otlp/otlp_metric_exporter.h"
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "exporters/otlp/gzip.h"
 #include "exporters/otlp/otlp_encoding.h"
 #include "http/server.h"
+#include "reserved_port.h"
 #include "telemetry/metrics/meter_provider.h"
 
 namespace gym::exporters {
@@ -106,6 +108,7 @@ telemetry::MetricsSnapshot snapshot() {
 
 OtlpSettings settings_for(const std::string& url) {
   OtlpSettings s;
+  s.protocol = OtlpProtocol::http_protobuf;
   s.url = url;
   s.timeout = 5000ms;
   return s;
@@ -117,11 +120,11 @@ ExportMetricsServiceRequest decode_protobuf(const std::string& body) {
   return r;
 }
 
-TEST(OtlpHttpExporter, SendsProtobufWithHeaders) {
+TEST(OtlpMetricExporter, SendsProtobufWithHeaders) {
   Receiver receiver;
   auto s = settings_for(receiver.url());
   s.headers = {{"x-api-key", "secret value"}};
-  OtlpHttpExporter exporter(s);
+  OtlpMetricExporter exporter(s);
   auto snap = snapshot();
   EXPECT_EQ(exporter.export_metrics(snap, telemetry::Deadline::max()), ExportResult::success);
   auto got = receiver.received();
@@ -136,12 +139,12 @@ TEST(OtlpHttpExporter, SendsProtobufWithHeaders) {
   EXPECT_EQ(exporter.stats().batches_sent, 1u);
 }
 
-TEST(OtlpHttpExporter, SendsJsonAndGzip) {
+TEST(OtlpMetricExporter, SendsJsonAndGzip) {
   Receiver receiver;
   auto s = settings_for(receiver.url());
   s.protocol = OtlpProtocol::http_json;
   s.compression = Compression::gzip;
-  OtlpHttpExporter exporter(s);
+  OtlpMetricExporter exporter(s);
   auto snap = snapshot();
   EXPECT_EQ(exporter.export_metrics(snap, telemetry::Deadline::max()), ExportResult::success);
   auto got = receiver.received();
@@ -154,62 +157,50 @@ TEST(OtlpHttpExporter, SendsJsonAndGzip) {
             1u);
 }
 
-TEST(OtlpHttpExporter, RetriesRetryableStatusesThenSucceeds) {
+TEST(OtlpMetricExporter, RetriesRetryableStatusesThenSucceeds) {
   Receiver receiver;
   receiver.queue({503, 429});
-  OtlpHttpExporter exporter(settings_for(receiver.url()));
+  OtlpMetricExporter exporter(settings_for(receiver.url()));
   EXPECT_EQ(exporter.export_metrics(snapshot(), telemetry::Deadline::max()), ExportResult::success);
   EXPECT_EQ(receiver.received().size(), 3u);
   EXPECT_EQ(exporter.stats().retries, 2u);
   EXPECT_EQ(exporter.stats().batches_sent, 1u);
 }
 
-TEST(OtlpHttpExporter, OtherStatusesDropTheBatch) {
+TEST(OtlpMetricExporter, OtherStatusesDropTheBatch) {
   Receiver receiver;
   receiver.queue({400});
-  OtlpHttpExporter exporter(settings_for(receiver.url()));
+  OtlpMetricExporter exporter(settings_for(receiver.url()));
   EXPECT_EQ(exporter.export_metrics(snapshot(), telemetry::Deadline::max()), ExportResult::failure);
   EXPECT_EQ(receiver.received().size(), 1u);
   EXPECT_EQ(exporter.stats().batches_dropped, 1u);
-  EXPECT_EQ(exporter.stats().points_dropped, 2u);
+  EXPECT_EQ(exporter.stats().items_dropped, 2u);
   // The next export is independent.
   EXPECT_EQ(exporter.export_metrics(snapshot(), telemetry::Deadline::max()), ExportResult::success);
 }
 
-TEST(OtlpHttpExporter, PartialSuccessIsCounted) {
+TEST(OtlpMetricExporter, PartialSuccessIsCounted) {
   Receiver receiver;
   opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse response;
   response.mutable_partial_success()->set_rejected_data_points(1);
   receiver.reply_body(response.SerializeAsString());
-  OtlpHttpExporter exporter(settings_for(receiver.url()));
+  OtlpMetricExporter exporter(settings_for(receiver.url()));
   EXPECT_EQ(exporter.export_metrics(snapshot(), telemetry::Deadline::max()), ExportResult::success);
-  EXPECT_EQ(exporter.stats().points_rejected, 1u);
+  EXPECT_EQ(exporter.stats().items_rejected, 1u);
 }
 
-// A port with nobody listening.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-TEST(OtlpHttpExporter, CollectorDownFailsWithinTheTimeout) {
-  auto s = settings_for("http://127.0.0.1:" + std::to_string(closed_port()) + "/v1/metrics");
+TEST(OtlpMetricExporter, CollectorDownFailsWithinTheTimeout) {
+  const gym::test::ReservedPort dead;  // bound, not listening: every connection is refused
+  auto s = settings_for("http://127.0.0.1:" + dead.text() + "/v1/metrics");
   s.timeout = 300ms;
-  OtlpHttpExporter exporter(s);
+  OtlpMetricExporter exporter(s);
   auto start = Clock::now();
   EXPECT_EQ(exporter.export_metrics(snapshot(), telemetry::Deadline::max()), ExportResult::failure);
   EXPECT_LT(Clock::now() - start, 5s);
   EXPECT_EQ(exporter.stats().batches_dropped, 1u);
 }
 
-TEST(OtlpHttpExporter, HangingCollectorFailsByTheDeadline) {
+TEST(OtlpMetricExporter, HangingCollectorFailsByTheDeadline) {
   // Listens (so connect succeeds) but never accepts nor answers.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -221,7 +212,7 @@ TEST(OtlpHttpExporter, HangingCollectorFailsByTheDeadline) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   auto s = settings_for("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/v1/metrics");
   {
-    OtlpHttpExporter exporter(s);
+    OtlpMetricExporter exporter(s);
     auto start = Clock::now();
     EXPECT_EQ(exporter.export_metrics(snapshot(), Clock::now() + 300ms), ExportResult::failure);
     EXPECT_LT(Clock::now() - start, 5s);
