@@ -4,12 +4,14 @@
 #include "http/message.h"
 #include "http/session_cookie.h"
 
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string_view>
 
 namespace {
@@ -22,16 +24,39 @@ const gym::http::SessionCookie& cookie() {
   return instance;
 }
 
+using MacContext = std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)>;
+
+// HMAC-SHA256 under kKey, keyed once (a fetch and key setup per input would be harness cost,
+// not the product's).
+const EVP_MAC_CTX* keyed_hmac() {
+  static const MacContext ctx = [] {
+    EVP_MAC* hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    MacContext c(EVP_MAC_CTX_new(hmac), &EVP_MAC_CTX_free);
+    EVP_MAC_free(hmac);
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                 OSSL_PARAM_END};
+    if (!c || EVP_MAC_init(c.get(), reinterpret_cast<const unsigned char*>(kKey.data()),
+                           kKey.size(), params) != 1)
+      std::abort();
+    return c;
+  }();
+  return ctx.get();
+}
+
 // A cookie value carrying `payload` with a valid signature (HMAC-SHA256 of "<name>.<payload>"
 // under the key, as the server signs), so the fuzzer reaches the decoding behind the signature
 // check, which no forged value passes.
 std::string correctly_signed(std::string_view payload) {
   const std::string encoded = gym::http::base64url_encode(payload);
   const std::string data = std::string(kCookieName) + "." + encoded;
+  const MacContext ctx(EVP_MAC_CTX_dup(keyed_hmac()), &EVP_MAC_CTX_free);
   std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
-  unsigned int length = 0;
-  HMAC(EVP_sha256(), kKey.data(), static_cast<int>(kKey.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac.data(), &length);
+  std::size_t length = 0;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  if (!ctx || EVP_MAC_update(ctx.get(), bytes, data.size()) != 1 ||
+      EVP_MAC_final(ctx.get(), mac.data(), &length, mac.size()) != 1)
+    std::abort();
   return encoded + "." +
          gym::http::base64url_encode(
              std::string_view(reinterpret_cast<const char*>(mac.data()), length));

@@ -284,17 +284,25 @@ std::optional<std::string> did_you_mean(std::string_view word,
   std::vector<std::size_t> previous(word.size() + 1);
   std::vector<std::size_t> current(word.size() + 1);
   for (const auto& candidate : candidates) {
-    // Levenshtein distance, two rows.
+    // The distance is at least the difference in length: skip what cannot beat the best.
+    const std::size_t longer = std::max(candidate.size(), word.size());
+    if (longer - std::min(candidate.size(), word.size()) >= best_distance) continue;
+    // Levenshtein distance, two rows. A row's smallest entry never decreases further down, so
+    // once it reaches the best distance this candidate cannot win.
     for (std::size_t j = 0; j <= word.size(); ++j) previous[j] = j;
-    for (std::size_t i = 1; i <= candidate.size(); ++i) {
+    bool beaten = false;
+    for (std::size_t i = 1; i <= candidate.size() && !beaten; ++i) {
       current[0] = i;
+      std::size_t row_min = i;
       for (std::size_t j = 1; j <= word.size(); ++j) {
         std::size_t substitute = previous[j - 1] + (candidate[i - 1] == word[j - 1] ? 0 : 1);
         current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+        row_min = std::min(row_min, current[j]);
       }
       std::swap(previous, current);
+      beaten = row_min >= best_distance;
     }
-    if (previous[word.size()] < best_distance) {
+    if (!beaten && previous[word.size()] < best_distance) {
       best_distance = previous[word.size()];
       best = candidate;
     }

@@ -4,13 +4,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <istream>
 #include <limits>
 #include <optional>
-#include <regex>
-#include <sstream>
 #include <stdexcept>
+#include <streambuf>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,17 +26,103 @@ namespace json = boost::json;
 
 namespace {
 
-// PyYAML's int resolver (YAML 1.1): binary, leading-zero octal, decimal, hex, base 60.
-const std::regex kIntPattern(
-    R"([-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+))");
-// OmegaConf's float resolver, which also accepts "1e3" and "1e-3" (PyYAML alone needs a dot).
-const std::regex kFloatPattern(
-    R"([-+]?([0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+)"
-    R"(|[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*|\.(inf|Inf|INF)))"
-    R"(|\.[0-9][0-9_]*([eE][-+][0-9]+)?|\.(nan|NaN|NAN))");
+// The scalar patterns below are written out by hand instead of as std::regex (whose matching
+// allocates and backtracks, and was most of the time of typing scalars); unit tests check them
+// against the regular expressions they implement.
 
-bool full_match(std::string_view s, const std::regex& re) {
-  return std::regex_match(s.begin(), s.end(), re);
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit_or_underscore(char c) { return is_digit(c) || c == '_'; }
+
+// Skips the characters of `s` from `i` on that satisfy `pred`.
+template <typename Pred>
+std::size_t skip(std::string_view s, std::size_t i, Pred pred) {
+  while (i < s.size() && pred(s[i])) ++i;
+  return i;
+}
+
+template <typename Pred>
+bool nonempty_and_all(std::string_view s, Pred pred) {
+  return !s.empty() && skip(s, 0, pred) == s.size();
+}
+
+std::string_view without_sign(std::string_view s) {
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  return s;
+}
+
+// `(:[0-5]?[0-9])+` from `i` on, then `end` (a character, or '\0' for the end of `s`); returns
+// the position of `end`, or npos.
+std::size_t skip_base60_groups(std::string_view s, std::size_t i, char end) {
+  bool any = false;
+  while (i < s.size() && s[i] == ':') {
+    const std::size_t digits = skip(s, i + 1, is_digit) - (i + 1);
+    if (digits == 0 || digits > 2 || (digits == 2 && s[i + 1] > '5')) return std::string_view::npos;
+    i += 1 + digits;
+    any = true;
+  }
+  if (!any) return std::string_view::npos;
+  if (end == '\0') return i == s.size() ? i : std::string_view::npos;
+  return i < s.size() && s[i] == end ? i : std::string_view::npos;
+}
+
+// PyYAML's int resolver (YAML 1.1): binary, leading-zero octal, decimal, hex, base 60.
+// [-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)
+bool is_yaml_int(std::string_view text) {
+  const std::string_view s = without_sign(text);
+  if (s.empty()) return false;
+  if (s.substr(0, 2) == "0b") {
+    return nonempty_and_all(s.substr(2), [](char c) { return c == '0' || c == '1' || c == '_'; });
+  }
+  if (s.substr(0, 2) == "0x") {
+    return nonempty_and_all(s.substr(2), [](char c) {
+      return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '_';
+    });
+  }
+  if (s.front() == '0') {
+    return s.size() == 1 ||
+           nonempty_and_all(s.substr(1), [](char c) { return (c >= '0' && c <= '7') || c == '_'; });
+  }
+  if (s.front() < '1' || s.front() > '9') return false;
+  const std::size_t i = skip(s, 1, is_digit_or_underscore);
+  return i == s.size() || skip_base60_groups(s, i, '\0') != std::string_view::npos;
+}
+
+// `[eE][-+]?[0-9]+` (with `sign_required`, `[eE][-+][0-9]+`) from `i` to the end of `s`.
+bool is_exponent(std::string_view s, std::size_t i, bool sign_required) {
+  if (i >= s.size() || (s[i] != 'e' && s[i] != 'E')) return false;
+  ++i;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) {
+    ++i;
+  } else if (sign_required) {
+    return false;
+  }
+  return nonempty_and_all(s.substr(i), is_digit);
+}
+
+// OmegaConf's float resolver, which also accepts "1e3" and "1e-3" (PyYAML alone needs a dot):
+//   [-+]?( [0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)?
+//        | [0-9][0-9_]*[eE][-+]?[0-9]+
+//        | [0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*
+//        | \.(inf|Inf|INF) )
+//   | \.[0-9][0-9_]*([eE][-+][0-9]+)?
+//   | \.(nan|NaN|NAN)
+bool is_yaml_float(std::string_view text) {
+  if (text == ".nan" || text == ".NaN" || text == ".NAN") return true;
+  if (text.size() >= 2 && text[0] == '.' && is_digit(text[1])) {
+    const std::size_t i = skip(text, 2, is_digit_or_underscore);
+    if (i == text.size() || is_exponent(text, i, true)) return true;
+  }
+  const std::string_view s = without_sign(text);
+  if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
+  if (s.empty() || !is_digit(s.front())) return false;
+  const std::size_t i = skip(s, 1, is_digit_or_underscore);
+  if (i < s.size() && s[i] == '.') {
+    const std::size_t j = skip(s, i + 1, is_digit_or_underscore);
+    return j == s.size() || is_exponent(s, j, false);
+  }
+  if (is_exponent(s, i, false)) return true;
+  const std::size_t dot = skip_base60_groups(s, i, '.');
+  return dot != std::string_view::npos && skip(s, dot + 1, is_digit_or_underscore) == s.size();
 }
 
 bool is_one_of(std::string_view s, std::initializer_list<std::string_view> words) {
@@ -134,133 +221,36 @@ std::string location(const YAML::Mark& mark) {
   return fmt::format(" at line {}, column {}", mark.line + 1, mark.column + 1);
 }
 
-// The conversion of one document's nodes. yaml-cpp shares the node of an anchor between its
-// aliases, but the JSON tree copies it for each, so nested aliases can expand exponentially (an
-// "alias bomb"): `values_left` bounds the values created, with an error instead of the memory.
-class Converter {
- public:
-  Converter(std::string_view origin, std::size_t max_values)
-      : origin_(origin), values_left_(max_values) {}
-
-  json::value convert(const YAML::Node& node) {
-    if (values_left_ == 0) {
-      throw ConfigError(fmt::format(
-          "config error in {}{}: the document expands to more than {} values; its aliases "
-          "(*name) repeat anchored (&name) content too often. Write the repeated parts out or "
-          "reference fewer nested aliases",
-          origin_, location(node.Mark()), kMaxYamlAliasValues));
-    }
-    --values_left_;
-    if (depth_ == kMaxYamlDepth) {
-      throw ConfigError(fmt::format(
-          "config error in {}{}: values nest more than {} levels deep; does an alias (*name) "
-          "refer to the anchor (&name) it is inside of?",
-          origin_, location(node.Mark()), kMaxYamlDepth));
-    }
-    ++depth_;
-    json::value out = convert_node(node);
-    --depth_;
-    return out;
-  }
-
- private:
-  json::value convert_node(const YAML::Node& node) {
-    switch (node.Type()) {
-      case YAML::NodeType::Map:
-        return convert_map(node);
-      case YAML::NodeType::Sequence: {
-        json::array out;
-        for (const auto& item : node) out.push_back(convert(item));
-        return out;
-      }
-      case YAML::NodeType::Scalar:
-        return convert_scalar(node);
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        break;
-    }
-    return nullptr;
-  }
-
-  static bool is_merge_key(const YAML::Node& key) {
-    return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
-  }
-
-  json::value convert_map(const YAML::Node& node) {
-    json::object out;
-    for (const auto& entry : node) {
-      if (is_merge_key(entry.first)) merge_defaults(out, entry.second);
-    }
-    for (const auto& entry : node) {
-      if (!is_merge_key(entry.first)) out[key_text(entry.first)] = convert(entry.second);
-    }
-    return out;
-  }
-
-  json::value convert_scalar(const YAML::Node& node) const {
-    // yaml-cpp tags quoted and block scalars "!" and plain ones "?".
-    if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") {
-      return json::string(node.Scalar());
-    }
-    try {
-      return yaml_plain_scalar(node.Scalar());
-    } catch (const std::out_of_range&) {
-      throw ConfigError(
-          fmt::format("config error in {}{}: the number {} does not fit in 64 "
-                      "bits; quote it to keep it as text",
-                      origin_, location(node.Mark()), node.Scalar()));
-    }
-  }
-
-  std::string key_text(const YAML::Node& key) const {
-    if (key.IsScalar()) return key.Scalar();
-    throw ConfigError(fmt::format("config error in {}{}: mapping keys must be plain text, not {}",
-                                  origin_, location(key.Mark()),
-                                  key.IsNull() ? "empty" : "a list or mapping"));
-  }
-
-  // `<<: *base` copies the keys of the referenced mapping(s) as defaults, as PyYAML does: with a
-  // list, an earlier mapping wins over a later one, and explicit keys win over all of them.
-  void merge_defaults(json::object& out, const YAML::Node& value) {
-    std::vector<YAML::Node> sources;
-    if (value.IsMap()) {
-      sources.push_back(value);
-    } else if (value.IsSequence()) {
-      for (const auto& item : value) sources.insert(sources.begin(), item);
-    }
-    if (sources.empty()) merge_error(value);
-    for (const auto& source : sources) {
-      if (!source.IsMap()) merge_error(value);
-      json::value merged = convert(source);
-      for (auto& [k, v] : merged.as_object()) out[k] = std::move(v);
-    }
-  }
-
-  [[noreturn]] void merge_error(const YAML::Node& value) const {
-    throw ConfigError(
-        fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
-                    "list of mappings",
-                    origin_, location(value.Mark())));
-  }
-
-  std::string_view origin_;
-  std::size_t values_left_;
-  std::size_t depth_ = 0;
+// One node of a document as yaml-cpp's parser reports it. An alias is the very node of its
+// anchor, shared (and, for an alias inside its own anchor, a cycle), as in a YAML::Node tree.
+struct YamlNode {
+  YAML::NodeType::value type = YAML::NodeType::Null;
+  std::string tag;
+  std::string scalar;
+  YAML::Mark mark;
+  std::vector<const YamlNode*> children;  // a sequence's items; a mapping's keys and values
 };
 
-// Counts the documents of a YAML stream through yaml-cpp's event parser, which builds nothing.
-// Each document must start further on than the one before: Debian's yaml-cpp 0.7.0 answers a
-// token that cannot start a node (a lone `,`) with an empty document without consuming it, so
-// YAML::LoadAll would collect empty documents forever (yaml-cpp issue 1040).
-class DocumentCounter : public YAML::EventHandler {
+// Reads a YAML stream in one pass of yaml-cpp's event parser: the nodes of its first document
+// the way YAML::Load builds them (same nodes, tags, marks, order and shared aliases), and how
+// many documents follow, which a config must not have. Before, the stream was parsed twice (to
+// count documents, then by YAML::Load), and yaml-cpp's own nodes cost more to build and walk.
+class DocumentReader : public YAML::EventHandler {
  public:
-  std::size_t count(const std::string& text, std::string_view origin) {
-    std::istringstream in(text);
+  // The number of documents; the root of the first is root().
+  std::size_t read(std::string_view text, std::string_view origin) {
+    ViewBuffer buffer(text);
+    std::istream in(&buffer);
     YAML::Parser parser(in);
-    std::size_t documents = 0;
-    std::optional<int> previous_start;
+    if (!parser.HandleNextDocument(*this)) return 0;
+    // Each document must start further on than the one before: Debian's yaml-cpp 0.7.0
+    // answers a token that cannot start a node (a lone `,`) with an empty document without
+    // consuming it, so reading on would collect empty documents forever (yaml-cpp issue 1040).
+    std::size_t documents = 1;
+    counting_ = true;
+    int previous_start = start_.pos;
     while (parser.HandleNextDocument(*this)) {
-      if (previous_start && start_.pos <= *previous_start) {
+      if (start_.pos <= previous_start) {
         const char found = start_.pos >= 0 && static_cast<std::size_t>(start_.pos) < text.size()
                                ? text[static_cast<std::size_t>(start_.pos)]
                                : '?';
@@ -275,21 +265,206 @@ class DocumentCounter : public YAML::EventHandler {
     return documents;
   }
 
+  const YamlNode* root() const { return root_; }
+
   void OnDocumentStart(const YAML::Mark& mark) override { start_ = mark; }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (counting_) return;
+    add(begin(mark, anchor, YAML::NodeType::Null));
+  }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+    if (counting_) return;
+    // The parser only reports aliases of anchors it has seen.
+    add(anchors_.at(anchor));
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    if (counting_) return;
+    YamlNode* node = begin(mark, anchor, YAML::NodeType::Scalar);
+    node->tag = tag;
+    node->scalar = value;
+    add(node);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    if (counting_) return;
+    open(mark, tag, anchor, YAML::NodeType::Sequence);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    if (counting_) return;
+    open(mark, tag, anchor, YAML::NodeType::Map);
+  }
+  void OnMapEnd() override { close(); }
 
  private:
+  // The text as a stream without a copy of it.
+  struct ViewBuffer : std::streambuf {
+    explicit ViewBuffer(std::string_view text) {
+      char* begin = const_cast<char*>(text.data());  // only read
+      setg(begin, begin, begin + text.size());
+    }
+  };
+
+  // A new node; an anchor names it from here on, its own children included.
+  YamlNode* begin(const YAML::Mark& mark, YAML::anchor_t anchor, YAML::NodeType::value type) {
+    YamlNode& node = nodes_.emplace_back();
+    node.type = type;
+    node.mark = mark;
+    if (anchor != YAML::NullAnchor) {
+      if (anchors_.size() <= anchor) anchors_.resize(anchor + 1, nullptr);
+      anchors_[anchor] = &node;
+    }
+    return &node;
+  }
+
+  // A finished node goes into the collection it is in (keys and values alternate in a mapping),
+  // or is the root.
+  void add(const YamlNode* node) {
+    if (open_.empty()) {
+      root_ = node;
+    } else {
+      open_.back()->children.push_back(node);
+    }
+  }
+
+  void open(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+            YAML::NodeType::value type) {
+    YamlNode* node = begin(mark, anchor, type);
+    node->tag = tag;
+    open_.push_back(node);
+  }
+
+  void close() {
+    if (counting_) return;
+    const YamlNode* node = open_.back();
+    open_.pop_back();
+    add(node);
+  }
+
+  std::deque<YamlNode> nodes_;  // stable addresses
+  std::vector<const YamlNode*> anchors_;
+  std::vector<YamlNode*> open_;
+  const YamlNode* root_ = nullptr;
   YAML::Mark start_;
+  bool counting_ = false;  // past the first document: only its start matters
+};
+
+// The conversion of one document's nodes. An anchor's node is shared between its aliases, but
+// the JSON tree copies it for each, so nested aliases can expand exponentially (an "alias
+// bomb"): `values_left` bounds the values created, with an error instead of the memory.
+class Converter {
+ public:
+  Converter(std::string_view origin, std::size_t max_values)
+      : origin_(origin), values_left_(max_values) {}
+
+  json::value convert(const YamlNode& node) {
+    if (values_left_ == 0) {
+      throw ConfigError(fmt::format(
+          "config error in {}{}: the document expands to more than {} values; its aliases "
+          "(*name) repeat anchored (&name) content too often. Write the repeated parts out or "
+          "reference fewer nested aliases",
+          origin_, location(node.mark), kMaxYamlAliasValues));
+    }
+    --values_left_;
+    if (depth_ == kMaxYamlDepth) {
+      throw ConfigError(fmt::format(
+          "config error in {}{}: values nest more than {} levels deep; does an alias (*name) "
+          "refer to the anchor (&name) it is inside of?",
+          origin_, location(node.mark), kMaxYamlDepth));
+    }
+    ++depth_;
+    json::value out = convert_node(node);
+    --depth_;
+    return out;
+  }
+
+ private:
+  json::value convert_node(const YamlNode& node) {
+    switch (node.type) {
+      case YAML::NodeType::Map:
+        return convert_map(node);
+      case YAML::NodeType::Sequence: {
+        json::array out;
+        for (const YamlNode* item : node.children) out.push_back(convert(*item));
+        return out;
+      }
+      case YAML::NodeType::Scalar:
+        return convert_scalar(node);
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        break;
+    }
+    return nullptr;
+  }
+
+  static bool is_merge_key(const YamlNode& key) {
+    return key.type == YAML::NodeType::Scalar && key.tag == "?" && key.scalar == "<<";
+  }
+
+  json::value convert_map(const YamlNode& node) {
+    const auto& entries = node.children;
+    json::object out;
+    for (std::size_t i = 0; i + 1 < entries.size(); i += 2) {
+      if (is_merge_key(*entries[i])) merge_defaults(out, *entries[i + 1]);
+    }
+    for (std::size_t i = 0; i + 1 < entries.size(); i += 2) {
+      if (!is_merge_key(*entries[i])) out[key_text(*entries[i])] = convert(*entries[i + 1]);
+    }
+    return out;
+  }
+
+  json::value convert_scalar(const YamlNode& node) const {
+    // yaml-cpp tags quoted and block scalars "!" and plain ones "?".
+    if (node.tag == "!" || node.tag == "tag:yaml.org,2002:str") {
+      return json::string(node.scalar);
+    }
+    try {
+      return yaml_plain_scalar(node.scalar);
+    } catch (const std::out_of_range&) {
+      throw ConfigError(
+          fmt::format("config error in {}{}: the number {} does not fit in 64 "
+                      "bits; quote it to keep it as text",
+                      origin_, location(node.mark), node.scalar));
+    }
+  }
+
+  std::string key_text(const YamlNode& key) const {
+    if (key.type == YAML::NodeType::Scalar) return key.scalar;
+    throw ConfigError(fmt::format(
+        "config error in {}{}: mapping keys must be plain text, not {}", origin_,
+        location(key.mark), key.type == YAML::NodeType::Null ? "empty" : "a list or mapping"));
+  }
+
+  // `<<: *base` copies the keys of the referenced mapping(s) as defaults, as PyYAML does: with a
+  // list, an earlier mapping wins over a later one, and explicit keys win over all of them.
+  void merge_defaults(json::object& out, const YamlNode& value) {
+    std::vector<const YamlNode*> sources;
+    if (value.type == YAML::NodeType::Map) {
+      sources.push_back(&value);
+    } else if (value.type == YAML::NodeType::Sequence) {
+      sources.assign(value.children.rbegin(), value.children.rend());
+    }
+    if (sources.empty()) merge_error(value);
+    for (const YamlNode* source : sources) {
+      if (source->type != YAML::NodeType::Map) merge_error(value);
+      json::value merged = convert(*source);
+      for (auto& [k, v] : merged.as_object()) out[k] = std::move(v);
+    }
+  }
+
+  [[noreturn]] void merge_error(const YamlNode& value) const {
+    throw ConfigError(
+        fmt::format("config error in {}{}: a `<<` merge key needs a mapping or a "
+                    "list of mappings",
+                    origin_, location(value.mark)));
+  }
+
+  std::string_view origin_;
+  std::size_t values_left_;
+  std::size_t depth_ = 0;
 };
 
 void emit(YAML::Emitter& out, const json::value& v);
@@ -375,19 +550,17 @@ json::value yaml_plain_scalar(std::string_view text) {
   if (is_one_of(text, {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})) {
     return false;
   }
-  if (full_match(text, kIntPattern)) return construct_int(text);
-  if (full_match(text, kFloatPattern)) return construct_float(text);
+  if (is_yaml_int(text)) return construct_int(text);
+  if (is_yaml_float(text)) return construct_float(text);
   return json::string(text);
 }
 
 json::value parse_yaml(std::string_view text, std::string_view origin) {
   if (text.size() > kMaxYamlBytes) throw too_large(origin);
-  const std::string owned(text);
+  DocumentReader reader;
   std::size_t documents = 0;
-  YAML::Node root;
   try {
-    documents = DocumentCounter().count(owned, origin);
-    if (documents == 1) root = YAML::Load(owned);
+    documents = reader.read(text, origin);
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("config error in {}: YAML syntax error{}: {}", origin,
                                   location(e.mark), e.msg));
@@ -398,9 +571,9 @@ json::value parse_yaml(std::string_view text, std::string_view origin) {
                     "---); a config holds exactly one",
                     origin, documents));
   }
-  if (documents == 0) return nullptr;
+  if (documents == 0 || !reader.root()) return nullptr;
   // A document has at most about one value per byte of its text; the rest comes from aliases.
-  return Converter(origin, text.size() + kMaxYamlAliasValues).convert(root);
+  return Converter(origin, text.size() + kMaxYamlAliasValues).convert(*reader.root());
 }
 
 json::value load_yaml_file(const std::string& path) {

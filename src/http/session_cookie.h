@@ -5,9 +5,12 @@
 // handed to its servers privately (kSessionKeyVariable), so every worker and every restart
 // within the deployment accepts the others' cookies. Clients only echo cookies, so this stays
 // wire-compatible.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+struct evp_mac_ctx_st;  // OpenSSL's EVP_MAC_CTX
 
 namespace gym::http {
 
@@ -26,8 +29,11 @@ bool is_valid_session_id(std::string_view id);
 
 class SessionCookie {
  public:
-  SessionCookie(std::string cookie_name, std::string key)
-      : name_(std::move(cookie_name)), key_(std::move(key)) {}
+  SessionCookie(std::string cookie_name, std::string key);
+  // Copies share the keyed context. No move operations: a move copies, so no SessionCookie is
+  // ever left without one.
+  SessionCookie(const SessionCookie&) = default;
+  SessionCookie& operator=(const SessionCookie&) = default;
 
   const std::string& name() const { return name_; }
   // The session id carried by a cookie value, if the value is well-formed, correctly signed and
@@ -39,8 +45,14 @@ class SessionCookie {
   std::string set_cookie_header(std::string_view session_id) const;
 
  private:
+  // HMAC-SHA256 of "<name>.<payload>" under the key, raw bytes.
+  std::string mac(std::string_view payload) const;
+
   std::string name_;
-  std::string key_;
+  // HMAC-SHA256 keyed once: OpenSSL 3's one-shot HMAC() fetches the algorithm and hashes the
+  // key on every call. Never updated after construction, only duplicated per MAC, so copies and
+  // threads can share it.
+  std::shared_ptr<const evp_mac_ctx_st> keyed_;
 };
 
 std::string new_uuid4();

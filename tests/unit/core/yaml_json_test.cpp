@@ -1,5 +1,9 @@
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
 
 #include <boost/json.hpp>
 
@@ -112,6 +116,52 @@ TEST(YamlScalars, IntegerBeyond64BitsIsAnError) {
   EXPECT_CONTAINS(msg, "quote it");
 }
 
+// yaml_plain_scalar implements these two resolvers by hand; every string of up to 4 characters
+// from the characters they look at, and longer ones of each shape, is typed as they say.
+TEST(YamlScalars, TypingFollowsTheResolverPatterns) {
+  // PyYAML's int resolver (YAML 1.1) and OmegaConf's float resolver.
+  const std::regex int_pattern(
+      R"([-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+))");
+  const std::regex float_pattern(
+      R"([-+]?([0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+)"
+      R"(|[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*|\.(inf|Inf|INF)))"
+      R"(|\.[0-9][0-9_]*([eE][-+][0-9]+)?|\.(nan|NaN|NAN))");
+  const auto check = [&](const std::string& text) {
+    json::kind expected = json::kind::string;
+    if (std::regex_match(text, int_pattern)) {
+      expected = json::kind::int64;
+    } else if (std::regex_match(text, float_pattern)) {
+      expected = json::kind::double_;
+    }
+    json::kind got = json::kind::null;
+    try {
+      got = yaml_plain_scalar(text).kind();
+      if (got == json::kind::uint64) got = json::kind::int64;
+    } catch (const std::out_of_range&) {
+      got = json::kind::int64;  // an int, too large
+    }
+    EXPECT_EQ(got, expected) << "for `" << text << "`";
+  };
+  const std::string alphabet = "0159_.:eE+-bxf";
+  std::string text;
+  const std::function<void()> all = [&] {
+    if (!text.empty()) check(text);
+    if (text.size() == 4) return;
+    for (char c : alphabet) {
+      text.push_back(c);
+      all();
+      text.pop_back();
+    }
+  };
+  all();
+  std::istringstream longer(
+      "0b1_01 0x_fF 0_17 1_000 190:20:30 1:60 1:5: 1::5 -1:30 1:30.5 1:30:5.25 1:7. "
+      "1:123.0 1.5e+10 1_0.0_1E-3 12e 12e+ .5e+3 .5e3 .5_ -.5 .inf -.Inf +.INF .iNF "
+      ".nan .NaN -.nan .NAN +0 -0x1 9223372036854775808 99999999999999999999 1_2a "
+      "2024-01-01 0o17");
+  for (std::string text; longer >> text;) check(text);
+}
+
 TEST(YamlParse, BlockScalarsAreText) {
   json::value v = parse_yaml("a: |\n  line 1\n  42\nb: >\n  folded\n  text\n", "x");
   EXPECT_EQ(v.at("a"), "line 1\n42\n");
@@ -156,6 +206,22 @@ TEST(YamlParse, SyntaxErrorNamesOriginAndLine) {
 TEST(YamlParse, SeveralDocumentsAreAnError) {
   std::string msg = config_error_of([] { parse_yaml("a: 1\n---\nb: 2\n", "two.yaml"); });
   EXPECT_CONTAINS(msg, "2 YAML documents");
+}
+
+// Errors of the conversion name the node's position; an alias is its anchor's node, so it points
+// at the anchor. A syntax error in a later document counts too.
+TEST(YamlParse, ErrorsNameThePositionOfTheirNode) {
+  EXPECT_CONTAINS(config_error_of([] { parse_yaml("a: 1\n? [x]\n: 2\n", "k.yaml"); }),
+                  "k.yaml at line 2, column 3: mapping keys must be plain text");
+  EXPECT_CONTAINS(
+      config_error_of([] { parse_yaml("base: &b 1\nm:\n  x: 1\n  <<: *b\n", "k.yaml"); }),
+      "k.yaml at line 1, column 7: a `<<` merge key needs a mapping");
+  EXPECT_CONTAINS(config_error_of([] { parse_yaml("a:\n  b: 99999999999999999999\n", "k.yaml"); }),
+                  "k.yaml at line 2, column 6: the number 99999999999999999999 does not fit");
+  EXPECT_CONTAINS(config_error_of([] { parse_yaml("a: 1\n---\nb: [\n", "k.yaml"); }),
+                  "YAML syntax error at line 4, column 1");
+  EXPECT_EQ(parse_yaml("{a: 1, a: 2, b: &b [3], c: *b}", "k.yaml"),
+            json::parse(R"({"a": 2, "b": [3], "c": [3]})"));
 }
 
 TEST(YamlFile, MissingFileIsAConfigError) {

@@ -2,8 +2,11 @@
 #include "http/session_cookie.h"
 
 #include <gtest/gtest.h>
+#include <openssl/hmac.h>
 
 #include <regex>
+#include <thread>
+#include <vector>
 
 using namespace gym::http;
 
@@ -60,6 +63,57 @@ TEST(SessionCookie, SignedButInvalidSessionIdsAreRefused) {
   EXPECT_TRUE(s.verify(s.sign(std::string(128, 'a'))));
   EXPECT_TRUE(s.verify(s.sign("session-1.2_a:b")));
   EXPECT_TRUE(is_valid_session_id(new_uuid4()));
+}
+
+// The signature is HMAC-SHA256 of "<name>.<payload>" under the key, byte for byte what OpenSSL's
+// one-shot HMAC() gives, whatever the key length (empty, short, longer than a SHA-256 block).
+TEST(SessionCookie, SignatureIsHmacSha256OfNameAndPayload) {
+  const std::string name = "MCQAResourcesServer___mcqa";
+  for (const std::string& key :
+       {std::string(), std::string("k"), new_session_key(), std::string(200, 'x')}) {
+    const std::string value = SessionCookie(name, key).sign("abc");
+    const std::string payload = value.substr(0, value.find('.'));
+    EXPECT_EQ(base64url_decode(payload), R"({"session_id":"abc"})");
+    const std::string data = name + "." + payload;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &length);
+    EXPECT_EQ(value.substr(value.find('.') + 1),
+              base64url_encode(std::string_view(reinterpret_cast<const char*>(mac), length)))
+        << key.size();
+  }
+}
+
+// Servers verify from several threads with one SessionCookie (and its copies).
+TEST(SessionCookie, VerifiesFromManyThreadsAtOnce) {
+  const SessionCookie s("X___x", new_session_key());
+  const SessionCookie copy = s;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(new_uuid4());
+  std::vector<int> verified(ids.size(), 0);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    threads.emplace_back([&, t] {
+      const SessionCookie& mine = t % 2 ? s : copy;
+      for (int i = 0; i < 200; ++i) {
+        verified[t] += mine.verify(mine.sign(ids[t])) == ids[t];
+        verified[t] -= static_cast<bool>(mine.verify(mine.sign(ids[t]) + "x"));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int count : verified) EXPECT_EQ(count, 200);
+}
+
+TEST(Base64Url, DecodesTheUrlAlphabetOnlyAndStopsAtPadding) {
+  EXPECT_EQ(base64url_decode("Zm9vYg"), "foob");
+  EXPECT_EQ(base64url_decode("Zm9vYg==ignored!"), "foob");
+  EXPECT_EQ(base64url_decode("Z"), "");  // 6 bits: no whole byte
+  EXPECT_EQ(base64url_decode("-_8"), "\xfb\xff");
+  EXPECT_FALSE(base64url_decode("+/8"));  // the standard alphabet's characters
+  EXPECT_FALSE(base64url_decode("Zm9v Yg"));
+  EXPECT_FALSE(base64url_decode(std::string("Zm\0v", 4)));
 }
 
 TEST(Base64Url, RoundTrips) {
