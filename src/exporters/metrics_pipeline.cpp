@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "exporters/console/console_exporter.h"
+#include "exporters/otlp/otlp_batch_exporter.h"
 #include "exporters/otlp/otlp_metric_exporter.h"
 #include "exporters/otlp/otlp_settings.h"
 
@@ -83,9 +84,11 @@ MetricsPipeline::Stats MetricsPipeline::stats() const {
 
 void check_exporter_settings(const telemetry::TelemetrySettings& settings,
                              const telemetry::GetEnv& getenv) {
-  if (settings.metrics_active() && settings.exporter == telemetry::ExporterKind::otlp) {
-    resolve_otlp(settings, getenv, Signal::metrics);
-  }
+  if (settings.exporter != telemetry::ExporterKind::otlp) return;
+  if (settings.metrics_active()) resolve_otlp(settings, getenv, Signal::metrics);
+  if (settings.traces_active() && !settings.span_group_set.none())
+    resolve_otlp(settings, getenv, Signal::traces);
+  if (settings.logs_active()) resolve_otlp(settings, getenv, Signal::logs);
 }
 
 std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
@@ -97,14 +100,24 @@ std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
 std::unique_ptr<telemetry::SpanExporter> make_span_exporter(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv) {
+  auto resource = telemetry::build_resource(settings, run_id, identity, getenv);
   if (settings.exporter == telemetry::ExporterKind::console)
-    return std::make_unique<ConsoleSpanExporter>(
-        telemetry::build_resource(settings, run_id, identity, getenv), settings.console_path);
-  return nullptr;  // OTLP spans: the OTLP exporters' sender (next step)
+    return std::make_unique<ConsoleSpanExporter>(resource, settings.console_path);
+  return std::make_unique<OtlpSpanExporter>(resolve_otlp(settings, getenv, Signal::traces),
+                                            Signal::traces, std::move(resource),
+                                            settings.export_interval);
+}
+
+std::unique_ptr<telemetry::LogExporter> make_log_exporter(
+    const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
+    const std::string& run_id, const telemetry::GetEnv& getenv) {
+  return std::make_unique<OtlpLogExporter>(
+      resolve_otlp(settings, getenv, Signal::logs), Signal::logs,
+      telemetry::build_resource(settings, run_id, identity, getenv), settings.export_interval);
 }
 
 telemetry::PipelineFactory metrics_pipelines() {
-  return {check_exporter_settings, make_metrics_pipeline, make_span_exporter, nullptr};
+  return {check_exporter_settings, make_metrics_pipeline, make_span_exporter, make_log_exporter};
 }
 
 }  // namespace gym::exporters

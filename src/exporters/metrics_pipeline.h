@@ -78,8 +78,13 @@ std::unique_ptr<telemetry::SpanExporter> make_span_exporter(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv);
 
+// The OTLP log-record exporter (telemetry.md 8.4), as a PipelineFactory::BuildLogs.
+std::unique_ptr<telemetry::LogExporter> make_log_exporter(
+    const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
+    const std::string& run_id, const telemetry::GetEnv& getenv);
+
 // The telemetry::PipelineFactory of the `gym` binary: check_exporter_settings,
-// make_metrics_pipeline and make_span_exporter.
+// make_metrics_pipeline, make_span_exporter and make_log_exporter.
 telemetry::PipelineFactory metrics_pipelines();
 
 }  // namespace gym::exporters

@@ -1096,7 +1096,9 @@ TEST(InstrumentationPool, WaitsAndRolloutsCutOffByAServerShutdownAreRecorded) {
 namespace {
 
 // `gym eval run` of mcqa with servers: every rollout is written, and nothing reaches the receiver.
-void run_without_metrics(const std::vector<std::string>& env, const std::string& extra) {
+// `traces`: whether span exports are expected (metrics_enabled: false is "traces only").
+void run_without_metrics(const std::vector<std::string>& env, const std::string& extra,
+                         bool traces) {
   OtlpReceiver receiver;
   ASSERT_TRUE(listening(receiver));
   TempDir tmp;
@@ -1113,18 +1115,26 @@ void run_without_metrics(const std::vector<std::string>& env, const std::string&
   EXPECT_TRUE(read_jsonl(tmp.file("out_failures.jsonl")).empty());
   // Every process has exited: whatever it exported has been answered, and sync() reads it back.
   ASSERT_TRUE(receiver.sync()) << summary(receiver);
-  EXPECT_EQ(receiver.size(), 1u) << "only the sync request: " << summary(receiver);
+  std::size_t metrics = 0, spans = 0, other = 0;
+  for (const auto& r : receiver.requests()) {
+    const std::string path = r.path();
+    (path == "/v1/metrics" ? metrics : path == "/v1/traces" ? spans : other) += 1;
+  }
+  EXPECT_EQ(metrics, 1u) << "only the sync request: " << summary(receiver);
+  EXPECT_EQ(other, 0u) << summary(receiver);
+  EXPECT_EQ(spans > 0, traces) << summary(receiver);
   EXPECT_TRUE(gym::test::process_exports(receiver.requests()).empty());
 }
 
 }  // namespace
 
-TEST(InstrumentationDisabled, MetricsEnabledFalseExportsNothing) {
-  run_without_metrics({}, "++telemetry.metrics_enabled=false");
+// NeMo Gym documents `metrics_enabled: false  # traces only`.
+TEST(InstrumentationDisabled, MetricsEnabledFalseExportsTracesOnly) {
+  run_without_metrics({}, "++telemetry.metrics_enabled=false", true);
 }
 
 TEST(InstrumentationDisabled, NoEnabledVariableExportsNothing) {
-  run_without_metrics({"NEMO_GYM_OTEL_ENABLED="}, "");
+  run_without_metrics({"NEMO_GYM_OTEL_ENABLED="}, "", false);
 }
 
 // ---- g: D5, a run shorter than the export interval still exports everything ---------------------

@@ -20,6 +20,7 @@
 #include "demo_data/demo_data.h"
 #include "files.h"
 #include "npm_package.h"
+#include "otlp_receiver.h"
 #include "process.h"
 #include "reserved_port.h"
 #include "temp_dir.h"
@@ -413,3 +414,163 @@ TEST(Traces, AClientOfTheOpenTelemetryJsSdkOwnsTheRolloutsTrace) {
     EXPECT_TRUE(ids.count(parent) || parent == client_span) << json::serialize(s);
   }
 }
+
+// ---- OTLP: what crossed the wire, decoded by the OpenTelemetry project's own code ------------
+
+namespace {
+
+// Base64 (protobuf.js writes bytes so) to lowercase hex.
+std::string hex_of_base64(std::string_view b64) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : b64) {
+    const auto at = kAlphabet.find(c);
+    if (at == std::string::npos) continue;  // padding
+    acc = acc << 6 | static_cast<std::uint32_t>(at);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) (out += kHex[b >> 4]) += kHex[b & 0xf];
+  return out;
+}
+
+// A decoded KeyValue list as a plain object.
+json::object plain(const json::value* list) {
+  json::object out;
+  if (!list || !list->is_array()) return out;
+  for (const auto& kv : list->as_array()) {
+    const auto& v = kv.at("value").as_object();
+    const auto& [type, value] = *v.begin();
+    out[kv.at("key").as_string()] =
+        type == "intValue" ? json::value(std::stoll(std::string(value.as_string()))) : value;
+  }
+  return out;
+}
+
+// The spans of every decoded ExportTraceServiceRequest, in the console line's shape.
+// With `logs`, the log records of every decoded ExportLogsServiceRequest too, each with its
+// process's resource as "resource".
+std::vector<Span> decoded_spans(const std::vector<gym::test::OtlpRequest>& requests,
+                                std::vector<json::object>* logs = nullptr) {
+  static const char* kKinds[] = {"unspecified", "internal", "server", "client"};
+  std::vector<Span> out;
+  for (const auto& r : requests) {
+    if (!r.decoded.is_object()) continue;
+    const auto& d = r.decoded.as_object();
+    if (const auto* rl = d.if_contains("resourceLogs"); rl && logs) {
+      for (const auto& res : rl->as_array())
+        for (const auto& sl : res.at("scopeLogs").as_array())
+          for (const auto& rec : sl.at("logRecords").as_array()) {
+            json::object o = rec.as_object();
+            o["resource"] = plain(res.at("resource").as_object().if_contains("attributes"));
+            logs->push_back(std::move(o));
+          }
+    }
+    const auto* rs = d.if_contains("resourceSpans");
+    if (!rs) continue;
+    for (const auto& res : rs->as_array()) {
+      const json::object resource = plain(res.at("resource").as_object().if_contains("attributes"));
+      for (const auto& ss : res.at("scopeSpans").as_array())
+        for (const auto& s : ss.at("spans").as_array()) {
+          const auto& o = s.as_object();
+          Span span;
+          span["trace_id"] = hex_of_base64(o.at("traceId").as_string());
+          span["span_id"] = hex_of_base64(o.at("spanId").as_string());
+          const auto* parent = o.if_contains("parentSpanId");
+          span["parent_span_id"] = parent ? hex_of_base64(parent->as_string()) : std::string();
+          span["name"] = o.at("name");
+          span["kind"] = kKinds[o.at("kind").to_number<int>() & 3];
+          span["attributes"] = plain(o.if_contains("attributes"));
+          span["resource"] = resource;
+          out.push_back(std::move(span));
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+class OtlpTraces : public ::testing::TestWithParam<std::string> {};
+
+// Over every protocol, the decoder of the OpenTelemetry JS project reads our spans, and they form
+// the same per-rollout trees as the console lines.
+TEST_P(OtlpTraces, EveryRolloutIsOneTreeDecodedByOpenTelemetrysOwnCode) {
+  const std::string protocol = GetParam();
+  gym::test::OtlpReceiver::Options options;
+  if (protocol == "grpc") options.transport = gym::test::OtlpReceiver::Transport::grpc;
+  gym::test::OtlpReceiver receiver(options);
+  ASSERT_EQ(receiver.error(), "") << "the OTLP receiver is required";
+  TempDir tmp;
+  const Demo d = demo(tmp, 2);
+  std::vector<std::string> env{"NEMO_GYM_OTEL_ENABLED=1",
+                               "NEMO_GYM_OTEL_EXPORTER=otlp",
+                               "NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout",
+                               "NEMO_GYM_OTEL_LOGS_ENABLED=1",
+                               "OTEL_EXPORTER_OTLP_ENDPOINT=" + receiver.endpoint(),
+                               "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
+                               "OTEL_BSP_SCHEDULE_DELAY=200",
+                               "NEMO_GYM_OTEL_CONSOLE_PATH=",
+                               "OTEL_TRACES_SAMPLER=",
+                               "OTEL_RESOURCE_ATTRIBUTES="};
+  std::string command = "env";
+  for (const auto& e : env) command += " '" + e + "'";
+  command += " timeout 300 " + gym_binary() + " eval run" + d.selectors +
+             " --model-type replay_model --input " + d.data.input.string() + " --output " +
+             tmp.file("out.jsonl") + " --concurrency 4 ++head_server.port=0 >" +
+             tmp.file("eval.log") + " 2>&1";
+  ASSERT_EQ(gym::test::run_command(command).code, 0) << gym::test::read_text(tmp.file("eval.log"));
+  ASSERT_TRUE(receiver.sync());
+  for (const auto& r : receiver.requests()) EXPECT_EQ(r.error, "") << r.path();
+
+  std::vector<json::object> logs;
+  const auto spans = decoded_spans(receiver.requests(), &logs);
+  std::size_t rollout_traces = 0;
+  for (const auto& [id, trace] : by_trace(spans)) {
+    if (count_named(trace, "gym.rollout") == 0) continue;
+    ++rollout_traces;
+    SCOPED_TRACE(id);
+    Span root;
+    EXPECT_TRUE(one_tree(trace, &root));
+    EXPECT_EQ(str(root, "kind"), "client");
+    EXPECT_EQ(count_named(trace, "gym.verify"), 1u);
+    EXPECT_GE(count_named(trace, "gym.model.responses"), 1u);
+    std::set<std::string> servers;
+    for (const auto& s : trace) servers.insert(server_of(s));
+    EXPECT_EQ(servers.size(), 4u);  // orchestrator, agent, model, resources server
+  }
+  EXPECT_EQ(rollout_traces, d.rows.size());
+
+  // logs_enabled: the INFO records of every server process as OTLP log records (each logs
+  // its shutdown on SIGTERM, after its telemetry started).
+  std::set<std::string> logging, serving;
+  for (const auto& rec : logs) {
+    EXPECT_GE(rec.at("severityNumber").to_number<int>(), 9);
+    EXPECT_TRUE(rec.at("body").as_object().contains("stringValue"));
+    if (rec.at("body").at("stringValue") == "received signal 15, shutting down") {
+      EXPECT_EQ(rec.at("severityText"), "INFO");
+      logging.insert(std::string(rec.at("resource").at("nemo.gym.server.name").as_string()));
+    }
+  }
+  for (const auto& s : spans)
+    if (server_of(s) != "orchestrator") serving.insert(server_of(s));
+  EXPECT_EQ(serving.size(), 7u);  // three agents, three resources servers, the model
+  EXPECT_EQ(logging, serving);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, OtlpTraces,
+                         ::testing::Values("http/protobuf", "http/json", "grpc"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '/') c = '_';
+                           return name;
+                         });

@@ -3,7 +3,7 @@
 #include <boost/json.hpp>
 
 #include "exporters/otlp/otlp_json.h"
-#include "exporters/otlp/otlp_trace_json.h"
+#include "exporters/otlp/otlp_span_log_json.h"
 
 namespace gym::exporters {
 

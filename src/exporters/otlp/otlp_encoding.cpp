@@ -1,8 +1,12 @@
 #include "exporters/otlp/otlp_encoding.h"
 
 #include <google/protobuf/arena.h>
+#include <boost/json.hpp>
+
+#include <array>
 
 #include "exporters/otlp/otlp_json.h"
+#include "exporters/otlp/otlp_span_log_json.h"
 
 namespace gym::exporters {
 namespace {
@@ -31,7 +35,8 @@ void set_value(const AttributeValue& v, common::AnyValue& out) {
   }
 }
 
-void set_attributes(const AttributeSet& set,
+template <class Attributes>
+void set_attributes(const Attributes& set,
                     google::protobuf::RepeatedPtrField<common::KeyValue>& out) {
   out.Reserve(static_cast<int>(set.size()));
   for (const auto& a : set) {
@@ -123,6 +128,117 @@ std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProto
   auto* request = google::protobuf::Arena::CreateMessage<ExportMetricsServiceRequest>(&arena);
   fill_otlp_proto(snapshot, *request);
   return request->SerializeAsString();
+}
+
+namespace {
+
+namespace trace = opentelemetry::proto::trace::v1;
+namespace logs = opentelemetry::proto::logs::v1;
+
+template <std::size_t N>
+std::string bytes_of(const std::array<std::uint8_t, N>& id) {
+  return std::string(reinterpret_cast<const char*>(id.data()), N);
+}
+
+template <class Scoped>
+void set_scope(const telemetry::InstrumentationScope& scope, Scoped& out) {
+  out.mutable_scope()->set_name(scope.name);
+  out.mutable_scope()->set_version(scope.version);
+}
+
+// The protobuf bytes of a request `fill` builds; an arena turns the many small message
+// allocations into a few blocks.
+template <class Message, class Fill>
+std::string encode(const Fill& fill) {
+  google::protobuf::Arena arena;
+  auto* request = google::protobuf::Arena::CreateMessage<Message>(&arena);
+  fill(*request);
+  return request->SerializeAsString();
+}
+
+}  // namespace
+
+void fill_otlp_proto(const telemetry::Resource& resource,
+                     const telemetry::InstrumentationScope& scope,
+                     std::span<const telemetry::SpanData> spans,
+                     ExportTraceServiceRequest& request) {
+  trace::ResourceSpans* rs = request.add_resource_spans();
+  set_attributes(resource.attributes, *rs->mutable_resource()->mutable_attributes());
+  trace::ScopeSpans* ss = rs->add_scope_spans();
+  set_scope(scope, *ss);
+  ss->mutable_spans()->Reserve(static_cast<int>(spans.size()));
+  for (const auto& s : spans) {
+    trace::Span* out = ss->add_spans();
+    out->set_trace_id(bytes_of(s.trace_id));
+    out->set_span_id(bytes_of(s.span_id));
+    if (!telemetry::is_zero(s.parent_span_id)) out->set_parent_span_id(bytes_of(s.parent_span_id));
+    if (!s.trace_state.empty()) out->set_trace_state(s.trace_state);
+    out->set_flags(s.sampled ? 1u : 0u);
+    out->set_name(s.name);
+    out->set_kind(static_cast<trace::Span::SpanKind>(static_cast<int>(s.kind)));
+    out->set_start_time_unix_nano(s.start_time_unix_nano);
+    out->set_end_time_unix_nano(s.end_time_unix_nano);
+    set_attributes(s.attributes, *out->mutable_attributes());
+    for (const auto& e : s.events) {
+      trace::Span::Event* event = out->add_events();
+      event->set_time_unix_nano(e.time_unix_nano);
+      event->set_name(e.name);
+      set_attributes(e.attributes, *event->mutable_attributes());
+    }
+    if (s.status != telemetry::StatusCode::unset || !s.status_message.empty()) {
+      out->mutable_status()->set_code(
+          static_cast<trace::Status::StatusCode>(static_cast<int>(s.status)));
+      out->mutable_status()->set_message(s.status_message);
+    }
+  }
+}
+
+void fill_otlp_proto(const telemetry::Resource& resource,
+                     const telemetry::InstrumentationScope& scope,
+                     std::span<const telemetry::LogRecordData> records,
+                     ExportLogsServiceRequest& request) {
+  logs::ResourceLogs* rl = request.add_resource_logs();
+  set_attributes(resource.attributes, *rl->mutable_resource()->mutable_attributes());
+  logs::ScopeLogs* sl = rl->add_scope_logs();
+  set_scope(scope, *sl);
+  sl->mutable_log_records()->Reserve(static_cast<int>(records.size()));
+  for (const auto& r : records) {
+    logs::LogRecord* out = sl->add_log_records();
+    out->set_time_unix_nano(r.time_unix_nano);
+    out->set_observed_time_unix_nano(r.observed_time_unix_nano);
+    out->set_severity_number(static_cast<logs::SeverityNumber>(r.severity_number));
+    out->set_severity_text(r.severity_text);
+    out->mutable_body()->set_string_value(r.body);
+    if (!r.logger.empty()) {
+      common::KeyValue* kv = out->add_attributes();
+      kv->set_key("logger.name");
+      kv->mutable_value()->set_string_value(r.logger);
+    }
+    if (!telemetry::is_zero(r.trace_id)) {
+      out->set_trace_id(bytes_of(r.trace_id));
+      out->set_span_id(bytes_of(r.span_id));
+      out->set_flags(r.sampled ? 1u : 0u);
+    }
+  }
+}
+
+std::string encode_request(const telemetry::Resource& resource,
+                           const telemetry::InstrumentationScope& scope,
+                           std::span<const telemetry::SpanData> spans, OtlpProtocol protocol) {
+  if (protocol == OtlpProtocol::http_json)
+    return boost::json::serialize(otlp_trace_json(resource, scope, spans));
+  return encode<ExportTraceServiceRequest>(
+      [&](ExportTraceServiceRequest& r) { fill_otlp_proto(resource, scope, spans, r); });
+}
+
+std::string encode_request(const telemetry::Resource& resource,
+                           const telemetry::InstrumentationScope& scope,
+                           std::span<const telemetry::LogRecordData> records,
+                           OtlpProtocol protocol) {
+  if (protocol == OtlpProtocol::http_json)
+    return boost::json::serialize(otlp_logs_json(resource, scope, records));
+  return encode<ExportLogsServiceRequest>(
+      [&](ExportLogsServiceRequest& r) { fill_otlp_proto(resource, scope, records, r); });
 }
 
 const char* content_type(OtlpProtocol protocol) {

@@ -4,9 +4,15 @@
 // shared state.
 #include <string>
 
+#include <span>
 #include "exporters/otlp/otlp_settings.h"
+
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "telemetry/export/metric_data.h"
+#include "telemetry/logs/log_record.h"
+#include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {
 
@@ -23,6 +29,29 @@ void fill_otlp_proto(const telemetry::MetricsSnapshot& snapshot,
 // The request payload for `protocol`: binary protobuf (grpc, http/protobuf) or OTLP/JSON
 // (http/json).
 std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProtocol protocol);
+
+using ExportTraceServiceRequest =
+    opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
+using ExportLogsServiceRequest =
+    opentelemetry::proto::collector::logs::v1::ExportLogsServiceRequest;
+
+// A batch of spans or log records under one resource and scope, as the request message, and as
+// the payload of `protocol` (protobuf bytes, or OTLP/JSON for http/json).
+void fill_otlp_proto(const telemetry::Resource& resource,
+                     const telemetry::InstrumentationScope& scope,
+                     std::span<const telemetry::SpanData> spans,
+                     ExportTraceServiceRequest& request);
+void fill_otlp_proto(const telemetry::Resource& resource,
+                     const telemetry::InstrumentationScope& scope,
+                     std::span<const telemetry::LogRecordData> records,
+                     ExportLogsServiceRequest& request);
+std::string encode_request(const telemetry::Resource& resource,
+                           const telemetry::InstrumentationScope& scope,
+                           std::span<const telemetry::SpanData> spans, OtlpProtocol protocol);
+std::string encode_request(const telemetry::Resource& resource,
+                           const telemetry::InstrumentationScope& scope,
+                           std::span<const telemetry::LogRecordData> records,
+                           OtlpProtocol protocol);
 
 // The Content-Type of `protocol`'s requests (application/grpc for grpc, which gRPC sets itself).
 const char* content_type(OtlpProtocol protocol);

@@ -1,4 +1,4 @@
-#include "exporters/otlp/otlp_trace_json.h"
+#include "exporters/otlp/otlp_span_log_json.h"
 
 #include <boost/json.hpp>
 
@@ -77,6 +77,40 @@ json::value otlp_trace_json(const telemetry::Resource& resource,
                                        resource.attributes.begin(), resource.attributes.end()))}}},
       {"scopeSpans", json::array{std::move(scope_spans)}}};
   return json::object{{"resourceSpans", json::array{std::move(resource_spans)}}};
+}
+
+json::value otlp_logs_json(const telemetry::Resource& resource,
+                           const telemetry::InstrumentationScope& scope,
+                           std::span<const telemetry::LogRecordData> records) {
+  json::array list;
+  list.reserve(records.size());
+  for (const auto& r : records) {
+    json::object o;
+    o["timeUnixNano"] = u64(r.time_unix_nano);
+    o["observedTimeUnixNano"] = u64(r.observed_time_unix_nano);
+    o["severityNumber"] = r.severity_number;
+    o["severityText"] = r.severity_text;
+    o["body"] = json::object{{"stringValue", r.body}};
+    json::array attributes;
+    if (!r.logger.empty())
+      attributes.push_back(
+          json::object{{"key", "logger.name"}, {"value", json::object{{"stringValue", r.logger}}}});
+    o["attributes"] = std::move(attributes);
+    if (!telemetry::is_zero(r.trace_id)) {
+      o["traceId"] = telemetry::to_hex(r.trace_id);
+      o["spanId"] = telemetry::to_hex(r.span_id);
+      o["flags"] = r.sampled ? 1 : 0;
+    }
+    list.push_back(std::move(o));
+  }
+  json::object scope_logs{{"scope", json::object{{"name", scope.name}, {"version", scope.version}}},
+                          {"logRecords", std::move(list)}};
+  json::object resource_logs{
+      {"resource",
+       json::object{{"attributes", otlp_attributes(std::span<const Attribute>(
+                                       resource.attributes.begin(), resource.attributes.end()))}}},
+      {"scopeLogs", json::array{std::move(scope_logs)}}};
+  return json::object{{"resourceLogs", json::array{std::move(resource_logs)}}};
 }
 
 json::object console_span(const SpanData& s, const json::object& resource_attributes) {

@@ -1,13 +1,15 @@
 #pragma once
-// Spans as OTLP/JSON (telemetry.md 7.2): an ExportTraceServiceRequest with one ResourceSpans and
-// one ScopeSpans, ids as lowercase hex, times as decimal strings, kind and status code as
-// integers. Pure functions: no I/O, no shared state.
+// Spans and log records as OTLP/JSON (telemetry.md 7.2, 8.4): an ExportTraceServiceRequest or
+// ExportLogsServiceRequest with one resource and one scope, ids as lowercase hex, times as decimal
+// strings, enums as integers; and the console exporter's span lines (7.1). Pure functions: no
+// I/O, no shared state.
 #include <span>
 #include <string>
 
 #include <boost/json/value.hpp>
 
 #include "telemetry/export/metric_data.h"
+#include "telemetry/logs/log_record.h"
 #include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {
@@ -15,6 +17,10 @@ namespace gym::exporters {
 boost::json::value otlp_trace_json(const telemetry::Resource& resource,
                                    const telemetry::InstrumentationScope& scope,
                                    std::span<const telemetry::SpanData> spans);
+
+boost::json::value otlp_logs_json(const telemetry::Resource& resource,
+                                  const telemetry::InstrumentationScope& scope,
+                                  std::span<const telemetry::LogRecordData> records);
 
 // One span as the console exporter's line object (telemetry.md 7.1): trace_id, span_id,
 // parent_span_id (hex, "" for a root), name, kind ("internal", "server", "client"),
