@@ -16,6 +16,10 @@
 #          OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) at the default export interval (10 s);
 #   on_1s  the same with OTEL_METRIC_EXPORT_INTERVAL=1000: an export every second from every
 #          process, the worst case of frequent exports;
+#   spans  on, plus spans (issue 14): NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout (every request's
+#          SERVER and CLIENT span, gym.rollout, gym.agent.responses, gym.model.responses,
+#          gym.verify), exported as OTLP/HTTP protobuf to the receiver's /v1/traces (on and on_1s
+#          set NEMO_GYM_OTEL_TRACES_ENABLED=0: metrics only, as before traces existed);
 #   off2   a second deployment exactly like off: the A/A control, whose difference from off is
 #          the noise floor of the comparison (machine, and which deployment got which memory and
 #          cores), not telemetry.
@@ -57,7 +61,8 @@
 #                  machine, 5-6 on a busy one)
 #   ROLLOUTS       rollouts of each variant per level and round, "C:N ..." (default
 #                  "64:12288 1024:12288"); run as --limit L --num-repeats R with L * R = N
-#   VARIANTS       variants run (default "off on on_1s off2"; off, the baseline, is required)
+#   VARIANTS       variants run (default "off on on_1s off2"; off, the baseline, is required;
+#                  spans adds the traces variant)
 #   READY_TIMEOUT  seconds to wait for each deployment (default 60)
 #   KEEP_TMP=1     keep the temp dir (data, outputs, logs, receiver stats)
 set -euo pipefail
@@ -99,8 +104,8 @@ read -r -a VARIANT_LIST <<<"$VARIANTS"
 [[ " $VARIANTS " == *" off "* ]] || die "VARIANTS must include off (the baseline)"
 ((${#VARIANT_LIST[@]} >= 2)) || die "VARIANTS must name off and at least one other variant"
 for v in "${VARIANT_LIST[@]}"; do
-  [[ $v == off || $v == off2 || $v == on || $v == on_1s ]] ||
-    die "unknown variant '$v' in VARIANTS (off, off2, on, on_1s)"
+  [[ $v == off || $v == off2 || $v == on || $v == on_1s || $v == spans ]] ||
+    die "unknown variant '$v' in VARIANTS (off, off2, on, on_1s, spans)"
 done
 AGENT=example_single_tool_call_simple_agent
 BUILD_DIR=${GYM_BUILD_DIR:-build}
@@ -148,6 +153,11 @@ for v in "${VARIANT_LIST[@]}"; do
   PIDS+=("$!")
   VENV[$v]="NEMO_GYM_OTEL_ENABLED=1 NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED=1 NEMO_GYM_OTEL_MEMORY_PROFILING_INTERVAL_SECONDS=1 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:${PORT_RECV[$v]} OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
   [[ $v == on_1s ]] && VENV[$v]+=" OTEL_METRIC_EXPORT_INTERVAL=1000"
+  if [[ $v == spans ]]; then
+    VENV[$v]+=" NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout"
+  else
+    VENV[$v]+=" NEMO_GYM_OTEL_TRACES_ENABLED=0"
+  fi
 done
 for v in "${VARIANT_LIST[@]}"; do
   [[ $v == off* ]] && continue
@@ -305,7 +315,7 @@ env = os.environ
 tmp = env["TMP"]
 variants = env["VARIANTS"].split()
 label = {"off": "off (default)", "off2": "off, 2nd deployment (A/A)", "on": "on, export every 10 s",
-         "on_1s": "on, export every 1 s"}
+         "on_1s": "on, export every 1 s", "spans": "on + per_rollout spans"}
 OURS = ("agent", "model", "resources", "orchestrator")
 
 runs = []

@@ -39,12 +39,15 @@ asio::awaitable<Response> echo_json(Request&, boost::json::value& body) {
 
 gym::http::Router make_router() {
   gym::http::Router router;
+  // The model routes' spans read the context's tracer: none here.
+  static const boost::json::object no_config;
+  static gym::servers::ServerContext context(no_config, gym::core::ServerInstance{});
   gym::servers::ModelServerHandlers model;
   model.responses = [](Request&, boost::json::object& params) -> asio::awaitable<Response> {
     co_return Response::json(params);
   };
   model.chat_completions = echo_json;
-  gym::servers::add_model_server_routes(router, std::move(model));
+  gym::servers::add_model_server_routes(context, router, std::move(model));
   router.post("/verify", gym::http::json_route(echo_json, gym::servers::verify_request_schema()));
   router.post("/run", gym::http::json_route(echo_json, gym::servers::run_request_schema()));
   router.post("/aggregate_metrics",

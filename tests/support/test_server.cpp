@@ -290,6 +290,16 @@ int main(int argc, char** argv) {
     if (collector.retry_after) res.headers.push_back({"Retry-After", *collector.retry_after});
     co_return res;
   });
+  // Spans and log records are accepted and not read (the telemetry overhead benchmark's spans
+  // variant): 200 with an empty Export*ServiceResponse.
+  for (const char* path : {"/v1/traces", "/v1/logs"})
+    router.post(path, [](Request& req) -> asio::awaitable<Response> {
+      Response res;
+      const bool json_body = req.header("content-type") == "application/json";
+      res.content_type = json_body ? "application/json" : "application/x-protobuf";
+      res.body = json_body ? "{}" : "";
+      co_return res;
+    });
   // A head server (runtime.md 4.4): the config YAML as a JSON string.
   if (config_yaml)
     router.get("/global_config_dict_yaml",
