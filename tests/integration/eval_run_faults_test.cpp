@@ -233,8 +233,10 @@ TEST(EvalRunHang, StoppedResourcesServerGivesFailureRowsAndTheRunFinishes) {
 TEST(EvalRunDeadDeployment, NoServeStopsSoonWithTheUrlAndTheResumeCommand) {
   ASSERT_TRUE(have_conformance_data());
   TempDir tmp;
-  Deployment d("++policy_model.responses_api_models.replay_model.replay_latency_ms=50",
-               tmp.file("deploy.log"));
+  Deployment d(
+      std::string("++policy_model.responses_api_models.replay_model.replay_latency_ms=50") +
+          gym::test::kDyingDeploymentPorts,
+      tmp.file("deploy.log"));
   ASSERT_TRUE(d.ready()) << d.proc().output();
   const std::string out = tmp.file("o.jsonl");
   LoggedProcess collector(gym_binary() + " eval run --no-serve " + d.head_override() + " --input " +

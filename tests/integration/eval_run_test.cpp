@@ -383,7 +383,8 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
       "--resources-server " + env +
       " --model-type replay_model ++input_jsonl_fpath=" + example_input(env) +
       " ++global_http_retry_budget_seconds=5"
-      " ++policy_model.responses_api_models.replay_model.replay_latency_ms=50";
+      " ++policy_model.responses_api_models.replay_model.replay_latency_ms=50" +
+      std::string(gym::test::kDyingDeploymentPorts);
   const std::string out = tmp.file("r.jsonl");
   const std::string collect =
       gym_binary() + " eval run --no-serve ++head_server.port=" + std::to_string(head_port) +

@@ -82,4 +82,11 @@ inline std::vector<ReservedPort> reserve_consecutive_ports(int n) {
   throw std::runtime_error("no " + std::to_string(n) + " consecutive free ports in 20001-30000");
 }
 
+// Overrides for a deployment a test kills while its collector goes on calling it: its ports come
+// from 30001-32700 (above the ReservedPorts, below the ephemeral range), so the calls that follow
+// its death cannot land on another test's deployment that was just given one of the freed ports
+// from the default range (seen in CI: a stranger's 1,000 `/run`s at a resources server).
+inline constexpr const char* kDyingDeploymentPorts =
+    " ++port_range_low=30001 ++port_range_high=32700";
+
 }  // namespace gym::test
