@@ -4,13 +4,16 @@
 // event loop, and the run prints requests per second. Used for before/after checks of client
 // changes (bench/RESULTS.md, "HTTP client").
 //
-// Usage: http_client_bench <url> [connections=64] [requests per connection=2000]
+// Usage: http_client_bench <url> [connections=64] [requests per connection=2000] [body file]
+// (a body file, e.g. one input row for an agent's /run, replaces the built-in body).
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "http/client.h"
@@ -19,7 +22,7 @@ namespace asio = boost::asio;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: http_client_bench <url> [connections] [requests]\n");
+    std::fprintf(stderr, "usage: http_client_bench <url> [connections] [requests] [body file]\n");
     return 1;
   }
   const std::string url = argv[1];
@@ -31,6 +34,14 @@ int main(int argc, char** argv) {
     body += R"({"role":"user","content":"What is the capital of France? Answer briefly."})";
   }
   body += "]}}";
+  if (argc > 4) {
+    std::ifstream in(argv[4], std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "http_client_bench: cannot read %s\n", argv[4]);
+      return 1;
+    }
+    body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
 
   asio::io_context io(1);
   gym::http::HttpClient client(io.get_executor(), gym::http::PoolParams{});
