@@ -7,6 +7,7 @@
 
 #include "exporters/otlp/otlp_json.h"
 #include "exporters/otlp/otlp_span_log_json.h"
+#include "exporters/otlp/otlp_span_proto.h"
 
 namespace gym::exporters {
 namespace {
@@ -132,7 +133,6 @@ std::string encode_request(const telemetry::MetricsSnapshot& snapshot, OtlpProto
 
 namespace {
 
-namespace trace = opentelemetry::proto::trace::v1;
 namespace logs = opentelemetry::proto::logs::v1;
 
 template <std::size_t N>
@@ -157,41 +157,6 @@ std::string encode(const Fill& fill) {
 }
 
 }  // namespace
-
-void fill_otlp_proto(const telemetry::Resource& resource,
-                     const telemetry::InstrumentationScope& scope,
-                     std::span<const telemetry::SpanData> spans,
-                     ExportTraceServiceRequest& request) {
-  trace::ResourceSpans* rs = request.add_resource_spans();
-  set_attributes(resource.attributes, *rs->mutable_resource()->mutable_attributes());
-  trace::ScopeSpans* ss = rs->add_scope_spans();
-  set_scope(scope, *ss);
-  ss->mutable_spans()->Reserve(static_cast<int>(spans.size()));
-  for (const auto& s : spans) {
-    trace::Span* out = ss->add_spans();
-    out->set_trace_id(bytes_of(s.trace_id));
-    out->set_span_id(bytes_of(s.span_id));
-    if (!telemetry::is_zero(s.parent_span_id)) out->set_parent_span_id(bytes_of(s.parent_span_id));
-    if (!s.trace_state.empty()) out->set_trace_state(s.trace_state);
-    out->set_flags(s.sampled ? 1u : 0u);
-    out->set_name(s.name);
-    out->set_kind(static_cast<trace::Span::SpanKind>(static_cast<int>(s.kind)));
-    out->set_start_time_unix_nano(s.start_time_unix_nano);
-    out->set_end_time_unix_nano(s.end_time_unix_nano);
-    set_attributes(s.attributes, *out->mutable_attributes());
-    for (const auto& e : s.events) {
-      trace::Span::Event* event = out->add_events();
-      event->set_time_unix_nano(e.time_unix_nano);
-      event->set_name(e.name);
-      set_attributes(e.attributes, *event->mutable_attributes());
-    }
-    if (s.status != telemetry::StatusCode::unset || !s.status_message.empty()) {
-      out->mutable_status()->set_code(
-          static_cast<trace::Status::StatusCode>(static_cast<int>(s.status)));
-      out->mutable_status()->set_message(s.status_message);
-    }
-  }
-}
 
 void fill_otlp_proto(const telemetry::Resource& resource,
                      const telemetry::InstrumentationScope& scope,
@@ -227,8 +192,7 @@ std::string encode_request(const telemetry::Resource& resource,
                            std::span<const telemetry::SpanData> spans, OtlpProtocol protocol) {
   if (protocol == OtlpProtocol::http_json)
     return boost::json::serialize(otlp_trace_json(resource, scope, spans));
-  return encode<ExportTraceServiceRequest>(
-      [&](ExportTraceServiceRequest& r) { fill_otlp_proto(resource, scope, spans, r); });
+  return encode_spans_protobuf(resource, scope, spans);
 }
 
 std::string encode_request(const telemetry::Resource& resource,

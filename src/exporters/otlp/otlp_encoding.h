@@ -35,12 +35,9 @@ using ExportTraceServiceRequest =
 using ExportLogsServiceRequest =
     opentelemetry::proto::collector::logs::v1::ExportLogsServiceRequest;
 
-// A batch of spans or log records under one resource and scope, as the request message, and as
-// the payload of `protocol` (protobuf bytes, or OTLP/JSON for http/json).
-void fill_otlp_proto(const telemetry::Resource& resource,
-                     const telemetry::InstrumentationScope& scope,
-                     std::span<const telemetry::SpanData> spans,
-                     ExportTraceServiceRequest& request);
+// A batch of spans or log records under one resource and scope as the payload of `protocol`
+// (protobuf bytes, or OTLP/JSON for http/json); log records also as the request message. Span
+// bytes are written directly (otlp_span_proto.h), not through libprotobuf's messages.
 void fill_otlp_proto(const telemetry::Resource& resource,
                      const telemetry::InstrumentationScope& scope,
                      std::span<const telemetry::LogRecordData> records,
