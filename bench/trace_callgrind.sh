@@ -12,7 +12,9 @@
 # totals at exit, so the figures cover the measured rollouts and one shutdown.
 # Variants (OTLP/HTTP protobuf to tests/support/gym_test_server --otlp-mode ok, which decodes
 # everything and is not counted; the periodic metric export is pushed past the run so every
-# enabled variant exports exactly once, at shutdown):
+# enabled variant exports metrics exactly once, at shutdown, and so is the span processor's
+# schedule (OTEL_BSP_SCHEDULE_DELAY), so spans leave in full batches of 512 and at shutdown, as
+# in a busy run; under valgrind a 5 s schedule would send many small batches instead):
 #   off          no telemetry variable (the default);
 #   metrics      NEMO_GYM_OTEL_ENABLED=1 with NEMO_GYM_OTEL_TRACES_ENABLED=0: the base line;
 #   default      metrics + traces with the `default` span groups and OTEL_TRACES_SAMPLER=always_on;
@@ -21,7 +23,8 @@
 # (not those made by operator new itself); locks are calls to pthread_mutex_lock.
 #
 # Usage: GYM_BUILD_DIR=build [CONNS=8] [WARM=20] [REQS=100] [VARIANTS="off metrics default
-#        per_rollout"] bash bench/trace_callgrind.sh
+#        per_rollout"] [VALGRIND_ARGS=--separate-threads=yes] bash bench/trace_callgrind.sh
+# (KEEP_TMP=1 keeps the callgrind files: <variant>.<server>.out, for callgrind_annotate.)
 set -euo pipefail
 PROG=trace_callgrind.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -70,7 +73,8 @@ wait_log "$TMP/receiver.log" '^LISTENING ' "$!" 10 "OTLP receiver"
 variant_env() {
   [[ $1 == off ]] && return 0
   printf '%s\n' NEMO_GYM_OTEL_ENABLED=1 OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf \
-    "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$P_RECV" OTEL_METRIC_EXPORT_INTERVAL=3600000
+    "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$P_RECV" OTEL_METRIC_EXPORT_INTERVAL=3600000 \
+    OTEL_BSP_SCHEDULE_DELAY=3600000
   case $1 in
     metrics) echo NEMO_GYM_OTEL_TRACES_ENABLED=0 ;;
     default) printf '%s\n' NEMO_GYM_OTEL_SPAN_GROUPS=default OTEL_TRACES_SAMPLER=always_on ;;
@@ -118,7 +122,7 @@ for variant in $VARIANTS; do
   declare -A SPID=()
   for name in "${SERVERS[@]}"; do
     env "${venv[@]}" NEMO_GYM_CONFIG_DICT="$(cat "$TMP/config.yaml")" NEMO_GYM_CONFIG_PATH=$name \
-      valgrind --tool=callgrind "--callgrind-out-file=$TMP/$variant.$name.out" "$GYM" serve \
+      valgrind --tool=callgrind ${VALGRIND_ARGS:-} "--callgrind-out-file=$TMP/$variant.$name.out" "$GYM" serve \
       >"$TMP/$variant.$name.log" 2>&1 &
     SPID[$name]=$!
     PIDS+=("$!")

@@ -407,7 +407,7 @@ telemetry::Span server_span(const Loop& loop, Request& req) {
     span.set_attribute("url.path", std::string_view(req.target).substr(0, req.target.find('?')));
     span.set_attribute("url.scheme", "http");
   }
-  req.trace = span.child_of(req.trace);
+  span.enter(req.trace);
   return span;
 }
 

@@ -100,8 +100,10 @@ class CollectionThread {
     telemetry::Span job;
     if (tracer_.on(telemetry::SpanGroup::job))
       job = tracer_.start("gym.job", telemetry::SpanKind::internal, {});
+    telemetry::TraceContext in_job;
+    job.enter(in_job);
     collector_ = std::make_unique<Collector>(*client_, urls_, paths_,
-                                             options_.route_failures_to_sidecar, job.child_of({}));
+                                             options_.route_failures_to_sidecar, in_job);
     co_await collector_->run(std::move(rows_), options_.concurrency, progress);
     job.end();
     progress.finish();

@@ -34,7 +34,7 @@ HandlerSpan::HandlerSpan(const ServerContext& ctx, telemetry::SpanGroup group,
     if (!req.trace.rollout_id.empty())
       span_.set_attribute("nemo.gym.rollout.id", req.trace.rollout_id);
   }
-  req.trace = span_.child_of(req.trace);
+  span_.enter(req.trace);
 }
 
 }  // namespace gym::servers

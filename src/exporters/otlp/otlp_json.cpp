@@ -42,13 +42,23 @@ json::value otlp_any_value(const AttributeValue& v) {
   return o;
 }
 
-json::array otlp_attributes(std::span<const Attribute> list) {
+namespace {
+
+template <class Attributes>
+json::array key_values(const Attributes& list) {
   json::array out;
   out.reserve(list.size());
-  for (const Attribute& a : list) {
-    out.push_back(json::object{{"key", a.key}, {"value", otlp_any_value(a.value)}});
-  }
+  for (const auto& a : list)
+    out.push_back(
+        json::object{{"key", std::string_view(a.key)}, {"value", otlp_any_value(a.value)}});
   return out;
+}
+
+}  // namespace
+
+json::array otlp_attributes(std::span<const Attribute> list) { return key_values(list); }
+json::array otlp_attributes(std::span<const telemetry::SpanAttribute> list) {
+  return key_values(list);
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <boost/json/value.hpp>
 
 #include "telemetry/export/metric_data.h"
+#include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {
 
@@ -23,5 +24,6 @@ std::string otlp_json_text(const telemetry::MetricsSnapshot& snapshot);
 // decimal string) and a KeyValue list.
 boost::json::value otlp_any_value(const telemetry::AttributeValue& value);
 boost::json::array otlp_attributes(std::span<const telemetry::Attribute> attributes);
+boost::json::array otlp_attributes(std::span<const telemetry::SpanAttribute> attributes);
 
 }  // namespace gym::exporters

@@ -56,10 +56,22 @@ json::object otlp_span(const SpanData& s) {
 
 }  // namespace
 
-json::object plain_attributes(std::span<const Attribute> attributes) {
+namespace {
+
+template <class Attributes>
+json::object plain_object(const Attributes& attributes) {
   json::object out;
-  for (const auto& a : attributes) out[a.key] = plain(a.value);
+  for (const auto& a : attributes) out[std::string_view(a.key)] = plain(a.value);
   return out;
+}
+
+}  // namespace
+
+json::object plain_attributes(std::span<const Attribute> attributes) {
+  return plain_object(attributes);
+}
+json::object plain_attributes(std::span<const telemetry::SpanAttribute> attributes) {
+  return plain_object(attributes);
 }
 
 json::value otlp_trace_json(const telemetry::Resource& resource,

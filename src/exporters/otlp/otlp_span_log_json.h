@@ -32,5 +32,6 @@ boost::json::object console_span(const telemetry::SpanData& span,
 
 // The resource's attributes as one object of plain JSON values.
 boost::json::object plain_attributes(std::span<const telemetry::Attribute> attributes);
+boost::json::object plain_attributes(std::span<const telemetry::SpanAttribute> attributes);
 
 }  // namespace gym::exporters

@@ -3,6 +3,7 @@
 // encode. No behaviour; the tracer fills it.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "telemetry/metrics/attributes.h"
@@ -15,10 +16,52 @@ enum class SpanKind : int { internal = 1, server = 2, client = 3 };
 // OTLP's numbering (Status.StatusCode).
 enum class StatusCode : int { unset = 0, ok = 1, error = 2 };
 
+// The redaction rule of telemetry.md 8.3 for a string attribute under `key`: its last dotted part
+// is one of the names below, in any case.
+constexpr bool redacted_key(std::string_view key) noexcept {
+  const auto dot = key.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? key : key.substr(dot + 1);
+  for (std::string_view name :
+       {"prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"}) {
+    if (name.size() != last.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < name.size() && same; ++i) {
+      const char c = last[i];
+      same = name[i] == (c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
+// The key of a span attribute: a string literal, whose redaction is decided when the program is
+// compiled. A key from anywhere else (a std::string, a temporary) does not compile, so recording
+// an attribute never copies its key and a SpanAttribute can never hold a dangling one.
+class SpanKey {
+ public:
+  template <std::size_t N>
+  consteval SpanKey(const char (&key)[N])  // NOLINT(google-explicit-constructor): literals only
+      : key_(key, N - 1), redacted_(redacted_key(std::string_view(key, N - 1))) {}
+  constexpr std::string_view key() const noexcept { return key_; }
+  constexpr bool redacted() const noexcept { return redacted_; }
+  constexpr operator std::string_view() const noexcept { return key_; }  // NOLINT: a view
+  friend constexpr bool operator==(SpanKey a, std::string_view b) noexcept { return a.key_ == b; }
+
+ private:
+  std::string_view key_;
+  bool redacted_;
+};
+
+// An attribute of a span or span event.
+struct SpanAttribute {
+  SpanKey key;
+  AttributeValue value;
+};
+
 struct SpanEvent {
   std::string name;
   std::uint64_t time_unix_nano = 0;
-  std::vector<Attribute> attributes;
+  std::vector<SpanAttribute> attributes;
 };
 
 struct SpanData {
@@ -31,7 +74,7 @@ struct SpanData {
   SpanKind kind = SpanKind::internal;
   std::uint64_t start_time_unix_nano = 0;
   std::uint64_t end_time_unix_nano = 0;
-  std::vector<Attribute> attributes;
+  std::vector<SpanAttribute> attributes;
   std::vector<SpanEvent> events;
   StatusCode status = StatusCode::unset;
   std::string status_message;

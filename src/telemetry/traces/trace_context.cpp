@@ -9,12 +9,17 @@ namespace {
 constexpr char kDigits[] = "0123456789abcdef";
 
 template <std::size_t N>
-std::string hex_of(const std::array<std::uint8_t, N>& bytes) {
-  std::string out(2 * N, '0');
+void write_hex(const std::array<std::uint8_t, N>& bytes, char* out) noexcept {
   for (std::size_t i = 0; i < N; ++i) {
     out[2 * i] = kDigits[bytes[i] >> 4];
     out[2 * i + 1] = kDigits[bytes[i] & 0xf];
   }
+}
+
+template <std::size_t N>
+std::string hex_of(const std::array<std::uint8_t, N>& bytes) {
+  std::string out(2 * N, '0');
+  write_hex(bytes, out.data());
   return out;
 }
 
@@ -76,11 +81,11 @@ std::optional<SpanContext> parse_traceparent(std::string_view header) {
 }
 
 std::string format_traceparent(const SpanContext& context) {
-  std::string out = "00-";
-  out += to_hex(context.trace_id);
-  out += '-';
-  out += to_hex(context.span_id);
-  out += context.sampled ? "-01" : "-00";
+  // Written in place: one allocation for the 55 characters.
+  std::string out = "00-________________________________-________________-00";
+  write_hex(context.trace_id, out.data() + 3);
+  write_hex(context.span_id, out.data() + 36);
+  if (context.sampled) out[54] = '1';
   return out;
 }
 

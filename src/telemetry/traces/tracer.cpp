@@ -45,8 +45,9 @@ void fill_random(std::array<std::uint8_t, N>& bytes) {
   } while (std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
-constexpr std::array<std::string_view, 8> kRedactedNames{
-    "prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"};
+// Room for every attribute a span of the catalogue sets (8.3: five at most, plus truncation),
+// so recording them never grows the vector.
+constexpr std::size_t kExpectedAttributes = 6;
 
 }  // namespace
 
@@ -54,17 +55,6 @@ std::uint64_t unix_nanos() noexcept {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
                                         .count());
-}
-
-bool redacted_key(std::string_view key) noexcept {
-  const auto dot = key.rfind('.');
-  const std::string_view last = dot == std::string_view::npos ? key : key.substr(dot + 1);
-  return std::any_of(kRedactedNames.begin(), kRedactedNames.end(), [&](std::string_view name) {
-    return name.size() == last.size() &&
-           std::equal(name.begin(), name.end(), last.begin(), [](char a, char b) {
-             return a == std::tolower(static_cast<unsigned char>(b));
-           });
-  });
 }
 
 const AttributeValue* SpanData::attribute(std::string_view key) const noexcept {
@@ -124,6 +114,7 @@ Span Tracer::start(std::string_view name, SpanKind kind, const SpanContext& pare
   data->trace_state = span.context_.trace_state;
   data->name = std::string(name);
   data->kind = kind;
+  data->attributes.reserve(kExpectedAttributes);
   data->start_time_unix_nano = unix_nanos();
   span.data_ = std::move(data);
   return span;
@@ -164,33 +155,27 @@ Span::~Span() {
   data_.reset();
 }
 
-TraceContext Span::child_of(const TraceContext& parent) const {
-  TraceContext out = parent;
-  if (context_.valid()) out.span = context_;
-  return out;
-}
-
-void Span::put(std::string_view key, AttributeValue value) {
+void Span::put(SpanKey key, AttributeValue&& value) {
   for (auto& a : data_->attributes) {
     if (a.key == key) {
       a.value = std::move(value);
       return;
     }
   }
-  data_->attributes.push_back({std::string(key), std::move(value)});
+  data_->attributes.push_back({key, std::move(value)});
 }
 
-void Span::set_attribute(std::string_view key, std::string_view value) {
+void Span::set_attribute(SpanKey key, std::string_view value) {
   if (!data_) return;
-  put(key, redacted_key(key) ? std::string("[REDACTED]") : std::string(value));
+  put(key, key.redacted() ? std::string("[REDACTED]") : std::string(value));
 }
-void Span::set_attribute(std::string_view key, std::int64_t value) {
+void Span::set_attribute(SpanKey key, std::int64_t value) {
   if (data_) put(key, value);
 }
-void Span::set_attribute(std::string_view key, double value) {
+void Span::set_attribute(SpanKey key, double value) {
   if (data_) put(key, value);
 }
-void Span::set_attribute(std::string_view key, bool value) {
+void Span::set_attribute(SpanKey key, bool value) {
   if (data_) put(key, value);
 }
 

@@ -18,6 +18,7 @@
 // used by one coroutine at a time.
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -85,19 +86,21 @@ class Span {
   bool recording() const noexcept { return data_ != nullptr; }
   // The ids to propagate: valid whenever the span was started (sampled or not).
   const SpanContext& context() const noexcept { return context_; }
-  // `parent` with this span as the current one (unchanged when no span was started).
-  TraceContext child_of(const TraceContext& parent) const;
+  // Makes this span the current one of `trace`, in place (unchanged when no span was started).
+  void enter(TraceContext& trace) const {
+    if (context_.valid()) trace.span = context_;
+  }
 
-  void set_attribute(std::string_view key, std::string_view value);
-  void set_attribute(std::string_view key, const char* value) {
+  void set_attribute(SpanKey key, std::string_view value);
+  void set_attribute(SpanKey key, const char* value) {
     set_attribute(key, std::string_view(value));
   }
-  void set_attribute(std::string_view key, std::int64_t value);
-  void set_attribute(std::string_view key, int value) {
+  void set_attribute(SpanKey key, std::int64_t value);
+  void set_attribute(SpanKey key, int value) {
     set_attribute(key, static_cast<std::int64_t>(value));
   }
-  void set_attribute(std::string_view key, double value);
-  void set_attribute(std::string_view key, bool value);
+  void set_attribute(SpanKey key, double value);
+  void set_attribute(SpanKey key, bool value);
   // An `exception` event (exception.type, exception.message) and status ERROR with the message.
   void record_exception(std::string_view type, std::string_view message);
   void set_status(StatusCode code, std::string_view message = {});
@@ -106,7 +109,7 @@ class Span {
 
  private:
   friend class Tracer;
-  void put(std::string_view key, AttributeValue value);
+  void put(SpanKey key, AttributeValue&& value);
 
   const Tracer* tracer_ = nullptr;
   std::unique_ptr<SpanData> data_;  // null: not recording
@@ -115,8 +118,5 @@ class Span {
 
 // Nanoseconds since the Unix epoch (span timestamps).
 std::uint64_t unix_nanos() noexcept;
-
-// The redaction rule of telemetry.md 8.3 for a string attribute under `key`.
-bool redacted_key(std::string_view key) noexcept;
 
 }  // namespace gym::telemetry

@@ -39,7 +39,7 @@ void set_attributes(const Attributes& in,
                     google::protobuf::RepeatedPtrField<common::KeyValue>& out) {
   for (const auto& a : in) {
     common::KeyValue* kv = out.Add();
-    kv->set_key(std::string(a.key));
+    kv->set_key(std::string(std::string_view(a.key)));
     set_value(a.value, *kv->mutable_value());
   }
 }
@@ -180,7 +180,13 @@ TEST(OtlpSpanProto, RandomBatchesMatchLibprotobuf) {
       for (int a = 0; a < attrs; ++a) {
         switch (rng() % 4) {
           case 0:
-            s.attributes.push_back({"k" + std::to_string(a), std::string(rng() % 300, 'v')});
+            s.attributes.push_back(
+                {a % 2 ? telemetry::SpanKey("url.full")
+                       : telemetry::SpanKey(
+                             "a.key.longer.than.128.bytes.to.cross.the.first.varint.boundary.of.a."
+                             "length."
+                             "................................................................."),
+                 std::string(rng() % 300, 'v')});
             break;
           case 1:
             s.attributes.push_back({"b", rng() % 2 == 0});
