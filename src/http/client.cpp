@@ -308,14 +308,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 
   // telemetry.md 8.2-8.3: with the `http_client` group on, one CLIENT span "HTTP <METHOD>"
   // covers the whole logical request (pool waits, retries, redirects), and its traceparent (with
-  // the caller's tracestate and baggage) goes out on every attempt.
-  // Not a coroutine itself: with the group off a request costs no frame beyond attempts().
-  asio::awaitable<ClientResponse> request(ClientRequest req) {
-    if (tracer && tracer->on(telemetry::SpanGroup::http_client)) return traced(std::move(req));
-    return attempts(std::move(req));
-  }
-
-  asio::awaitable<ClientResponse> traced(ClientRequest req) {
+  // the caller's tracestate and baggage) goes out on every attempt. Started here, not in a
+  // coroutine wrapping request(): a request has one coroutine frame, traced or not.
+  telemetry::Span client_span(ClientRequest& req) const {
     const std::string_view method = to_string(req.method);
     telemetry::Span span =
         tracer->start("HTTP " + std::string(method), telemetry::SpanKind::client, req.trace.span);
@@ -331,79 +326,85 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
       req.headers.push_back({"tracestate", span.context().trace_state});
     if (!req.trace.baggage.empty()) req.headers.push_back({"baggage", req.trace.baggage});
     req.trace.span = span.context();  // what the attempts' log lines carry
-    try {
-      ClientResponse res = co_await attempts(std::move(req));
-      span.set_attribute("http.response.status_code", res.status);
-      if (res.status >= 400) span.set_status(telemetry::StatusCode::error);
-      co_return res;
-    } catch (const std::exception& e) {
-      span.record_exception(exception_type(e), e.what());
-      throw;
-    }
+    return span;
   }
 
-  asio::awaitable<ClientResponse> attempts(ClientRequest req) {
+  static void end_client_span(telemetry::Span& span, int status) {
+    if (!span.recording()) return;
+    span.set_attribute("http.response.status_code", status);
+    if (status >= 400) span.set_status(telemetry::StatusCode::error);
+  }
+
+  asio::awaitable<ClientResponse> request(ClientRequest req) {
     auto self = shared_from_this();  // keeps the pool alive while the request runs
+    telemetry::Span span;
+    if (tracer && tracer->on(telemetry::SpanGroup::http_client)) span = client_span(req);
     RetryPolicy policy(
         req.kind, req.retry,
         RetryPolicy::budget_deadline(Clock::now(), params.retry_budget_seconds, req.retry));
     std::string url = req.url;
     Method method = req.method;
-    std::string body = req.body;
+    std::string body = std::move(req.body);  // this copy may change with a redirect
     int attempts = 0;
-    for (int hops = 0;;) {
-      std::string invalid;
-      const std::optional<Url> u = parse_url(url, invalid);
-      if (!u) throw RequestError(invalid);
-      ++attempts;
-      Exchange a;  // one attempt: a lease, then one exchange on its connection
-      {
-        Lease lease(*this, host_for(*u));
-        try_lease(lease, req.destination);
-        bool ready = lease.conn != nullptr;
-        if (!ready) ready = co_await complete_lease(lease, req, policy.deadline(), a.error);
-        if (ready) {
-          a = co_await exchange(*lease.conn, *u, req, method, body, lease.reused,
-                                params.read_timeout);
-          lease.give_back(a.response && a.keep_alive);
+    try {
+      for (int hops = 0;;) {
+        std::string invalid;
+        const std::optional<Url> u = parse_url(url, invalid);
+        if (!u) throw RequestError(invalid);
+        ++attempts;
+        Exchange a;  // one attempt: a lease, then one exchange on its connection
+        {
+          Lease lease(*this, host_for(*u));
+          try_lease(lease, req.destination);
+          bool ready = lease.conn != nullptr;
+          if (!ready) ready = co_await complete_lease(lease, req, policy.deadline(), a.error);
+          if (ready) {
+            a = co_await exchange(*lease.conn, *u, req, method, body, lease.reused,
+                                  params.read_timeout);
+            lease.give_back(a.response && a.keep_alive);
+          }
+        }  // the slot is free again before any wait for a retry
+        RetryDecision d;
+        std::string why;
+        if (a.response) {
+          if (hops < kMaxRedirects && follow_redirect(*a.response, url, method, body)) {
+            ++hops;
+            continue;
+          }
+          const int st = a.response->status;
+          d = policy.after_response(st, Clock::now());
+          if (d.action == RetryAction::done) {
+            if (params.request_debug && st >= 400)
+              spdlog::info("request {} {} failed with {}: {}", to_string(method), url, st,
+                           a.response->body);
+            end_client_span(span, st);
+            co_return std::move(*a.response);
+          }
+          const telemetry::ScopedLogTrace in_span(req.trace.span);
+          spdlog::warn("[model_retry url={} status={} kind={} try={} max_tries={}]", url, st,
+                       to_string(d.reason), d.try_number, RetryPolicy::kExternalMaxTries);
+          why = "HTTP " + std::to_string(st);
+        } else {
+          if (params.request_debug)
+            spdlog::info("request {} {} failed: {}", to_string(method), url, a.error.message);
+          d = policy.after_failure(a.error.failure, Clock::now());
+          if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
+          if (d.action == RetryAction::fail) throw RequestError(a.error.message);
+          if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
+          why = std::move(a.error.message);
         }
-      }  // the slot is free again before any wait for a retry
-      RetryDecision d;
-      std::string why;
-      if (a.response) {
-        if (hops < kMaxRedirects && follow_redirect(*a.response, url, method, body)) {
-          ++hops;
-          continue;
-        }
-        const int st = a.response->status;
-        d = policy.after_response(st, Clock::now());
-        if (d.action == RetryAction::done) {
-          if (params.request_debug && st >= 400)
-            spdlog::info("request {} {} failed with {}: {}", to_string(method), url, st,
-                         a.response->body);
-          co_return std::move(*a.response);
-        }
-        const telemetry::ScopedLogTrace in_span(req.trace.span);
-        spdlog::warn("[model_retry url={} status={} kind={} try={} max_tries={}]", url, st,
-                     to_string(d.reason), d.try_number, RetryPolicy::kExternalMaxTries);
-        why = "HTTP " + std::to_string(st);
-      } else {
-        if (params.request_debug)
-          spdlog::info("request {} {} failed: {}", to_string(method), url, a.error.message);
-        d = policy.after_failure(a.error.failure, Clock::now());
-        if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
-        if (d.action == RetryAction::fail) throw RequestError(a.error.message);
-        if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
-        why = std::move(a.error.message);
+        if (d.action == RetryAction::budget_exhausted)
+          throw RequestError("retry budget exhausted (" +
+                             std::to_string(params.retry_budget_seconds) + " s, " +
+                             std::to_string(attempts) + " attempts): " + why);
+        ++stats.retries;
+        if (d.action == RetryAction::retry_now) continue;
+        asio::steady_timer t(ex, d.wait);
+        co_await t.async_wait(kTuple);
       }
-      if (d.action == RetryAction::budget_exhausted)
-        throw RequestError("retry budget exhausted (" +
-                           std::to_string(params.retry_budget_seconds) + " s, " +
-                           std::to_string(attempts) + " attempts): " + why);
-      ++stats.retries;
-      if (d.action == RetryAction::retry_now) continue;
-      asio::steady_timer t(ex, d.wait);
-      co_await t.async_wait(kTuple);
+    } catch (const std::exception& e) {
+      span.record_exception(exception_type(e), e.what());
+      throw;
     }
   }
 
