@@ -72,15 +72,16 @@ class Writer {
 };
 
 // ---- common.proto: AnyValue {string 1, bool 2, int 3, double 4}, KeyValue {key 1, value 2} ----
+// (get_if after the index switch: the unchecked access, on the path that runs for every value)
 
 std::size_t any_value_size(const AttributeValue& v) noexcept {
   switch (v.index()) {
     case 0:
-      return length_field_size(1, std::get<std::string>(v).size());
+      return length_field_size(1, std::get_if<std::string>(&v)->size());
     case 1:
       return 2;
     case 2:
-      return 1 + varint_size(static_cast<std::uint64_t>(std::get<std::int64_t>(v)));
+      return 1 + varint_size(static_cast<std::uint64_t>(*std::get_if<std::int64_t>(&v)));
     default:
       return 9;
   }
@@ -89,19 +90,19 @@ std::size_t any_value_size(const AttributeValue& v) noexcept {
 void write_any_value(Writer& w, const AttributeValue& v) noexcept {
   switch (v.index()) {
     case 0:
-      w.string(1, std::get<std::string>(v));
+      w.string(1, *std::get_if<std::string>(&v));
       break;
     case 1:
       w.tag(2, kVarint);
-      w.varint(std::get<bool>(v) ? 1 : 0);
+      w.varint(*std::get_if<bool>(&v) ? 1 : 0);
       break;
     case 2:
       w.tag(3, kVarint);
-      w.varint(static_cast<std::uint64_t>(std::get<std::int64_t>(v)));
+      w.varint(static_cast<std::uint64_t>(*std::get_if<std::int64_t>(&v)));
       break;
     default: {
       std::uint64_t bits;
-      const double d = std::get<double>(v);
+      const double d = *std::get_if<double>(&v);
       std::memcpy(&bits, &d, sizeof bits);
       w.fixed64(4, bits);
       break;
@@ -110,27 +111,28 @@ void write_any_value(Writer& w, const AttributeValue& v) noexcept {
 }
 
 template <class Attribute>
-std::size_t key_value_size(const Attribute& a) noexcept {
+std::size_t key_value_size(const Attribute& a, std::size_t value_size) noexcept {
   const std::string_view key = a.key;
-  return (key.empty() ? 0 : length_field_size(1, key.size())) +
-         length_field_size(2, any_value_size(a.value));
+  return (key.empty() ? 0 : length_field_size(1, key.size())) + length_field_size(2, value_size);
 }
 
 // Each attribute as field `field` of the enclosing message.
 template <class Attributes>
 std::size_t attributes_size(std::uint32_t field, const Attributes& attributes) noexcept {
   std::size_t n = 0;
-  for (const auto& a : attributes) n += length_field_size(field, key_value_size(a));
+  for (const auto& a : attributes)
+    n += length_field_size(field, key_value_size(a, any_value_size(a.value)));
   return n;
 }
 
 template <class Attributes>
 void write_attributes(Writer& w, std::uint32_t field, const Attributes& attributes) noexcept {
   for (const auto& a : attributes) {
-    w.length(field, key_value_size(a));
+    const std::size_t value_size = any_value_size(a.value);
+    w.length(field, key_value_size(a, value_size));
     const std::string_view key = a.key;
     if (!key.empty()) w.string(1, key);
-    w.length(2, any_value_size(a.value));
+    w.length(2, value_size);
     write_any_value(w, a.value);
   }
 }

@@ -93,18 +93,23 @@ template <class Record>
 void BatchProcessor<Record>::export_batch(std::unique_lock<std::mutex>& lock) {
   if (queue_.empty()) return;
   const std::size_t n = std::min(queue_.size(), settings_.max_export_batch_size);
-  std::vector<Record> batch;
-  batch.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    batch.push_back(std::move(queue_.front()));
-    queue_.pop_front();
+  std::vector<Record> batch = std::move(spare_);
+  batch.clear();
+  if (n == queue_.size()) {
+    batch.swap(queue_);  // the whole queue is the batch: no record moves
+  } else {               // a backlog of more than one batch: the oldest n go
+    const auto first = std::make_move_iterator(queue_.begin());
+    batch.assign(first, first + static_cast<std::ptrdiff_t>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   in_flight_ = n;
   auto deadline = Clock::now() + settings_.export_timeout;
   if (stopping_) deadline = std::min(deadline, stop_deadline_);
   lock.unlock();
   const auto result = exporter_->export_batch(batch, deadline);
+  batch.clear();  // the records are freed outside the lock
   lock.lock();
+  spare_ = std::move(batch);
   in_flight_ = 0;
   (result == ExportResult::success ? stats_.exported : stats_.export_failed) += n;
 }

@@ -7,12 +7,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "telemetry/export/batch_settings.h"
 #include "telemetry/export/exporter.h"
@@ -76,7 +76,11 @@ class BatchProcessor {
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // the thread: a full batch, a flush, shutdown
   std::condition_variable idle_;  // flushers: the queue drained
-  std::deque<Record> queue_;
+  // A vector, not a deque: the thread swaps it for `spare_` (the last batch's buffer, emptied) to
+  // take a batch, so records are never moved one by one and pushes do not allocate once both
+  // buffers have grown.
+  std::vector<Record> queue_;
+  std::vector<Record> spare_;
   std::size_t in_flight_ = 0;  // records taken by the thread, not yet exported
   std::uint64_t flush_requests_ = 0;
   bool stopping_ = false;
