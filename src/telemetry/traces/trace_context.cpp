@@ -23,22 +23,29 @@ std::string hex_of(const std::array<std::uint8_t, N>& bytes) {
   return out;
 }
 
-// Lowercase hex only (W3C: uppercase is invalid).
-int digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
+// The value of each lowercase hex digit, 0xff for every other byte (W3C: uppercase is invalid).
+// A table: every request with a traceparent decodes 50 digits.
+constexpr std::array<std::uint8_t, 256> kDigitValue = [] {
+  std::array<std::uint8_t, 256> t{};
+  t.fill(0xff);
+  for (int c = '0'; c <= '9'; ++c)
+    t[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c)
+    t[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c - 'a' + 10);
+  return t;
+}();
 
 template <std::size_t N>
 bool read_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
   if (text.size() != 2 * N) return false;
+  std::uint8_t bad = 0;
   for (std::size_t i = 0; i < N; ++i) {
-    const int hi = digit(text[2 * i]), lo = digit(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
+    const std::uint8_t hi = kDigitValue[static_cast<unsigned char>(text[2 * i])];
+    const std::uint8_t lo = kDigitValue[static_cast<unsigned char>(text[2 * i + 1])];
+    bad |= (hi | lo) & 0xf0;  // only 0xff has high bits
     out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
   }
-  return true;
+  return bad == 0;
 }
 
 bool printable_ascii(std::string_view s) noexcept {
