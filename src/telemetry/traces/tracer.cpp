@@ -114,7 +114,6 @@ Span Tracer::start(std::string_view name, SpanKind kind, const SpanContext& pare
   data->trace_state = span.context_.trace_state;
   data->name = std::string(name);
   data->kind = kind;
-  data->attributes.reserve(kExpectedAttributes);
   data->start_time_unix_nano = unix_nanos();
   span.data_ = std::move(data);
   return span;
@@ -162,6 +161,7 @@ void Span::put(SpanKey key, AttributeValue&& value) {
       return;
     }
   }
+  if (data_->attributes.empty()) data_->attributes.reserve(kExpectedAttributes);
   data_->attributes.push_back({key, std::move(value)});
 }
 
