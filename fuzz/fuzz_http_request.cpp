@@ -7,6 +7,7 @@
 #include "http/schema.h"
 #include "http/server.h"
 #include "http/session_cookie.h"
+#include "http/verb.h"
 #include "servers/agent_server.h"
 #include "servers/model_server.h"
 #include "servers/resources_server.h"
@@ -69,28 +70,6 @@ struct Fixture {
 Fixture& fixture() {
   static Fixture instance;
   return instance;
-}
-
-gym::http::Method to_method(bhttp::verb v) {
-  using gym::http::Method;
-  switch (v) {
-    case bhttp::verb::get:
-      return Method::get;
-    case bhttp::verb::head:
-      return Method::head;
-    case bhttp::verb::post:
-      return Method::post;
-    case bhttp::verb::put:
-      return Method::put;
-    case bhttp::verb::patch:
-      return Method::patch;
-    case bhttp::verb::delete_:
-      return Method::del;
-    case bhttp::verb::options:
-      return Method::options;
-    default:
-      return Method::other;
-  }
 }
 
 // What HttpServer's handle() does with a parsed request: session, route, handler or 404/405.
@@ -164,7 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto message = next_request(rest);
     if (!message) return 0;
     Request req;
-    req.method = to_method(message->method());
+    req.method = gym::http::to_method(message->method());
     req.target = std::string(message->target());
     req.path = gym::http::routing_path(req.target);
     for (const auto& field : *message)

@@ -1,4 +1,5 @@
 #include "http/message.h"
+#include "http/verb.h"
 
 #include "core/json_text.h"
 
@@ -123,6 +124,28 @@ std::string_view rollout_id_of(std::string_view target) {
   const auto rest = path.substr(kPrefix.size());
   const auto slash = rest.find('/');
   return slash == std::string_view::npos ? std::string_view() : rest.substr(0, slash);
+}
+
+Method to_method(boost::beast::http::verb v) noexcept {
+  using boost::beast::http::verb;
+  switch (v) {
+    case verb::get:
+      return Method::get;
+    case verb::head:
+      return Method::head;
+    case verb::post:
+      return Method::post;
+    case verb::put:
+      return Method::put;
+    case verb::patch:
+      return Method::patch;
+    case verb::delete_:
+      return Method::del;
+    case verb::options:
+      return Method::options;
+    default:
+      return Method::other;
+  }
 }
 
 }  // namespace gym::http

@@ -1,4 +1,5 @@
 #include "http/server.h"
+#include "http/verb.h"
 
 #include "core/termination_signals.h"
 #include "http/server_metrics.h"
@@ -40,30 +41,7 @@ namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
-namespace {
-
-Method to_method(bhttp::verb v) {
-  switch (v) {
-    case bhttp::verb::get:
-      return Method::get;
-    case bhttp::verb::head:
-      return Method::head;
-    case bhttp::verb::post:
-      return Method::post;
-    case bhttp::verb::put:
-      return Method::put;
-    case bhttp::verb::patch:
-      return Method::patch;
-    case bhttp::verb::delete_:
-      return Method::del;
-    case bhttp::verb::options:
-      return Method::options;
-    default:
-      return Method::other;
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // One serving process's loop state. Connections register here so shutdown can close them.
 struct HttpServer::Loop {

@@ -156,7 +156,7 @@ Span::~Span() {
 
 void Span::put(SpanKey key, AttributeValue&& value) {
   for (auto& a : data_->attributes) {
-    if (a.key == key) {
+    if (a.key.key() == key.key()) {
       a.value = std::move(value);
       return;
     }
