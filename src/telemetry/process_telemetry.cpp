@@ -55,13 +55,21 @@ std::optional<BatchSpanProcessor::Stats> ProcessTelemetry::span_stats() const {
 
 ProcessTelemetry::~ProcessTelemetry() { shutdown(); }
 
+namespace {
+
+// What is left of one bound shared by the span and metric pipelines (never negative).
+std::chrono::milliseconds time_left(std::chrono::steady_clock::time_point end) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      end - std::chrono::steady_clock::now()),
+                  std::chrono::milliseconds(0));
+}
+
+}  // namespace
+
 bool ProcessTelemetry::force_flush(std::chrono::milliseconds wait) {
   const auto end = std::chrono::steady_clock::now() + wait;
   const bool spans = spans_ ? spans_->force_flush(wait) : true;
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-  const bool metrics =
-      pipeline_ ? pipeline_->force_flush(std::max(left, std::chrono::milliseconds(0))) : true;
+  const bool metrics = pipeline_ ? pipeline_->force_flush(time_left(end)) : true;
   return spans && metrics;
 }
 
@@ -73,12 +81,9 @@ bool ProcessTelemetry::shutdown(std::chrono::milliseconds wait) {
   const auto end = std::chrono::steady_clock::now() + wait;
   tracer_->begin_shutdown();
   const bool spans = spans_ ? spans_->shutdown(wait) : true;
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
   // The final collection runs the facade's observable callbacks: export before
   // it goes.
-  const bool metrics =
-      pipeline_ ? pipeline_->shutdown(std::max(left, std::chrono::milliseconds(0))) : true;
+  const bool metrics = pipeline_ ? pipeline_->shutdown(time_left(end)) : true;
   return spans && metrics;
 }
 
