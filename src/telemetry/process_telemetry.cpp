@@ -59,9 +59,9 @@ namespace {
 
 // What is left of one bound shared by the span and metric pipelines (never negative).
 std::chrono::milliseconds time_left(std::chrono::steady_clock::time_point end) {
-  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                      end - std::chrono::steady_clock::now()),
-                  std::chrono::milliseconds(0));
+  return std::max(
+      std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()),
+      std::chrono::milliseconds(0));
 }
 
 }  // namespace
