@@ -344,7 +344,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         RetryPolicy::budget_deadline(Clock::now(), params.retry_budget_seconds, req.retry));
     std::string url = req.url;
     Method method = req.method;
-    std::string body = std::move(req.body);  // this copy may change with a redirect
+    std::string body = std::move(req.body);  // a redirect may change it (303: GET, no body)
     int attempts = 0;
     try {
       for (int hops = 0;;) {

@@ -41,8 +41,6 @@ namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
-namespace {}  // namespace
-
 // One serving process's loop state. Connections register here so shutdown can close them.
 struct HttpServer::Loop {
   asio::io_context& io;

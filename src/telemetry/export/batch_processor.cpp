@@ -93,8 +93,7 @@ template <class Record>
 void BatchProcessor<Record>::export_batch(std::unique_lock<std::mutex>& lock) {
   if (queue_.empty()) return;
   const std::size_t n = std::min(queue_.size(), settings_.max_export_batch_size);
-  std::vector<Record> batch = std::move(spare_);
-  batch.clear();
+  std::vector<Record> batch = std::move(spare_);  // empty: stored cleared below
   if (n == queue_.size()) {
     batch.swap(queue_);  // the whole queue is the batch: no record moves
   } else {               // a backlog of more than one batch: the oldest n go
