@@ -1,5 +1,3 @@
-#include "example_multi_step.h"
-
 #include "python_compat/errors.h"
 #include "python_compat/json.h"
 #include "python_compat/json_equal.h"
@@ -161,47 +159,47 @@ json::object verify(const json::object& row) {
 
 }  // namespace
 
-void register_example_multi_step(servers::Registry& registry) {
-  servers::register_environment(
-      registry,
-      {
-          "example_multi_step",
-          "ExampleMultiStepResourcesServer",
-          [](servers::ServerContext&, http::Router& router) -> servers::VerifyRoute {
-            auto synonym = std::make_shared<const Schema>(
-                Schema::object_of({{"synonym", Schema::of(Schema::Kind::string), true}}));
-            router.post("/get_synonym_value",
-                        http::json_route(
-                            [](Request&, json::value& body) -> asio::awaitable<Response> {
-                              std::int64_t sum = 0;
-                              auto synonym = body.at("synonym").get_string();
-                              for (char32_t c : python_compat::py_code_points(synonym))
-                                sum += static_cast<std::int64_t>(c);
-                              co_return Response::json(json::object{{"synonym_value", sum}});
-                            },
-                            synonym));
-            auto values = std::make_shared<const Schema>(Schema::object_of(
-                {{"synonym_values", Schema::list_of(Schema::of(Schema::Kind::integer)), true}}));
-            router.post("/extract_synonym_values",
-                        http::json_route(
-                            [](Request&, json::value&) -> asio::awaitable<Response> {
-                              co_return Response::json(json::object{{"success", true}});
-                            },
-                            values));
-            auto verify_schema = servers::verify_request_schema({
-                {"id", Schema::of(Schema::Kind::integer), true},
-                {"expected_synonym_values", Schema::list_of(Schema::of(Schema::Kind::integer)),
-                 true},
-                {"expected_synonyms", Schema::list_of(Schema::of(Schema::Kind::string)), true},
-                {"minefield_label", Schema::of(Schema::Kind::string), true},
-                {"minefield_label_value", Schema::of(Schema::Kind::integer), true},
-            });
-            return {[](Request&, json::value& body) -> asio::awaitable<Response> {
-                      co_return Response::json(verify(body.get_object()));
-                    },
-                    verify_schema};
-          },
-      });
+// ExampleMultiStepResourcesServer (environments.md 4): look up synonym values, then report them
+// with extract_synonym_values; verify compares the last reported list with the expected one.
+// Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
+servers::Environment example_multi_step_environment() {
+  return {
+      "example_multi_step",
+      "ExampleMultiStepResourcesServer",
+      [](servers::ServerContext&, http::Router& router) -> servers::VerifyRoute {
+        auto synonym = std::make_shared<const Schema>(
+            Schema::object_of({{"synonym", Schema::of(Schema::Kind::string), true}}));
+        router.post("/get_synonym_value",
+                    http::json_route(
+                        [](Request&, json::value& body) -> asio::awaitable<Response> {
+                          std::int64_t sum = 0;
+                          auto synonym = body.at("synonym").get_string();
+                          for (char32_t c : python_compat::py_code_points(synonym))
+                            sum += static_cast<std::int64_t>(c);
+                          co_return Response::json(json::object{{"synonym_value", sum}});
+                        },
+                        synonym));
+        auto values = std::make_shared<const Schema>(Schema::object_of(
+            {{"synonym_values", Schema::list_of(Schema::of(Schema::Kind::integer)), true}}));
+        router.post("/extract_synonym_values",
+                    http::json_route(
+                        [](Request&, json::value&) -> asio::awaitable<Response> {
+                          co_return Response::json(json::object{{"success", true}});
+                        },
+                        values));
+        auto verify_schema = servers::verify_request_schema({
+            {"id", Schema::of(Schema::Kind::integer), true},
+            {"expected_synonym_values", Schema::list_of(Schema::of(Schema::Kind::integer)), true},
+            {"expected_synonyms", Schema::list_of(Schema::of(Schema::Kind::string)), true},
+            {"minefield_label", Schema::of(Schema::Kind::string), true},
+            {"minefield_label_value", Schema::of(Schema::Kind::integer), true},
+        });
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
+                  co_return Response::json(verify(body.get_object()));
+                },
+                verify_schema};
+      },
+  };
 }
 
 }  // namespace gym::environments

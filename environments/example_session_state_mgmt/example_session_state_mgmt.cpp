@@ -1,5 +1,3 @@
-#include "example_session_state_mgmt.h"
-
 #include "python_compat/errors.h"
 #include "python_compat/json_equal.h"
 #include "servers/resources_server.h"
@@ -75,48 +73,49 @@ std::shared_ptr<const Schema> int_body(std::string field) {
 
 }  // namespace
 
-void register_example_session_state_mgmt(servers::Registry& registry) {
-  servers::register_environment(
-      registry,
-      {
-          "example_session_state_mgmt",
-          "StatefulCounterResourcesServer",
-          [](servers::ServerContext& ctx, http::Router& router) -> servers::VerifyRoute {
-            auto store =
-                std::make_shared<CounterStore>(servers::SessionLimits::from_config(ctx.global));
-            router.post("/seed_session",
-                        http::json_route(
-                            [store](Request& req, json::value& body) -> asio::awaitable<Response> {
-                              auto initial = int_field(body.get_object(), "initial_count");
-                              store->seed(req.session_id, initial);
-                              co_return Response::json(json::object{});
-                            },
-                            int_body("initial_count")));
-            router.post("/increment_counter",
-                        http::json_route(
-                            [store](Request& req, json::value& body) -> asio::awaitable<Response> {
-                              store->add(req.session_id, int_field(body.get_object(), "count"));
-                              co_return Response::json(json::object{{"success", true}});
-                            },
-                            int_body("count")));
-            // No body model upstream: the body is not even parsed.
-            router.post("/get_counter_value", [store](Request& req) -> asio::awaitable<Response> {
-              co_return Response::json(
-                  json::object{{"count", store->get_or_create(req.session_id)}});
-            });
-            auto verify_schema = servers::verify_request_schema(
-                {{"expected_count", Schema::of(Schema::Kind::integer), true}});
-            return {[store](Request& req, json::value& body) -> asio::awaitable<Response> {
-                      const auto& row = body.get_object();
-                      auto counter = store->find(req.session_id);
-                      bool equal = counter && python_compat::json_equal(
-                                                  row.at("expected_count"), json::value(*counter),
-                                                  python_compat::BoolRule::as_integers);
-                      co_return Response::json(servers::verify_response(row, equal ? 1.0 : 0.0));
-                    },
-                    verify_schema};
-          },
-      });
+// StatefulCounterResourcesServer (environments.md 3): a counter per session, seeded from the
+// row's `initial_count`, changed by the tools; verify rewards 1.0 when it equals
+// `expected_count`. State is per process: serve it with num_workers <= 1.
+// Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
+servers::Environment example_session_state_mgmt_environment() {
+  return {
+      "example_session_state_mgmt",
+      "StatefulCounterResourcesServer",
+      [](servers::ServerContext& ctx, http::Router& router) -> servers::VerifyRoute {
+        auto store =
+            std::make_shared<CounterStore>(servers::SessionLimits::from_config(ctx.global));
+        router.post("/seed_session",
+                    http::json_route(
+                        [store](Request& req, json::value& body) -> asio::awaitable<Response> {
+                          auto initial = int_field(body.get_object(), "initial_count");
+                          store->seed(req.session_id, initial);
+                          co_return Response::json(json::object{});
+                        },
+                        int_body("initial_count")));
+        router.post("/increment_counter",
+                    http::json_route(
+                        [store](Request& req, json::value& body) -> asio::awaitable<Response> {
+                          store->add(req.session_id, int_field(body.get_object(), "count"));
+                          co_return Response::json(json::object{{"success", true}});
+                        },
+                        int_body("count")));
+        // No body model upstream: the body is not even parsed.
+        router.post("/get_counter_value", [store](Request& req) -> asio::awaitable<Response> {
+          co_return Response::json(json::object{{"count", store->get_or_create(req.session_id)}});
+        });
+        auto verify_schema = servers::verify_request_schema(
+            {{"expected_count", Schema::of(Schema::Kind::integer), true}});
+        return {[store](Request& req, json::value& body) -> asio::awaitable<Response> {
+                  const auto& row = body.get_object();
+                  auto counter = store->find(req.session_id);
+                  bool equal = counter && python_compat::json_equal(
+                                              row.at("expected_count"), json::value(*counter),
+                                              python_compat::BoolRule::as_integers);
+                  co_return Response::json(servers::verify_response(row, equal ? 1.0 : 0.0));
+                },
+                verify_schema};
+      },
+  };
 }
 
 }  // namespace gym::environments

@@ -1,5 +1,3 @@
-#include "mcqa.h"
-
 #include "mcqa/mcqa_metrics.h"
 
 #include "core/config.h"
@@ -335,35 +333,36 @@ std::optional<std::string> config_grading_mode(const json::object& config) {
 
 }  // namespace
 
-void register_mcqa(servers::Registry& registry) {
-  servers::register_environment(
-      registry, {
-                    "mcqa",
-                    "MCQAResourcesServer",
-                    [](servers::ServerContext& ctx, http::Router&) -> servers::VerifyRoute {
-                      auto mode = config_grading_mode(ctx.instance.config);
-                      Schema option_entry = Schema::of(Schema::Kind::dict);
-                      option_entry.items =
-                          std::make_shared<const Schema>(Schema::of(Schema::Kind::string, true));
-                      auto verify_schema = servers::verify_request_schema({
-                          {"uuid", Schema::of(Schema::Kind::string, true), false},
-                          {"options", Schema::list_of(option_entry, true), false},
-                          {"expected_answer", Schema::of(Schema::Kind::string, true), false},
-                          {"metadata", Schema::of(Schema::Kind::dict, true), false},
-                          {"grading_mode",
-                           Schema::literal_of({std::string(kStrict), std::string(kLenientBoxed),
-                                               std::string(kAnswerColon)}),
-                           false},
-                          {"template_metadata", Schema::of(Schema::Kind::dict, true), false},
-                      });
-                      return {[mode](Request&, json::value& body) -> asio::awaitable<Response> {
-                                co_return Response::json(verify(body.get_object(), mode));
-                              },
-                              verify_schema};
-                    },
-                    "stateless",
-                    mcqa_aggregate_hooks(),
-                });
+// MCQAResourcesServer (environments.md 5): multiple-choice answers; the letter is extracted
+// from the response text by the row's (or the config's) grading mode.
+// Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
+servers::Environment mcqa_environment() {
+  return {
+      "mcqa",
+      "MCQAResourcesServer",
+      [](servers::ServerContext& ctx, http::Router&) -> servers::VerifyRoute {
+        auto mode = config_grading_mode(ctx.instance.config);
+        Schema option_entry = Schema::of(Schema::Kind::dict);
+        option_entry.items = std::make_shared<const Schema>(Schema::of(Schema::Kind::string, true));
+        auto verify_schema = servers::verify_request_schema({
+            {"uuid", Schema::of(Schema::Kind::string, true), false},
+            {"options", Schema::list_of(option_entry, true), false},
+            {"expected_answer", Schema::of(Schema::Kind::string, true), false},
+            {"metadata", Schema::of(Schema::Kind::dict, true), false},
+            {"grading_mode",
+             Schema::literal_of(
+                 {std::string(kStrict), std::string(kLenientBoxed), std::string(kAnswerColon)}),
+             false},
+            {"template_metadata", Schema::of(Schema::Kind::dict, true), false},
+        });
+        return {[mode](Request&, json::value& body) -> asio::awaitable<Response> {
+                  co_return Response::json(verify(body.get_object(), mode));
+                },
+                verify_schema};
+      },
+      "stateless",
+      mcqa_aggregate_hooks(),
+  };
 }
 
 }  // namespace gym::environments

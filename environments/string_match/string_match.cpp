@@ -1,5 +1,3 @@
-#include "string_match.h"
-
 #include "core/json_text.h"
 #include "python_compat/latex.h"
 #include "python_compat/re.h"
@@ -331,27 +329,28 @@ json::object verify(const json::object& row) {
 
 }  // namespace
 
-void register_string_match(servers::Registry& registry) {
-  servers::register_environment(
-      registry,
-      {
-          "string_match",
-          "StringMatchResourcesServer",
-          [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
-            auto verify_schema = servers::verify_request_schema({
-                {"expected_answer", Schema::of(Schema::Kind::string), true},
-                {"extraction_mode",
-                 Schema::literal_of({"boxed", "final_answer", "last_line", "full_response"}),
-                 false},
-                {"case_sensitive", Schema::of(Schema::Kind::boolean), false},
-                {"metadata", Schema::of(Schema::Kind::dict, true), false},
-            });
-            return {[](Request&, json::value& body) -> asio::awaitable<Response> {
-                      co_return Response::json(verify(body.get_object()));
-                    },
-                    verify_schema};
-          },
-      });
+// StringMatchResourcesServer (environments.md 7): extracts a free-form answer from the
+// assistant text (boxed, final answer, last line or the whole text) and grades it against
+// `expected_answer` with NeMo RL's normalising string match (rewards 0.0, 0.98 or 1.0).
+// Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
+servers::Environment string_match_environment() {
+  return {
+      "string_match",
+      "StringMatchResourcesServer",
+      [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
+        auto verify_schema = servers::verify_request_schema({
+            {"expected_answer", Schema::of(Schema::Kind::string), true},
+            {"extraction_mode",
+             Schema::literal_of({"boxed", "final_answer", "last_line", "full_response"}), false},
+            {"case_sensitive", Schema::of(Schema::Kind::boolean), false},
+            {"metadata", Schema::of(Schema::Kind::dict, true), false},
+        });
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
+                  co_return Response::json(verify(body.get_object()));
+                },
+                verify_schema};
+      },
+  };
 }
 
 }  // namespace gym::environments

@@ -1,5 +1,3 @@
-#include "xlam_fc.h"
-
 #include "python_compat/errors.h"
 #include "python_compat/json.h"
 #include "python_compat/json_equal.h"
@@ -119,21 +117,22 @@ json::object verify(const json::object& row) {
 
 }  // namespace
 
-void register_xlam_fc(servers::Registry& registry) {
-  servers::register_environment(
-      registry,
-      {
-          "xlam_fc",
-          "XlamFcResourcesServer",
-          [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
-            auto verify_schema = servers::verify_request_schema(
-                {{"expected_answers", Schema::list_of(Schema::of(Schema::Kind::dict)), false}});
-            return {[](Request&, json::value& body) -> asio::awaitable<Response> {
-                      co_return Response::json(verify(body.get_object()));
-                    },
-                    verify_schema};
-          },
-      });
+// XlamFcResourcesServer (environments.md 6): function-calling accuracy. No tool routes (every
+// call gets 404); verify matches the response's function calls against `expected_answers`.
+// Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
+servers::Environment xlam_fc_environment() {
+  return {
+      "xlam_fc",
+      "XlamFcResourcesServer",
+      [](servers::ServerContext&, http::Router&) -> servers::VerifyRoute {
+        auto verify_schema = servers::verify_request_schema(
+            {{"expected_answers", Schema::list_of(Schema::of(Schema::Kind::dict)), false}});
+        return {[](Request&, json::value& body) -> asio::awaitable<Response> {
+                  co_return Response::json(verify(body.get_object()));
+                },
+                verify_schema};
+      },
+  };
 }
 
 }  // namespace gym::environments

@@ -1,11 +1,11 @@
 // mcqa's /aggregate_metrics hooks (environments.md 5 and 9): key metrics at the highest k, the
-// recorded conformance rollouts, and the routes register_mcqa gives a resources server.
+// recorded conformance rollouts, and the routes mcqa_environment() gives a resources server.
 #include "mcqa/mcqa_metrics.h"
+#include "builtin_environments.h"
 #include "conformance_dir.h"
 #include "core/json_text.h"
 #include "files.h"
 #include "http/router.h"
-#include "mcqa/mcqa.h"
 #include "route_call.h"
 #include "servers/aggregate_metrics.h"
 #include "servers/registry.h"
@@ -117,7 +117,7 @@ using gym::test::call_route;
 
 TEST(McqaRoutes, RegisteredWithTheBaseRoutesStatelessReverifyAndItsHooks) {
   gym::servers::Registry registry;
-  gym::environments::register_mcqa(registry);
+  gym::servers::register_environment(registry, gym::environments::mcqa_environment());
   const auto* impl = registry.find("resources_servers", "mcqa");
   ASSERT_NE(impl, nullptr);
   EXPECT_EQ(impl->class_name, "MCQAResourcesServer");
