@@ -66,7 +66,7 @@ void resolve(std::string_view document, const std::vector<std::string_view>& ove
       {"responses_api_models", {"replay_model", "vllm_model", "openai_model"}},
       {"resources_servers", {"mcqa", "example_multi_step", "string_match"}},
       {"responses_api_agents", {"simple_agent"}}};
-  core::validate_server_instances(cfg, catalog, &origins);
+  core::validate_server_instances(cfg, catalog, {}, &origins);
   // What `gym config show` and the head server print, read back as the servers read it.
   (void)core::parse_yaml(core::to_yaml(core::masked_secrets(cfg)), "<NEMO_GYM_CONFIG_DICT>");
 }

@@ -115,8 +115,10 @@ int run_serve() {
 
 int run_config_show(const ConfigFlags& flags) {
   core::ConfigOrigins origins;
-  auto cfg = core::load_config(to_sources(flags), &origins);
-  core::validate_server_instances(cfg, builtin_registry().catalog(), &origins);
+  const auto sources = to_sources(flags);
+  auto cfg = core::load_config(sources, &origins);
+  core::validate_server_instances(cfg, builtin_registry().catalog(), sources.search_roots,
+                                  &origins);
   std::fputs(core::to_yaml(core::masked_secrets(cfg)).c_str(), stdout);
   return 0;
 }

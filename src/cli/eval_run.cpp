@@ -133,7 +133,7 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
                                     });
   }
 
-  core::validate_server_instances(local, builtin_registry().catalog());
+  core::validate_server_instances(local, builtin_registry().catalog(), sources.search_roots);
   auto deploy_sources = sources;
   std::filesystem::path input;
   if (options.input) {

@@ -226,14 +226,27 @@ void set_default(json::object& cfg, std::string_view key, json::value v) {
 
 }  // namespace
 
-std::string resolve_search_path(const std::string& path, const std::vector<std::string>& roots,
-                                std::string_view what, std::string_view referrer) {
+std::vector<fs::path> search_candidates(const std::string& path,
+                                        const std::vector<std::string>& roots) {
   std::vector<fs::path> tried;
   if (fs::path(path).is_absolute()) {
     tried.emplace_back(path);
-  } else {
-    for (const auto& root : roots) tried.push_back(fs::path(root) / path);
+    return tried;
   }
+  constexpr std::string_view kResources = "resources_servers/";
+  for (const auto& root : roots) {
+    tried.push_back(fs::path(root) / path);
+    // gym-cpp's own resources servers live in environments/ (architecture.md), so upstream's
+    // `resources_servers/<env>/...` paths of the bundled presets find them there.
+    if (root == GYM_SOURCE_ROOT && std::string_view(path).starts_with(kResources))
+      tried.push_back(fs::path(root) / "environments" / path.substr(kResources.size()));
+  }
+  return tried;
+}
+
+std::string resolve_search_path(const std::string& path, const std::vector<std::string>& roots,
+                                std::string_view what, std::string_view referrer) {
+  const std::vector<fs::path> tried = search_candidates(path, roots);
   for (const auto& candidate : tried) {
     std::error_code ec;
     if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -55,6 +56,12 @@ struct ConfigSources {
 // search_roots = NEMO_GYM_EXTRA_ROOTS (':'-separated), the working directory, the source root;
 // getenv = ::getenv.
 ConfigSources default_sources();
+
+// Every place a relative `path` may live, in `roots` order: `root/path`, and in gym-cpp's install
+// root a `resources_servers/<env>/...` path also as `environments/<env>/...` (where its own
+// environments are). An absolute path is its only candidate.
+std::vector<std::filesystem::path> search_candidates(const std::string& path,
+                                                     const std::vector<std::string>& roots);
 
 // Where a relative path lives: the first `root/path` that exists, in `roots` order (an
 // absolute path must exist as given). Otherwise a ConfigError naming `what` ("config file",
@@ -121,11 +128,25 @@ std::string instance_url(const boost::json::object& cfg, std::string_view instan
 // Built-in implementation names per server type, supplied by the caller.
 using ImplCatalog = std::map<std::string, std::vector<std::string>, std::less<>>;
 
-// Checks every instance's implementation against `catalog`, resources servers' `domain`, every
-// reference {type: <server type>, name: X} anywhere in the tree, and the unsupported keys of
-// R8 (prompt_config, skills, rollout_collection_driver). One ConfigError lists all problems.
+// Checks every instance's implementation against `catalog` (one that is not built in must be an
+// external server: an `entrypoint` that find_server_folder finds in `search_roots`), resources
+// servers' `domain`, every reference {type: <server type>, name: X} anywhere in the tree, and
+// the unsupported keys of R8 (prompt_config, skills, rollout_collection_driver). One
+// ConfigError lists all problems.
 void validate_server_instances(const boost::json::object& cfg, const ImplCatalog& catalog,
+                               const std::vector<std::string>& search_roots,
                                const ConfigOrigins* origins = nullptr);
+
+// Whether `instance` names a built-in implementation of `catalog`.
+bool is_builtin(const ServerInstance& instance, const ImplCatalog& catalog);
+
+// R1: the folder of an external server as upstream's ng_run finds it: `<server_type>/<impl>` in
+// `search_roots` (search_candidates), the first that holds the instance's `entrypoint` (a
+// relative path). nullopt when none does or there is no relative entrypoint; `looked` (optional)
+// gets every folder tried.
+std::optional<std::filesystem::path> find_server_folder(
+    const ServerInstance& instance, const std::vector<std::string>& search_roots,
+    std::vector<std::string>* looked = nullptr);
 
 // The candidate closest to `word` by edit distance, if within max(2, size/3) edits.
 std::optional<std::string> did_you_mean(std::string_view word,

@@ -216,7 +216,70 @@ std::vector<ServerInstance> find_server_instances(const json::object& cfg,
   return instances;
 }
 
+bool is_builtin(const ServerInstance& instance, const ImplCatalog& catalog) {
+  auto builtins = catalog.find(instance.server_type);
+  return builtins != catalog.end() && std::find(builtins->second.begin(), builtins->second.end(),
+                                                instance.impl) != builtins->second.end();
+}
+
+std::optional<std::filesystem::path> find_server_folder(
+    const ServerInstance& instance, const std::vector<std::string>& search_roots,
+    std::vector<std::string>* looked) {
+  const json::value* entrypoint = instance.config.if_contains("entrypoint");
+  if (!entrypoint || !entrypoint->is_string() || entrypoint->get_string().empty()) return {};
+  const std::filesystem::path file(std::string(entrypoint->get_string()));
+  if (file.is_absolute()) return {};
+  const std::vector<std::string> cwd_only{"."};
+  for (const auto& folder : search_candidates(instance.server_type + "/" + instance.impl,
+                                              search_roots.empty() ? cwd_only : search_roots)) {
+    if (looked) looked->push_back(folder.string());
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(folder / file, ec))
+      return std::filesystem::absolute(folder, ec).lexically_normal();
+  }
+  return {};
+}
+
+namespace {
+
+// Why a non-built-in instance cannot run as an external server (R1), or empty when it can.
+std::string external_server_problem(const ServerInstance& instance, const ImplCatalog& catalog,
+                                    const std::vector<std::string>& search_roots) {
+  auto builtins = catalog.find(instance.server_type);
+  std::vector<std::string> names =
+      builtins == catalog.end() ? std::vector<std::string>{} : builtins->second;
+  auto guess = did_you_mean(instance.impl, names);
+  std::string not_builtin =
+      fmt::format("instance '{}': '{}' is not a built-in {} implementation{}; built-in: {}",
+                  instance.name, instance.impl, instance.server_type,
+                  guess ? fmt::format(" (did you mean '{}'?)", *guess) : "", quoted_list(names));
+  const json::value* entrypoint = instance.config.if_contains("entrypoint");
+  if (!entrypoint || entrypoint->is_null())
+    return not_builtin + fmt::format(
+                             ". To run your own server instead, give it an `entrypoint` (e.g. "
+                             "app.py) in the folder {}/{}/",
+                             instance.server_type, instance.impl);
+  if (!entrypoint->is_string() || entrypoint->get_string().empty() ||
+      std::filesystem::path(std::string(entrypoint->get_string())).is_absolute())
+    return not_builtin + fmt::format(
+                             "; its `entrypoint` must be a file name relative to the server's "
+                             "folder {}/{}/, such as app.py; got {}",
+                             instance.server_type, instance.impl, describe(*entrypoint));
+  std::vector<std::string> looked;
+  if (find_server_folder(instance, search_roots, &looked)) return "";
+  return not_builtin + fmt::format(
+                           ", and no folder {}/{}/ holding its entrypoint '{}' was found to run "
+                           "it as an external server. Looked in: {}. Check the spelling, or add "
+                           "the directory that holds {}/ with --search-dir",
+                           instance.server_type, instance.impl,
+                           std::string(entrypoint->get_string()), fmt::join(looked, ", "),
+                           instance.server_type);
+}
+
+}  // namespace
+
 void validate_server_instances(const json::object& cfg, const ImplCatalog& catalog,
+                               const std::vector<std::string>& search_roots,
                                const ConfigOrigins* origins) {
   std::vector<ServerInstance> instances = find_server_instances(cfg, origins);
   std::vector<std::pair<std::string, std::string>> problems;
@@ -229,17 +292,9 @@ void validate_server_instances(const json::object& cfg, const ImplCatalog& catal
   }
   for (const auto& instance : instances) {
     std::string base = fmt::format("{}.{}.{}", instance.name, instance.server_type, instance.impl);
-    auto builtins = catalog.find(instance.server_type);
-    std::vector<std::string> names =
-        builtins == catalog.end() ? std::vector<std::string>{} : builtins->second;
-    if (std::find(names.begin(), names.end(), instance.impl) == names.end()) {
-      auto guess = did_you_mean(instance.impl, names);
-      problems.emplace_back(
-          instance.name,
-          fmt::format("instance '{}': '{}' is not a built-in {} implementation{}; built-in: {}",
-                      instance.name, instance.impl, instance.server_type,
-                      guess ? fmt::format(" (did you mean '{}'?)", *guess) : "",
-                      quoted_list(names)));
+    if (!is_builtin(instance, catalog)) {
+      if (auto problem = external_server_problem(instance, catalog, search_roots); !problem.empty())
+        problems.emplace_back(instance.name, std::move(problem));
     }
     if (instance.server_type == "resources_servers") {
       const json::value* domain = instance.config.if_contains("domain");

@@ -52,6 +52,7 @@ struct Child {
   core::ServerInstance instance;
   std::string host;
   int port = 0;
+  std::optional<ExternalCommand> external;  // R1: not built in, started from its folder
   SpawnedServer process;
   bool ready = false;
   int exit_code = -1;  // once reaped
@@ -173,7 +174,7 @@ class Deployment::Impl {
 
     core::ConfigOrigins origins;
     cfg_ = core::load_config(sources_, &origins);
-    core::validate_server_instances(cfg_, implementations_, &origins);
+    core::validate_server_instances(cfg_, implementations_, sources_.search_roots, &origins);
     auto instances = core::find_server_instances(cfg_, &origins);
     if (instances.empty())
       throw core::ConfigError(
@@ -256,13 +257,24 @@ class Deployment::Impl {
       c.instance = inst;
       c.host = std::string(inst.config.at("host").as_string());
       c.port = static_cast<int>(core::get_int(inst.config, "port", 0, 0, 65535));
+      if (!core::is_builtin(inst, implementations_)) {
+        // validate_server_instances found the folder; look again the same way.
+        auto folder = core::find_server_folder(inst, sources_.search_roots);
+        if (!folder)
+          throw core::ConfigError("the folder of external server " + inst.name + " went away");
+        c.external =
+            external_command(folder->string(), core::get_string(inst.config, "entrypoint", ""));
+      }
       if (!log_dir.empty()) {
         std::filesystem::create_directories(log_dir);
         c.log = std::make_unique<std::ofstream>(log_dir + "/" + inst.name + ".log");
       }
       children_.push_back(std::move(c));
     }
-    for (auto& c : children_) c.process = spawn_server(c.instance.name, yaml, child_env, true);
+    for (auto& c : children_)
+      c.process = c.external
+                      ? spawn_external_server(c.instance.name, *c.external, yaml, child_env, true)
+                      : spawn_server(c.instance.name, yaml, child_env, true);
     // telemetry.md 6.5: the servers spawned, set right after the last spawn.
     telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
     pump_ = std::make_unique<OutputPump>(children_);
@@ -300,7 +312,7 @@ class Deployment::Impl {
     for (const auto& c : children_) {
       json::object o;
       o["config_path"] = c.instance.name;
-      o["dir_path"] = nullptr;
+      o["dir_path"] = c.external ? json::value(c.external->folder) : json::value(nullptr);
       auto* ep = c.instance.config.if_contains("entrypoint");
       o["entrypoint"] = ep ? *ep : json::value(nullptr);
       o["host"] = c.host;
@@ -341,8 +353,12 @@ class Deployment::Impl {
 
   void report_exit(const Child& c, const char* when) {
     pump_->stop();  // drain what it printed last
-    std::fprintf(stderr, "error: server %s exited %s%s%s; its last output:\n",
-                 c.instance.name.c_str(), when, c.killed_by ? ", " : " ",
+    const std::string external = c.external ? " (" + c.external->argv.at(0) + " " +
+                                                  c.external->argv.at(1) + " in " +
+                                                  c.external->folder + ")"
+                                            : "";
+    std::fprintf(stderr, "error: server %s%s exited %s%s%s; its last output:\n",
+                 c.instance.name.c_str(), external.c_str(), when, c.killed_by ? ", " : " ",
                  exit_description(c.exit_code, c.killed_by).c_str());
     for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
   }
@@ -373,6 +389,15 @@ class Deployment::Impl {
         for (const auto& c : children_)
           if (!c.ready) std::fprintf(stderr, " %s", c.instance.name.c_str());
         std::fprintf(stderr, "\n");
+        // A server that hangs, or listens elsewhere than the port its config gives it.
+        for (const auto& c : children_) {
+          if (c.ready) continue;
+          std::fprintf(stderr, "%s (pid %d) is running but does not answer GET / on http://%s:%d",
+                       c.instance.name.c_str(), c.process.pid, c.host.c_str(), c.port);
+          const auto tail = pump_->tail(c);
+          std::fprintf(stderr, tail.empty() ? "; it printed nothing\n" : "; its last output:\n");
+          for (const auto& line : tail) std::fprintf(stderr, "  %s\n", line.c_str());
+        }
         return 2;
       }
       if (now - last_report > std::chrono::seconds(30)) {
@@ -462,10 +487,15 @@ class Deployment::Impl {
   }
 
   void print_table() const {
-    for (const auto& c : children_)
-      std::printf("  %-45s %s/%s  http://%s:%d  pid %d\n", c.instance.name.c_str(),
+    for (const auto& c : children_) {
+      std::printf("  %-45s %s/%s  http://%s:%d  pid %d", c.instance.name.c_str(),
                   c.instance.server_type.c_str(), c.instance.impl.c_str(), c.host.c_str(), c.port,
                   c.process.pid);
+      if (c.external)
+        std::printf("  (%s %s in %s)", c.external->argv.at(0).c_str(),
+                    c.external->argv.at(1).c_str(), c.external->folder.c_str());
+      std::printf("\n");
+    }
   }
 
   // telemetry.md 6.8: once every server passed readiness, when metrics and memory profiling

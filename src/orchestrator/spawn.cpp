@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -26,40 +28,69 @@ std::string self_executable() {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
-                           const std::vector<std::string>& extra_env, bool capture_output) {
-  SpawnedServer s;
-  s.instance = instance;
+namespace {
+
+// The environment a server inherits: ours without any config variable of our own.
+std::vector<std::string> inherited_environment() {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);
     if (kv.starts_with("NEMO_GYM_CONFIG_DICT") || kv.starts_with("NEMO_GYM_CONFIG_PATH=")) continue;
     env.emplace_back(kv);
   }
-  if (config_yaml.size() > kMaxInlineConfig) {
-    char path[] = "/tmp/gym-config-XXXXXX";
-    int fd = ::mkstemp(path);  // mode 0600
-    if (fd < 0)
-      throw std::runtime_error(std::string("cannot write config file: ") + strerror(errno));
-    if (::write(fd, config_yaml.data(), config_yaml.size()) !=
-        static_cast<ssize_t>(config_yaml.size())) {
-      ::close(fd);
-      throw std::runtime_error("cannot write config file " + std::string(path));
-    }
-    ::close(fd);
-    s.config_file = path;
-    env.push_back("NEMO_GYM_CONFIG_DICT_FILE=" + s.config_file);
-  } else {
-    env.push_back("NEMO_GYM_CONFIG_DICT=" + config_yaml);
-  }
-  env.push_back("NEMO_GYM_CONFIG_PATH=" + instance);
-  for (const auto& e : extra_env) env.push_back(e);
+  return env;
+}
 
-  std::string exe = self_executable();
-  std::vector<char*> argv{exe.data(), const_cast<char*>("serve"), nullptr};
+// Sets `kv` ("K=V") in `env`, replacing an entry of the same name.
+void set_variable(std::vector<std::string>& env, const std::string& kv) {
+  const auto name = kv.substr(0, kv.find('=') + 1);
+  for (auto& e : env)
+    if (e.starts_with(name)) {
+      e = kv;
+      return;
+    }
+  env.push_back(kv);
+}
+
+std::string variable(const std::vector<std::string>& env, const std::string& name) {
+  for (const auto& e : env)
+    if (e.starts_with(name + "=")) return e.substr(name.size() + 1);
+  return "";
+}
+
+// Forks `argv` (looked up in PATH when it has no slash) in `cwd` (empty: ours) with exactly
+// `env`. The child gets its own process group, dies with the spawning thread and restores the
+// signal mask the orchestrator blocks.
+SpawnedServer spawn_process(const std::string& instance, std::vector<std::string> argv,
+                            std::vector<std::string> env, const std::string& cwd,
+                            bool capture_output) {
+  SpawnedServer s;
+  s.instance = instance;
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // A bare program name is looked up in the child's PATH here, before the fork: after it only
+  // async-signal-safe calls are allowed.
+  std::string program = argv.at(0);
+  if (program.find('/') == std::string::npos) {
+    std::string_view dirs = variable(env, "PATH");
+    std::string found;
+    while (found.empty() && !dirs.empty()) {
+      auto colon = std::min(dirs.find(':'), dirs.size());
+      std::string candidate = std::string(dirs.substr(0, colon)) + "/" + program;
+      if (::access(candidate.c_str(), X_OK) == 0) found = candidate;
+      dirs.remove_prefix(std::min(colon + 1, dirs.size()));
+    }
+    if (found.empty())
+      throw std::runtime_error("server " + instance + ": '" + program +
+                               "' was not found in PATH (" + variable(env, "PATH") + ")");
+    program = found;
+  }
+  const std::string cannot_enter = "cannot enter " + cwd + "\n";
+  const std::string cannot_run = "cannot run " + program + "\n";
 
   int out[2] = {-1, -1};
   if (capture_output && ::pipe2(out, O_CLOEXEC) != 0)
@@ -79,7 +110,12 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);  // the orchestrator died before we got here
-    ::execve(exe.c_str(), argv.data(), envp.data());
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+      (void)!::write(STDERR_FILENO, cannot_enter.data(), cannot_enter.size());
+      ::_exit(127);
+    }
+    ::execve(program.c_str(), args.data(), envp.data());
+    (void)!::write(STDERR_FILENO, cannot_run.data(), cannot_run.size());
     ::_exit(127);
   }
   s.pid = pid;
@@ -88,6 +124,74 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
     s.output_fd = out[0];
   }
   return s;
+}
+
+}  // namespace
+
+SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
+                           const std::vector<std::string>& extra_env, bool capture_output) {
+  std::vector<std::string> env = inherited_environment();
+  std::string config_file;
+  if (config_yaml.size() > kMaxInlineConfig) {
+    char path[] = "/tmp/gym-config-XXXXXX";
+    int fd = ::mkstemp(path);  // mode 0600
+    if (fd < 0)
+      throw std::runtime_error(std::string("cannot write config file: ") + strerror(errno));
+    if (::write(fd, config_yaml.data(), config_yaml.size()) !=
+        static_cast<ssize_t>(config_yaml.size())) {
+      ::close(fd);
+      throw std::runtime_error("cannot write config file " + std::string(path));
+    }
+    ::close(fd);
+    config_file = path;
+    env.push_back("NEMO_GYM_CONFIG_DICT_FILE=" + config_file);
+  } else {
+    env.push_back("NEMO_GYM_CONFIG_DICT=" + config_yaml);
+  }
+  env.push_back("NEMO_GYM_CONFIG_PATH=" + instance);
+  for (const auto& e : extra_env) env.push_back(e);
+  auto s =
+      spawn_process(instance, {self_executable(), "serve"}, std::move(env), "", capture_output);
+  s.config_file = config_file;
+  return s;
+}
+
+ExternalCommand external_command(const std::string& folder, const std::string& entrypoint) {
+  ExternalCommand c;
+  c.folder = folder;
+  const std::string venv = folder + "/.venv";
+  std::error_code ec;
+  if (std::filesystem::exists(venv + "/bin/python", ec)) {
+    c.argv = {venv + "/bin/python", entrypoint};
+    c.env.push_back("VIRTUAL_ENV=" + venv);
+    const char* path = std::getenv("PATH");
+    c.env.push_back("PATH=" + venv + "/bin" + (path && *path ? ":" + std::string(path) : ""));
+  } else {
+    c.argv = {"python3", entrypoint};
+  }
+  const char* pythonpath = std::getenv("PYTHONPATH");
+  c.env.push_back("PYTHONPATH=" + folder +
+                  (pythonpath && *pythonpath ? ":" + std::string(pythonpath) : ""));
+  return c;
+}
+
+SpawnedServer spawn_external_server(const std::string& instance, const ExternalCommand& command,
+                                    const std::string& config_yaml,
+                                    const std::vector<std::string>& extra_env,
+                                    bool capture_output) {
+  constexpr std::size_t kMaxVariable = 128 * 1024 - 1;  // MAX_ARG_STRLEN, with its NUL
+  const std::string config = "NEMO_GYM_CONFIG_DICT=" + config_yaml;
+  if (config.size() > kMaxVariable)
+    throw std::runtime_error("the merged config (" + std::to_string(config_yaml.size()) +
+                             " bytes) is too large for NEMO_GYM_CONFIG_DICT, which is how the "
+                             "external server " +
+                             instance + " receives it (at most 128 KiB)");
+  std::vector<std::string> env = inherited_environment();
+  set_variable(env, config);
+  set_variable(env, "NEMO_GYM_CONFIG_PATH=" + instance);
+  for (const auto& e : extra_env) set_variable(env, e);
+  for (const auto& e : command.env) set_variable(env, e);
+  return spawn_process(instance, command.argv, std::move(env), command.folder, capture_output);
 }
 
 int poll_exit(pid_t pid, int* killed_by) {

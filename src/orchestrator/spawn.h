@@ -1,8 +1,9 @@
 #pragma once
 // Starting server processes (runtime.md 3.4): the gym binary itself, executed directly, with the
 // merged config in NEMO_GYM_CONFIG_DICT (or a private file when it is too large) and the
-// instance name in NEMO_GYM_CONFIG_PATH. Each child gets its own process group and dies with
-// the thread that spawned it (PR_SET_PDEATHSIG), so no server outlives its orchestrator.
+// instance name in NEMO_GYM_CONFIG_PATH; or an external server's own program (R1). Each child gets
+// its own process group and dies with the thread that spawned it (PR_SET_PDEATHSIG), so no server
+// outlives its orchestrator.
 #include <sys/types.h>
 
 #include <string>
@@ -26,6 +27,24 @@ std::string self_executable();
 SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
                            const std::vector<std::string>& extra_env = {},
                            bool capture_output = false);
+
+// How an external server (runtime.md R1) is started, as upstream's ng_run starts it: in its
+// folder, `<folder>/.venv/bin/python <entrypoint>` when that venv exists (with VIRTUAL_ENV and
+// PATH as `source .venv/bin/activate` sets them), else `python3 <entrypoint>` from PATH; the
+// folder first on PYTHONPATH; the config inline in NEMO_GYM_CONFIG_DICT (upstream's servers
+// know no file variant).
+struct ExternalCommand {
+  std::string folder;
+  std::vector<std::string> argv;  // interpreter, entrypoint
+  std::vector<std::string> env;   // "K=V" set over the inherited environment
+};
+ExternalCommand external_command(const std::string& folder, const std::string& entrypoint);
+
+// Starts an external server for `instance`. Throws std::runtime_error when the config is too
+// large for one environment variable (Linux allows 128 KiB).
+SpawnedServer spawn_external_server(const std::string& instance, const ExternalCommand& command,
+                                    const std::string& config_yaml,
+                                    const std::vector<std::string>& extra_env, bool capture_output);
 
 // Non-blocking: the exit code (or 128+signal) if `pid` has exited, else -1. When it was killed
 // and `killed_by` is given, the signal number lands there (0 for a normal exit).

@@ -3,6 +3,10 @@
 #include "core/config.h"
 #include "core/yaml_json.h"
 #include "core_test_support.h"
+#include "temp_dir.h"
+
+#include <filesystem>
+#include <fstream>
 
 namespace gym::core {
 namespace {
@@ -40,7 +44,7 @@ TEST(ServerInstances, FindsWellFormedBlocksInOrder) {
   EXPECT_EQ(instances[0].impl, "openai_model");
   EXPECT_EQ(instances[0].config.at("port"), 9000);
   EXPECT_EQ(instances[2].name, "weather_agent");
-  EXPECT_NO_THROW(validate_server_instances(yaml(kValid), kCatalog));
+  EXPECT_NO_THROW(validate_server_instances(yaml(kValid), kCatalog, {}));
 }
 
 TEST(ServerInstances, AlmostServersAreErrorsNamingEachKey) {
@@ -82,23 +86,73 @@ TEST(ServerInstances, AlmostServersCanBeIgnored) {
 
 TEST(ValidateServers, UnknownImplementationListsBuiltIns) {
   std::string msg = config_error_of([] {
-    validate_server_instances(yaml("m: {responses_api_models: {openai_modle: {}}}"), kCatalog);
+    validate_server_instances(yaml("m: {responses_api_models: {openai_modle: {}}}"), kCatalog, {});
   });
   EXPECT_CONTAINS(msg, "'openai_modle' is not a built-in responses_api_models implementation");
   EXPECT_CONTAINS(msg, "did you mean 'openai_model'?");
   EXPECT_CONTAINS(msg, "'openai_model', 'vllm_model', 'replay_model'");
 }
 
+// R1: an implementation that is not built in runs as an external server when its folder
+// <server_type>/<impl>/ holds the `entrypoint`; otherwise the error says what was looked for.
+TEST(ValidateServers, ExternalServerNeedsItsFolderWithTheEntrypoint) {
+  gym::test::TempDir dir;
+  const std::filesystem::path root(dir.path());
+  std::filesystem::create_directories(root / "resources_servers" / "my_env");
+  const std::string cfg = "r: {resources_servers: {my_env: {entrypoint: app.py, domain: math}}}";
+  const std::vector<std::string> roots{dir.path()};
+  std::string msg = config_error_of([&] { validate_server_instances(yaml(cfg), kCatalog, roots); });
+  EXPECT_CONTAINS(msg, "'my_env' is not a built-in resources_servers implementation");
+  EXPECT_CONTAINS(msg, "no folder resources_servers/my_env/ holding its entrypoint 'app.py'");
+  EXPECT_CONTAINS(msg, (root / "resources_servers" / "my_env").string());
+  EXPECT_CONTAINS(msg, "--search-dir");
+
+  std::ofstream(root / "resources_servers" / "my_env" / "app.py") << "print('hi')\n";
+  EXPECT_NO_THROW(validate_server_instances(yaml(cfg), kCatalog, roots));
+  auto instance = find_server_instances(yaml(cfg)).at(0);
+  auto folder = find_server_folder(instance, roots);
+  ASSERT_TRUE(folder.has_value());
+  EXPECT_EQ(*folder, root / "resources_servers" / "my_env");
+
+  // Without an entrypoint the error says how to run one's own server; an absolute one is refused.
+  msg = config_error_of([&] {
+    validate_server_instances(yaml("r: {resources_servers: {my_env: {domain: math}}}"), kCatalog,
+                              roots);
+  });
+  EXPECT_CONTAINS(msg, "give it an `entrypoint`");
+  msg = config_error_of([&] {
+    validate_server_instances(
+        yaml("r: {resources_servers: {my_env: {entrypoint: /tmp/app.py, domain: math}}}"), kCatalog,
+        roots);
+  });
+  EXPECT_CONTAINS(msg, "must be a file name relative to the server's folder");
+}
+
+// gym-cpp's own resources servers live in environments/ of the install root: upstream's
+// resources_servers/<env>/ paths find them there, and only there.
+TEST(SearchCandidates, InstallRootMapsResourcesServersToEnvironments) {
+  const std::vector<std::string> roots{"/somewhere", GYM_SOURCE_ROOT};
+  auto candidates = search_candidates("resources_servers/mcqa/data/example.jsonl", roots);
+  ASSERT_EQ(candidates.size(), 3u);
+  EXPECT_EQ(candidates[0], "/somewhere/resources_servers/mcqa/data/example.jsonl");
+  EXPECT_EQ(candidates[1],
+            std::filesystem::path(GYM_SOURCE_ROOT) / "resources_servers/mcqa/data/example.jsonl");
+  EXPECT_EQ(candidates[2],
+            std::filesystem::path(GYM_SOURCE_ROOT) / "environments/mcqa/data/example.jsonl");
+  EXPECT_EQ(search_candidates("data/x.jsonl", roots).size(), 2u);
+  EXPECT_EQ(search_candidates("/abs/x.jsonl", roots).size(), 1u);
+}
+
 TEST(ValidateServers, ResourcesServersNeedAKnownDomain) {
   std::string msg = config_error_of([] {
-    validate_server_instances(yaml("r: {resources_servers: {math_with_judge: {}}}"), kCatalog);
+    validate_server_instances(yaml("r: {resources_servers: {math_with_judge: {}}}"), kCatalog, {});
   });
   EXPECT_CONTAINS(msg, "instance 'r' needs `domain`");
   EXPECT_CONTAINS(msg, "instruction_following");
   EXPECT_CONTAINS(msg, "++r.resources_servers.math_with_judge.domain=<domain>");
   msg = config_error_of([] {
     validate_server_instances(yaml("r: {resources_servers: {math_with_judge: {domain: maths}}}"),
-                              kCatalog);
+                              kCatalog, {});
   });
   EXPECT_CONTAINS(msg, "did you mean 'math'?");
 }
@@ -112,7 +166,8 @@ TEST(ValidateServers, ReferenceTypoSuggestsTheClosestInstance) {
       .as_object()["name"] = "policy_modl";
   ConfigOrigins origins;
   origins.record(cfg, "agent.yaml");
-  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog, &origins); });
+  std::string msg =
+      config_error_of([&] { validate_server_instances(cfg, kCatalog, {}, &origins); });
   EXPECT_EQ(msg,
             "config error in agent.yaml: 'weather_agent.responses_api_agents.simple_agent."
             "model_server' refers to responses_api_models 'policy_modl', which is not defined; "
@@ -123,7 +178,7 @@ TEST(ValidateServers, ReferenceTypoSuggestsTheClosestInstance) {
 TEST(ValidateServers, MissingModelServerSuggestsModelType) {
   json::object cfg = yaml(kValid);
   cfg.erase("policy_model");
-  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog); });
+  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog, {}); });
   EXPECT_CONTAINS(msg, "refers to responses_api_models 'policy_model', which is not defined");
   EXPECT_CONTAINS(msg, "add a model server with --model-type NAME");
   EXPECT_CONTAINS(msg, "`gym list`");
@@ -132,7 +187,7 @@ TEST(ValidateServers, MissingModelServerSuggestsModelType) {
 TEST(ValidateServers, ReferenceWithoutCloseMatchListsInstances) {
   json::object cfg = yaml(kValid);
   cfg["extra"] = json::parse(R"({"refs": [{"type": "resources_servers", "name": "zzzzzzzz"}]})");
-  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog); });
+  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog, {}); });
   EXPECT_CONTAINS(msg, "'extra.refs[0]' refers to resources_servers 'zzzzzzzz'");
   EXPECT_CONTAINS(msg, "available resources_servers: 'weather'");
 }
@@ -143,7 +198,7 @@ prompt_config: {a: 1}
 m: {responses_api_models: {nope_model: {}}}
 r: {resources_servers: {math_with_judge: {skills: [x]}}}
 )");
-  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog); });
+  std::string msg = config_error_of([&] { validate_server_instances(cfg, kCatalog, {}); });
   EXPECT_CONTAINS(msg, "config error: 4 problems");
   EXPECT_CONTAINS(msg, "'prompt_config' is not supported");
   EXPECT_CONTAINS(msg, "'nope_model' is not a built-in");
