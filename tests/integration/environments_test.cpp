@@ -1,0 +1,442 @@
+// The environments a user brings (issue 15; runtime.md R1): every environment folder's own example
+// data through `gym eval run --split example`, external (Python) servers started from their
+// folders beside the built-in ones, and what a broken external server looks like.
+#include "files.h"
+#include "process.h"
+#include "replay_input.h"
+#include "reserved_port.h"
+#include "rollout_rows.h"
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using gym::test::LoggedProcess;
+using gym::test::read_jsonl;
+using gym::test::read_lines;
+using gym::test::read_text;
+using gym::test::RowKey;
+using gym::test::TempDir;
+
+namespace {
+
+const fs::path kEnvironments = fs::path(GYM_SOURCE_ROOT) / "environments";
+const fs::path kTemplate = kEnvironments / "python_example";
+
+std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
+
+// The servers' python3 is Debian's, which has FastAPI (scripts/setup.sh installs it); a python3
+// earlier in PATH (pyenv, conda) usually has not.
+std::string debian_python_path() {
+  const char* path = std::getenv("PATH");
+  return "PATH=/usr/bin:/bin" + (path ? ":" + std::string(path) : std::string());
+}
+
+// `gym <args>` run in `cwd` to completion; stdout and stderr together.
+gym::test::CommandResult run_gym(const std::string& args, const std::string& cwd,
+                                 const std::string& env = debian_python_path()) {
+  return gym::test::run_command("cd " + cwd + " && " + env + " " + gym_binary() + " " + args +
+                                " 2>&1");
+}
+
+// Every environment folder that ships example data: the preset, data/example.jsonl and the
+// rollouts recorded for it.
+std::vector<std::string> environments_with_examples() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(kEnvironments)) {
+    const auto name = entry.path().filename().string();
+    if (fs::exists(entry.path() / "configs" / (name + ".yaml")) &&
+        fs::exists(entry.path() / "data" / "example.jsonl") &&
+        fs::exists(entry.path() / "data" / "example_rollouts.jsonl"))
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+json::array normalized_input(const json::object& row) {
+  return gym::test::normalized_items(row.at("responses_create_params").at("input"));
+}
+
+// The recorded row whose normalised input is that of `row`.
+const json::object* recorded_row_for(const json::object& row,
+                                     const std::vector<json::object>& recorded) {
+  const auto input = normalized_input(row);
+  for (const auto& candidate : recorded)
+    if (gym::test::same_json(normalized_input(candidate), input)) return &candidate;
+  return nullptr;
+}
+
+// Fields of a rollout row that are not the environment's verdict.
+bool is_row_bookkeeping(std::string_view key) {
+  return key == "responses_create_params" || key == "response" || key == "agent_ref" ||
+         key == "_ng_task_index" || key == "_ng_rollout_index";
+}
+
+// `gym env start` of a deployment with its head server on a port of its own.
+class Deployment {
+ public:
+  Deployment(const std::string& args, const std::string& log, const std::string& cwd)
+      : proc_("env -C " + cwd + " " + debian_python_path() + " " + gym_binary() + " env start " +
+                  args + " ++head_server.port=" + std::to_string(head_.port()),
+              log) {}
+  bool ready() { return proc_.wait_for("servers ready!"); }
+  int head_port() const { return head_.port(); }
+  LoggedProcess& proc() { return proc_; }
+  json::object instance(const std::string& name) {
+    auto raw =
+        gym::test::http_raw(head_.port(), "GET /server_instances HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto listing = json::parse(gym::test::body_of(raw));
+    for (auto& v : listing.as_array())
+      if (v.at("process_name").as_string() == name) return v.as_object();
+    return {};
+  }
+
+ private:
+  gym::test::ReservedPort head_;
+  LoggedProcess proc_;
+};
+
+// A folder of the user's own servers: <root>/resources_servers/<name>/ with `app` as app.py, and
+// a config that runs it as the instance `<name>_env`.
+std::string write_user_server(const TempDir& tmp, const std::string& name, const std::string& app) {
+  const fs::path folder = fs::path(tmp.path()) / "resources_servers" / name;
+  fs::create_directories(folder);
+  std::ofstream(folder / "app.py") << app;
+  const std::string config = tmp.file(name + ".yaml");
+  std::ofstream(config) << name << "_env:\n  resources_servers:\n    " << name
+                        << ":\n      entrypoint: app.py\n      domain: other\n";
+  return config;
+}
+
+class ExampleSplit : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+// Issue 15.4: `gym eval run --split example` works for every environment, from any directory,
+// with the rollouts the folder ships: the replay model finds data/example_rollouts.jsonl beside
+// the preset's data/example.jsonl, and every reward and verifier field is reproduced.
+TEST_P(ExampleSplit, ReproducesTheShippedRollouts) {
+  const std::string env = GetParam();
+  TempDir tmp;
+  auto r = run_gym("eval run --resources-server " + env +
+                       " --model-type replay_model --split example --output out/" + env +
+                       ".jsonl ++head_server.port=0",
+                   tmp.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto out = tmp.file("out/" + env + ".jsonl");
+  EXPECT_TRUE(read_lines(tmp.file("out/" + env + "_failures.jsonl")).empty())
+      << read_text(tmp.file("out/" + env + "_failures.jsonl"));
+  auto inputs = read_jsonl((kEnvironments / env / "data" / "example.jsonl").string());
+  auto recorded = read_jsonl((kEnvironments / env / "data" / "example_rollouts.jsonl").string());
+  auto rows = read_jsonl(out);
+  ASSERT_EQ(rows.size(), inputs.size()) << r.output;
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    const auto* want = recorded_row_for(row, recorded);
+    ASSERT_NE(want, nullptr) << env << ": no shipped rollout has the input of "
+                             << json::serialize(row.at("responses_create_params"));
+    const std::string where = env + " task " + std::to_string(gym::test::key_of(row).first);
+    for (const auto& kv : *want) {
+      if (is_row_bookkeeping(kv.key())) continue;
+      const auto* got = row.if_contains(kv.key());
+      ASSERT_NE(got, nullptr) << where << ": no " << kv.key();
+      EXPECT_TRUE(gym::test::same_json(*got, kv.value()))
+          << where << " " << kv.key() << ": " << json::serialize(*got) << " vs shipped "
+          << json::serialize(kv.value());
+    }
+  }
+  EXPECT_TRUE(fs::exists(tmp.file("out/" + env + "_aggregate_metrics.json")));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryEnvironment, ExampleSplit,
+                         ::testing::ValuesIn(environments_with_examples()),
+                         [](const auto& info) { return info.param; });
+
+// The built-in environments and the Python template are all there (a folder that lost its data
+// would silently drop out of ExampleSplit otherwise).
+TEST(ExampleSplitCoverage, EveryEnvironmentFolderShipsExampleData) {
+  std::vector<std::string> without;
+  for (const auto& entry : fs::directory_iterator(kEnvironments)) {
+    if (!entry.is_directory()) continue;
+    const auto name = entry.path().filename().string();
+    if (!fs::exists(entry.path() / "data" / "example.jsonl") ||
+        !fs::exists(entry.path() / "data" / "example_rollouts.jsonl"))
+      without.push_back(name);
+  }
+  EXPECT_TRUE(without.empty()) << "environment folders without data/example.jsonl and "
+                                  "data/example_rollouts.jsonl: "
+                               << json::serialize(json::value_from(without));
+  auto names = environments_with_examples();
+  for (const char* expected : {"mcqa", "python_example", "string_match", "xlam_fc"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+}
+
+// Issue 15.1/15.2: one `gym eval run` with an external Python resources server and a built-in one
+// side by side, built-in agents and model. The calculator counts its calls per session, so the
+// counts in the rows show the agent carried the Python server's session cookie from /seed_session
+// through the tool calls to /verify.
+TEST(ExternalServer, PythonTemplateBesideABuiltInEnvironmentInOneRun) {
+  TempDir tmp;
+  auto r = run_gym(
+      "eval run --resources-server python_example --resources-server mcqa --model-type "
+      "replay_model --split example --output out/mixed.jsonl ++head_server.port=0",
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto rows = read_jsonl(tmp.file("out/mixed.jsonl"));
+  ASSERT_EQ(rows.size(), 10u) << r.output;
+  std::map<std::int64_t, json::object> python_rows;
+  int mcqa_rows = 0;
+  for (const auto& row : rows) {
+    if (gym::test::agent_of(row) == "python_example_simple_agent")
+      python_rows[gym::test::key_of(row).first] = row;
+    else if (gym::test::agent_of(row) == "mcqa_simple_agent")
+      ++mcqa_rows;
+  }
+  EXPECT_EQ(mcqa_rows, 5);
+  ASSERT_EQ(python_rows.size(), 5u);
+  // The template's example rows: calls made per task and the rewards the answers earn.
+  const std::vector<std::int64_t> calls{1, 1, 1, 0, 2};
+  const std::vector<double> rewards{1, 1, 0, 1, 1};
+  for (std::int64_t t = 0; t < 5; ++t) {
+    const auto& row = python_rows.at(t);
+    EXPECT_EQ(row.at("calculator_calls").to_number<std::int64_t>(), calls[t]) << "task " << t;
+    EXPECT_EQ(row.at("reward").to_number<double>(), rewards[t]) << "task " << t;
+    // The tool outputs the model saw came from the Python server.
+    for (const auto& item : row.at("response").at("output").as_array())
+      if (item.at("type") == "function_call_output") {
+        EXPECT_NE(item.at("output").as_string().find("\"result\""), std::string::npos);
+      }
+  }
+  auto metrics = json::parse(read_text(tmp.file("out/mixed_aggregate_metrics.json"))).as_array();
+  ASSERT_EQ(metrics.size(), 2u);
+  for (const auto& m : metrics) {
+    const auto& key = m.at("key_metrics").as_object();
+    EXPECT_TRUE(gym::test::close_to(key.at("mean/reward").to_number<double>(), 0.8))
+        << json::serialize(m);
+    if (m.at("agent_ref").at("name") == "python_example_simple_agent") {
+      EXPECT_TRUE(gym::test::close_to(key.at("mean/calculator_calls").to_number<double>(), 1.0));
+    }
+  }
+}
+
+// The head server lists an external server with its folder, and its /aggregate_metrics (the
+// template's own Python code) answers exactly what gym-cpp's built-in default computes for the
+// same rows (runtime.md 7.9).
+TEST(ExternalServer, ListedWithItsFolderAndAggregatesLikeTheBuiltInDefault) {
+  TempDir tmp;
+  Deployment d(
+      "--resources-server python_example --resources-server example_single_tool_call "
+      "--model-type replay_model ++input_jsonl_fpath=" +
+          (kTemplate / "data" / "example.jsonl").string(),
+      tmp.file("deploy.log"), tmp.path());
+  ASSERT_TRUE(d.ready()) << d.proc().output();
+  auto python = d.instance("python_example");
+  ASSERT_FALSE(python.empty());
+  EXPECT_EQ(python.at("dir_path"), json::value(kTemplate.string()));
+  EXPECT_EQ(python.at("entrypoint"), json::value("app.py"));
+  EXPECT_EQ(python.at("name"), json::value("python_example"));
+  EXPECT_GT(python.at("pid").to_number<int>(), 0);
+  EXPECT_TRUE(d.instance("example_single_tool_call").at("dir_path").is_null());
+  const int python_port = python.at("port").to_number<int>();
+  const int builtin_port = d.instance("example_single_tool_call").at("port").to_number<int>();
+
+  // Its session cookie has the name a NeMo Gym client expects.
+  auto seeded = gym::test::http_raw(python_port, gym::test::post("/seed_session", "{}"));
+  EXPECT_EQ(gym::test::status_of(seeded), 200) << seeded;
+  EXPECT_EQ(gym::test::header_of(seeded, "set-cookie")
+                .rfind("PythonExampleResourcesServer___python_example=", 0),
+            0u)
+      << seeded;
+
+  // Rows with repeated tasks, booleans, usage and a field only some rows have.
+  json::array rows;
+  int rollout = 0;
+  for (auto row : read_jsonl((kTemplate / "data" / "example_rollouts.jsonl").string())) {
+    row.erase("responses_create_params");
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      auto copy = row;
+      copy["_ng_rollout_index"] = repeat;
+      copy["solved"] = copy.at("reward").to_number<double>() == 1.0;
+      if (rollout++ % 3 == 0) copy["bonus"] = rollout;
+      rows.push_back(std::move(copy));
+    }
+  }
+  const std::string body = json::serialize(json::object{{"verify_responses", rows}});
+  auto from_python = gym::test::http_raw(python_port, gym::test::post("/aggregate_metrics", body),
+                                         std::chrono::seconds(30));
+  auto from_builtin = gym::test::http_raw(builtin_port, gym::test::post("/aggregate_metrics", body),
+                                          std::chrono::seconds(30));
+  ASSERT_EQ(gym::test::status_of(from_python), 200) << from_python;
+  ASSERT_EQ(gym::test::status_of(from_builtin), 200) << from_builtin;
+  auto python_metrics = json::parse(gym::test::body_of(from_python));
+  auto builtin_metrics = json::parse(gym::test::body_of(from_builtin));
+  EXPECT_TRUE(gym::test::close_json(python_metrics, builtin_metrics))
+      << "python: " << json::serialize(python_metrics)
+      << "\nbuilt-in: " << json::serialize(builtin_metrics);
+  // Key order is part of the file a user reads: the same in both.
+  std::vector<std::string> python_keys, builtin_keys;
+  for (const auto& kv : python_metrics.at("agent_metrics").as_object())
+    python_keys.emplace_back(kv.key());
+  for (const auto& kv : builtin_metrics.at("agent_metrics").as_object())
+    builtin_keys.emplace_back(kv.key());
+  EXPECT_EQ(python_keys, builtin_keys);
+}
+
+// R1: a .venv in the server's folder is the interpreter, as upstream's `source .venv/bin/activate`
+// makes it. Here the PATH is left as it is (its first python3 may lack FastAPI): the venv, made
+// from Debian's python3 with its packages, is what runs the server.
+TEST(ExternalServer, AVenvInTheFolderIsTheInterpreter) {
+  TempDir tmp;
+  const fs::path folder = fs::path(tmp.path()) / "resources_servers" / "python_example";
+  fs::create_directories(folder);
+  fs::copy(kTemplate / "app.py", folder / "app.py");
+  ASSERT_EQ(gym::test::run_command("/usr/bin/python3 -m venv --without-pip "
+                                   "--system-site-packages " +
+                                   (folder / ".venv").string())
+                .code,
+            0);
+  const char* path = std::getenv("PATH");
+  auto r = run_gym(
+      "eval run --resources-server python_example --model-type replay_model --agent "
+      "python_example_simple_agent --input " +
+          (kTemplate / "data" / "example.jsonl").string() + " --output out.jsonl --search-dir " +
+          tmp.path() + " ++head_server.port=0",
+      tmp.path(), "PATH=" + std::string(path ? path : "/usr/bin:/bin"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(".venv/bin/python app.py in " + folder.string()), std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_jsonl(tmp.file("out.jsonl")).size(), 5u);
+}
+
+// Issue 15.1: an external server that crashes at start-up is reported like a built-in one: the
+// instance, how it was started, its exit and its last output; nothing is left running.
+TEST(ExternalServer, CrashAtStartUpNamesTheInstanceAndItsLastOutput) {
+  TempDir tmp;
+  const auto config = write_user_server(tmp, "broken",
+                                        "print('loading the answer key', flush=True)\n"
+                                        "raise RuntimeError('answer key missing')\n");
+  auto r = run_gym(
+      "env start --config " + config + " --search-dir " + tmp.path() + " ++head_server.port=0",
+      tmp.path());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("error: server broken_env (python3 app.py in " + tmp.path() +
+                          "/resources_servers/broken) exited during start-up with code 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("loading the answer key"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("RuntimeError: answer key missing"), std::string::npos) << r.output;
+}
+
+// A server that hangs at start-up, or listens elsewhere than the port its config gives it, is
+// named with the URL that did not answer and its last output once the readiness timeout is up,
+// and is stopped (no orphan).
+TEST(ExternalServer, HangOrWrongPortAtStartUpIsReportedAfterTheReadinessTimeout) {
+  TempDir tmp;
+  const auto config = write_user_server(
+      tmp, "elsewhere",
+      "import http.server, socketserver, sys\n"
+      "server = socketserver.TCPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n"
+      "print('serving on port', server.server_address[1], flush=True)\n"
+      "server.serve_forever()\n");
+  auto r = run_gym("env start --config " + config + " --search-dir " + tmp.path() +
+                       " ++head_server.port=0 ++server_readiness_timeout_seconds=3",
+                   tmp.path());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("servers not ready after server_readiness_timeout_seconds=3"),
+            std::string::npos)
+      << r.output;
+  const auto at = r.output.find("elsewhere_env (pid ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not answer GET / on http://127.0.0.1:", at), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("serving on port"), std::string::npos) << r.output;
+  const pid_t pid = std::atoi(r.output.c_str() + at + std::string("elsewhere_env (pid ").size());
+  ASSERT_GT(pid, 0);
+  EXPECT_NE(::kill(pid, 0), 0) << "the server outlived its deployment";
+}
+
+// A misspelt implementation with an entrypoint is not silently taken for an external server: the
+// error names the built-in it resembles and the folders looked in.
+TEST(ExternalServer, MisspeltImplementationIsAConfigErrorNotAnExternalServer) {
+  TempDir tmp;
+  const std::string config = tmp.file("typo.yaml");
+  std::ofstream(config) << "quiz:\n  resources_servers:\n    mcqq:\n      entrypoint: app.py\n"
+                           "      domain: knowledge\n";
+  auto r = run_gym("env start --config " + config + " ++head_server.port=0", tmp.path());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("'mcqq' is not a built-in resources_servers implementation (did you "
+                          "mean 'mcqa'?)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("no folder resources_servers/mcqq/ holding its entrypoint 'app.py'"),
+            std::string::npos)
+      << r.output;
+}
+
+// Issue 15.2: the Python server killed mid-run: the rollouts in flight and after fail as rows,
+// none is lost, and `--resume` against a new deployment completes every rollout exactly once.
+TEST(ExternalServer, KilledMidRunThenResumeCompletesEveryRolloutOnce) {
+  TempDir tmp;
+  const std::string input = (kTemplate / "data" / "example.jsonl").string();
+  const std::string deployment_args =
+      "--resources-server python_example --model-type replay_model ++input_jsonl_fpath=" + input +
+      " ++global_http_retry_budget_seconds=3"
+      " ++policy_model.responses_api_models.replay_model.replay_latency_ms=20" +
+      std::string(gym::test::kDyingDeploymentPorts);
+  const std::string out = tmp.file("r.jsonl");
+  auto collect = [&](const Deployment& d, const std::string& extra) {
+    return "env " + debian_python_path() + " " + gym_binary() +
+           " eval run --no-serve ++head_server.port=" + std::to_string(d.head_port()) +
+           " --input " + input + " --agent python_example_simple_agent --output " + out +
+           " --num-repeats 30 --concurrency 16 ++deployment_unreachable_seconds=0" + extra;
+  };
+  std::set<RowKey> failed;
+  {
+    Deployment d(deployment_args, tmp.file("deploy1.log"), tmp.path());
+    ASSERT_TRUE(d.ready()) << d.proc().output();
+    const pid_t victim = d.instance("python_example").at("pid").to_number<int>();
+    LoggedProcess collector(collect(d, ""), tmp.file("collect1.log"));
+    for (int i = 0; i < 6000 && gym::test::complete_lines(out) == 0 && collector.child().running();
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_GT(gym::test::complete_lines(out), 0u) << collector.output();
+    ASSERT_EQ(::kill(victim, SIGKILL), 0);
+    EXPECT_EQ(d.proc().child().wait_exit(std::chrono::seconds(60)), 2) << d.proc().output();
+    ASSERT_EQ(collector.child().wait_exit(std::chrono::seconds(300)), 3) << collector.output();
+    std::set<RowKey> done;
+    for (const auto& row : read_jsonl(out)) EXPECT_TRUE(done.insert(gym::test::key_of(row)).second);
+    for (const auto& row : read_jsonl(tmp.file("r_failures.jsonl"))) {
+      EXPECT_TRUE(failed.insert(gym::test::key_of(row)).second);
+      EXPECT_FALSE(done.count(gym::test::key_of(row)));
+    }
+    EXPECT_GT(failed.size(), 0u);
+    EXPECT_EQ(done.size() + failed.size(), 150u);
+  }
+  Deployment d(deployment_args, tmp.file("deploy2.log"), tmp.path());
+  ASSERT_TRUE(d.ready()) << d.proc().output();
+  LoggedProcess resume(collect(d, " --resume"), tmp.file("collect2.log"));
+  ASSERT_EQ(resume.child().wait_exit(std::chrono::seconds(300)), 0) << resume.output();
+  std::map<RowKey, int> seen;
+  for (const auto& row : read_jsonl(out)) {
+    ++seen[gym::test::key_of(row)];
+    EXPECT_TRUE(row.contains("calculator_calls")) << json::serialize(row);
+  }
+  EXPECT_EQ(seen.size(), 150u);
+  for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << key.first << "," << key.second;
+}
