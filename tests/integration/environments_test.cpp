@@ -371,6 +371,37 @@ TEST(ExternalServer, HangOrWrongPortAtStartUpIsReportedAfterTheReadinessTimeout)
   EXPECT_NE(::kill(pid, 0), 0) << "the server outlived its deployment";
 }
 
+// `gym list` shows a NeMo Gym-style folder's environments first, with where they come from and
+// how an external one runs, then the bundled ones (the template among them, as external).
+TEST(ExternalServer, GymListShowsTheUsersEnvironmentsAndWhichAreExternal) {
+  TempDir tmp;
+  const fs::path folder = fs::path(tmp.path()) / "resources_servers" / "my_env";
+  fs::create_directories(folder / "configs");
+  std::ofstream(folder / "app.py") << "\n";
+  std::ofstream(folder / "configs" / "my_env.yaml")
+      << "my_env:\n  resources_servers:\n    my_env:\n      entrypoint: app.py\n"
+         "      domain: other\n";
+  auto r = run_gym("list", tmp.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("my_env"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("external: app.py in " + folder.string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("external: app.py in " + kTemplate.string()), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("  mcqa\n"), std::string::npos) << r.output;
+  auto j = run_gym("list --json", tmp.path());
+  ASSERT_EQ(j.code, 0) << j.output;
+  auto listing = json::parse(j.output.substr(j.output.find('{')));
+  bool found = false;
+  for (const auto& e : listing.at("environment_sources").as_array())
+    if (e.at("name") == "my_env") {
+      found = true;
+      EXPECT_EQ(e.at("external"), json::value("app.py in " + folder.string()));
+    } else if (e.at("name") == "mcqa") {
+      EXPECT_TRUE(e.at("external").is_null());
+    }
+  EXPECT_TRUE(found) << j.output;
+}
+
 // A misspelt implementation with an entrypoint is not silently taken for an external server: the
 // error names the built-in it resembles and the folders looked in.
 TEST(ExternalServer, MisspeltImplementationIsAConfigErrorNotAnExternalServer) {
