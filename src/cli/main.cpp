@@ -1,6 +1,7 @@
 // gym: one binary for every verb; servers are this binary re-executed (R2).
 #include "cli/builtins.h"
 #include "cli/commands.h"
+#include "cli/env_init.h"
 #include "cli/eval_run.h"
 #include "cli/usage.h"
 #include "core/logging.h"
@@ -159,6 +160,14 @@ class Cli {
     add_config_flags(env_start_);
     env_status_ = env->add_subcommand("status", "Show the servers of a running deployment");
     add_config_flags(env_status_);
+    env_init_ = env->add_subcommand("init",
+                                    "Write a new C++ environment folder that builds and "
+                                    "passes its tests as written");
+    env_init_->add_option("name", init_name_, "The environment's name, e.g. word_count")
+        ->required();
+    env_init_->add_option("--into", init_into_,
+                          "The folder to write it in (default: environments/ of the gym-cpp "
+                          "source tree this binary was built from)");
     auto* config = app_.add_subcommand("config", "Inspect the merged configuration");
     config->require_subcommand(1);
     config_show_ = config->add_subcommand("show", "Print the merged, validated config as YAML");
@@ -250,6 +259,7 @@ class Cli {
                                          cli::builtin_registry().catalog());
     if (*env_status_) return orchestrator::run_env_status(cli::to_sources(flags_), json_);
     if (*config_show_) return cli::run_config_show(flags_);
+    if (*env_init_) return cli::run_env_init(init_name_, init_into_);
     if (*telemetry_report_) return cli::run_telemetry_report(report_files_, json_);
     if (*list_) return cli::run_list(json_);
     if (*eval_run_) {
@@ -273,7 +283,8 @@ class Cli {
   EvalFlags eval_flags_;
   gym::cli::DemoOptions demo_options_;
   std::vector<std::string> report_files_;
-  CLI::App *serve_ = nullptr, *env_start_ = nullptr, *env_status_ = nullptr,
+  std::string init_name_, init_into_;
+  CLI::App *serve_ = nullptr, *env_start_ = nullptr, *env_status_ = nullptr, *env_init_ = nullptr,
            *config_show_ = nullptr, *eval_run_ = nullptr, *demo_ = nullptr,
            *telemetry_report_ = nullptr, *list_ = nullptr;
 };

@@ -402,6 +402,45 @@ TEST(ExternalServer, GymListShowsTheUsersEnvironmentsAndWhichAreExternal) {
   EXPECT_TRUE(found) << j.output;
 }
 
+// Issue 15.3: `gym env init NAME` writes exactly the folder the build instantiates from the same
+// template as template_check and builds and tests (tests/unit/environments/CMakeLists.txt), so a
+// new environment builds and passes as written; it never overwrites and refuses names that
+// cannot work.
+TEST(EnvInit, WritesTheFolderTheBuildChecksAndNeverOverwrites) {
+  TempDir tmp;
+  auto r = run_gym("env init template_check --into " + tmp.path(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("TemplateCheckResourcesServer"), std::string::npos) << r.output;
+  const fs::path written = fs::path(tmp.path()) / "template_check";
+  const fs::path checked = fs::path(GYM_BUILD_DIR) / "tests/unit/environments/template_check";
+  std::size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(checked)) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    const auto relative = fs::relative(entry.path(), checked);
+    EXPECT_EQ(read_text((written / relative).string()), read_text(entry.path().string()))
+        << relative;
+  }
+  EXPECT_EQ(files, 7u);
+  std::size_t written_files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(written))
+    written_files += entry.is_regular_file();
+  EXPECT_EQ(written_files, files);
+
+  // Again: refused, and the folder is as it was.
+  std::ofstream(written / "template_check.cpp", std::ios::app) << "// my change\n";
+  auto again = run_gym("env init template_check --into " + tmp.path(), tmp.path());
+  EXPECT_EQ(again.code, 1) << again.output;
+  EXPECT_NE(again.output.find("already exists; nothing was written"), std::string::npos);
+  EXPECT_NE(read_text((written / "template_check.cpp").string()).find("// my change"),
+            std::string::npos);
+  for (const char* name : {"mcqa", "simple_agent", "Word-Count", "9lives"}) {
+    auto bad = run_gym(std::string("env init ") + name + " --into " + tmp.path(), tmp.path());
+    EXPECT_EQ(bad.code, 1) << name << ": " << bad.output;
+    EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / name)) << name;
+  }
+}
+
 // A misspelt implementation with an entrypoint is not silently taken for an external server: the
 // error names the built-in it resembles and the folders looked in.
 TEST(ExternalServer, MisspeltImplementationIsAConfigErrorNotAnExternalServer) {
