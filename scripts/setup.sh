@@ -52,6 +52,9 @@ if [[ $profile != demo ]]; then
     # peer of bench/telemetry_bench.cpp (the bench skips those cases without it)
     prometheus-cpp-dev
     curl procps
+    # the Python template environment (environments/python_example) that the external-server
+    # tests run beside the built-in ones, and the venv they make for it (runtime.md R1)
+    python3 python3-fastapi python3-uvicorn python3-yaml python3-itsdangerous python3-venv
   )
   # Node.js + npm run the OpenTelemetry project's OTLP decoder in tests; the machine image may
   # already carry a newer Node.js than Debian's, which is then kept.
@@ -62,10 +65,11 @@ fi
 
 if [[ $profile == bench ]]; then
   packages+=(
-    # load-test peers (bench/): wrk, nginx ceiling, FastAPI/uvicorn peer
-    wrk nginx-light python3 python3-fastapi python3-uvicorn python3-uvloop python3-httptools
+    # load-test peers (bench/): wrk, nginx ceiling, the FastAPI/uvicorn peer (FastAPI and
+    # uvicorn come with the test profile) at its fastest
+    wrk nginx-light python3-uvloop python3-httptools
     # end-to-end peer (bench/e2e_peer.py): NeMo Gym's aiohttp client and Starlette sessions
-    python3-aiohttp python3-itsdangerous
+    python3-aiohttp
   )
 fi
 

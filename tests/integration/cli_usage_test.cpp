@@ -217,6 +217,9 @@ TEST(Setup, TheDemoProfileInstallsNoTestOrBenchmarkPeers) {
   EXPECT_TRUE(contains(test.output, "libgtest-dev\n")) << test.output;
   EXPECT_TRUE(contains(test.output, "prometheus\n")) << test.output;
   EXPECT_FALSE(contains(test.output, "wrk\n")) << test.output;
+  // The external-server tests run the Python template environment (issue 15).
+  EXPECT_TRUE(contains(test.output, "python3-fastapi\n")) << test.output;
+  EXPECT_TRUE(contains(test.output, "python3-yaml\n")) << test.output;
   auto bench = gym::test::run_command("bash " + script + " --print bench");
   EXPECT_TRUE(contains(bench.output, "wrk\n")) << bench.output;
   EXPECT_TRUE(contains(bench.output, "python3-aiohttp\n")) << bench.output;
