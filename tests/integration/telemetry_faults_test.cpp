@@ -463,8 +463,11 @@ TEST(TelemetryFaults, GrpcCollectorDown) {
   EXPECT_NE(run.output.find("refused"), std::string::npos) << run.output;
   // Retryable, but the 1 s backoff never fits the 200 ms export budget.
   EXPECT_EQ(run.otlp("retries"), 0u);
-  // gRPC's own log lines about the refused connection stay out of the process's log.
-  EXPECT_EQ(count(run.output, "Connection refused"), run.failure_lines) << run.output;
+  // gRPC's own log lines about the refused connection stay out of the process's log: only our
+  // failure lines name it (on a loaded machine some exports end at their 200 ms deadline before
+  // the refusal is seen, and say so instead).
+  EXPECT_LE(count(run.output, "Connection refused"), run.failure_lines) << run.output;
+  EXPECT_GT(count(run.output, "Connection refused"), 0u) << run.output;
 }
 
 TEST(TelemetryFaults, GrpcCollectorDownIsRetriedWithBackoffWithinTheBudget) {
