@@ -6,6 +6,7 @@
 #include "python_compat/re.h"
 #include "python_compat/str.h"
 #include "servers/resources_server.h"
+#include "servers/responses_api.h"
 #include "servers/session_table.h"
 
 #include <boost/json.hpp>
@@ -74,31 +75,6 @@ json::value calculate(const json::value& body) {
   }
 }
 
-// The assistant's messages' text, each part on its own line.
-std::string assistant_text(const json::object& response) {
-  std::string text;
-  bool first = true;
-  auto add = [&](std::string_view part) {
-    if (!first) text += '\n';
-    text += part;
-    first = false;
-  };
-  for (const auto& item : response.at("output").as_array()) {
-    const auto& o = item.as_object();
-    const auto* type = o.if_contains("type");
-    const auto* role = o.if_contains("role");
-    if (!type || *type != "message" || !role || *role != "assistant") continue;
-    const auto* content = o.if_contains("content");
-    if (content && content->is_string()) add(content->as_string());
-    if (content && content->is_array())
-      for (const auto& part : content->as_array()) {
-        const auto* t = part.is_object() ? part.as_object().if_contains("text") : nullptr;
-        add(t && t->is_string() ? std::string_view(t->as_string()) : std::string_view());
-      }
-  }
-  return text;
-}
-
 // The last number of `text` (Python's \d: any Unicode decimal digit; thousands separators).
 std::optional<double> last_number(const std::string& text) {
   static const python_compat::PyRegex number(R"(-?\d+(?:,\d{3})*(?:\.\d+)?)");
@@ -135,8 +111,8 @@ servers::Environment calculator_environment() {
                   const auto& expected = row.at("expected_answer");
                   if (!expected.is_number())
                     co_return Response::detail(422, "expected_answer must be a number");
-                  const auto extracted =
-                      last_number(assistant_text(row.at("response").as_object()));
+                  const auto extracted = last_number(
+                      servers::assistant_text(row.at("response").at("output").as_array()));
                   const bool correct =
                       extracted && std::fabs(*extracted - expected.to_number<double>()) <= 1e-9;
                   auto answer = servers::verify_response(row, correct ? 1.0 : 0.0);

@@ -3,6 +3,7 @@
 #include "python_compat/re.h"
 #include "python_compat/str.h"
 #include "servers/resources_server.h"
+#include "servers/responses_api.h"
 
 #include <boost/json.hpp>
 
@@ -30,32 +31,7 @@ namespace {
 
 // Texts of the assistant messages, joined with "\n", stripped.
 std::string assistant_text(const json::array& output) {
-  std::string joined;
-  bool first = true;
-  auto add = [&](std::string_view t) {
-    if (!first) joined += '\n';
-    joined += t;
-    first = false;
-  };
-  for (const auto& v : output) {
-    const auto* item = v.if_object();
-    if (!item) continue;
-    const auto* type = item->if_contains("type");
-    const auto* role = item->if_contains("role");
-    if (!type || *type != "message" || !role || *role != "assistant") continue;
-    const auto* content = item->if_contains("content");
-    if (!content) continue;
-    if (content->is_string()) {
-      add(content->get_string());
-    } else if (content->is_array()) {
-      for (const auto& p : content->get_array()) {
-        const auto* part = p.if_object();
-        const auto* text = part ? part->if_contains("text") : nullptr;
-        if (text && text->is_string()) add(text->get_string());
-      }
-    }
-  }
-  return py_strip(joined);
+  return py_strip(servers::assistant_text(output));
 }
 
 // The content of the last \boxed{...} that closes (earlier ones are tried when it does not).

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include <array>
+#include <string_view>
 #include <utility>
 
 namespace gym::servers {
@@ -133,6 +134,35 @@ json::value accumulate_usage(const json::value& total, const json::value& add) {
   details("input_tokens_details", "cached_tokens");
   details("output_tokens_details", "reasoning_tokens");
   return out;
+}
+
+std::string assistant_text(const json::array& output) {
+  std::string joined;
+  bool first = true;
+  auto add = [&](std::string_view t) {
+    if (!first) joined += '\n';
+    joined += t;
+    first = false;
+  };
+  for (const auto& v : output) {
+    const auto* item = v.if_object();
+    if (!item) continue;
+    const auto* type = item->if_contains("type");
+    const auto* role = item->if_contains("role");
+    if (!type || *type != "message" || !role || *role != "assistant") continue;
+    const auto* content = item->if_contains("content");
+    if (!content) continue;
+    if (content->is_string()) {
+      add(content->get_string());
+    } else if (content->is_array()) {
+      for (const auto& p : content->get_array()) {
+        const auto* part = p.if_object();
+        const auto* text = part ? part->if_contains("text") : nullptr;
+        if (text && text->is_string()) add(text->get_string());
+      }
+    }
+  }
+  return joined;
 }
 
 }  // namespace gym::servers

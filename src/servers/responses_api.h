@@ -3,6 +3,7 @@
 // defaults and validation, Response checks, usage accumulation.
 #include "http/schema.h"
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
@@ -22,6 +23,11 @@ std::shared_ptr<const http::Schema> create_params_schema();
 // Why `v` is not a usable Response (missing required fields, `output` not a list of items
 // with `type`), or nullopt when it is one.
 std::optional<std::string> response_problem(const boost::json::value& v);
+
+// The text of the assistant's messages in a Response's `output`, as verifiers read it: every
+// item with type `message` and role `assistant` contributes its string `content`, or the `text`
+// of each content part that has one, in order, joined with "\n" (environments.md 1.4).
+std::string assistant_text(const boost::json::array& output);
 
 // runtime.md 5: usage := accumulate(usage, response.usage).
 boost::json::value accumulate_usage(const boost::json::value& total, const boost::json::value& add);
