@@ -141,6 +141,7 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
   // 7.2: every problem of every line, reported together.
   std::vector<std::string> problems;
   std::set<std::string> missing_repeats;
+  std::set<std::string> unknown_agents;
   for (const auto& line : lines) {
     const std::string where = "  line " + std::to_string(line.number) + ": ";
     const auto* params = line.row.if_contains("responses_create_params");
@@ -154,6 +155,7 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
       problems.push_back(where + "no agent: set agent_ref.name in the row or pass --agent NAME");
     } else if (std::find(agents.begin(), agents.end(), agent) == agents.end()) {
       auto hint = core::did_you_mean(agent, agents);
+      unknown_agents.insert(agent);
       problems.push_back(where + "agent '" + agent + "' is not a responses_api_agents instance" +
                          (hint ? " (did you mean '" + *hint + "'?)" : ""));
     } else if (!options.num_repeats.is_fixed() && !options.num_repeats.fallback &&
@@ -173,6 +175,18 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
                       " problem(s) in the input rows; nothing was dispatched:\n";
     for (const auto& p : problems) msg += p + "\n";
     msg += "configured agents: " + join(agents);
+    if (!unknown_agents.empty()) {
+      // Never a silent substitute: rows made for another environment get its rewards only there.
+      const std::string name = *unknown_agents.begin();
+      msg += "\nThe rows were made for agent(s) " +
+             join(std::vector<std::string>(unknown_agents.begin(), unknown_agents.end())) +
+             ", which this deployment does not have. Serve the environment they belong to (`gym "
+             "list` shows which preset defines each agent, e.g. --resources-server <env>), or, to "
+             "run them through one of the configured agents on purpose, define the name as a copy "
+             "of it: ++" +
+             name + "={_copy: " + (agents.empty() ? std::string("<agent>") : agents.front()) +
+             "} (rewards are then that agent's environment's)";
+    }
     throw core::ConfigError(msg);
   }
   if (!missing_repeats.empty()) {

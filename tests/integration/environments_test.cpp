@@ -441,6 +441,45 @@ TEST(EnvInit, WritesTheFolderTheBuildChecksAndNeverOverwrites) {
   }
 }
 
+// Issue 15.5: rows made for an environment the deployment does not serve are never run through
+// another one silently: the error names the agents there are and how to map on purpose, and the
+// mapping it suggests works.
+TEST(WrongEnvironment, RowsForAnotherAgentAreAnErrorThatSaysHowToMap) {
+  TempDir tmp;
+  const std::string rows = tmp.file("quiz.jsonl");
+  {
+    std::ofstream out(rows);
+    for (const auto& row :
+         read_jsonl((kEnvironments / "mcqa" / "data" / "example.jsonl").string())) {
+      auto copy = row;
+      copy["agent_ref"] = json::object{{"type", "responses_api_agents"}, {"name", "quiz_agent"}};
+      out << json::serialize(copy) << "\n";
+    }
+  }
+  const std::string run = "eval run --resources-server mcqa --model-type replay_model --input " +
+                          rows + " --output out/q.jsonl ++head_server.port=0";
+  auto r = run_gym(run, tmp.path());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("agent 'quiz_agent' is not a responses_api_agents instance"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("configured agents: mcqa_simple_agent"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("++quiz_agent={_copy: mcqa_simple_agent}"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(tmp.file("out/q.jsonl")));
+  // The mapping, asked for explicitly, runs the rows through mcqa's agent (and its rewards).
+  auto mapped =
+      run_gym(run + " '++quiz_agent={_copy: mcqa_simple_agent}'" +
+                  " ++policy_model.responses_api_models.replay_model."
+                  "rollouts_jsonl_fpaths=[" +
+                  (kEnvironments / "mcqa" / "data" / "example_rollouts.jsonl").string() + "]",
+              tmp.path());
+  ASSERT_EQ(mapped.code, 0) << mapped.output;
+  auto out = read_jsonl(tmp.file("out/q.jsonl"));
+  ASSERT_EQ(out.size(), 5u);
+  for (const auto& row : out) EXPECT_EQ(gym::test::agent_of(row), "quiz_agent");
+}
+
 // A misspelt implementation with an entrypoint is not silently taken for an external server: the
 // error names the built-in it resembles and the folders looked in.
 TEST(ExternalServer, MisspeltImplementationIsAConfigErrorNotAnExternalServer) {
