@@ -36,6 +36,12 @@ Schema Schema::object_of(std::vector<SchemaField> fields, bool forbid_extra) {
   return s;
 }
 
+Schema Schema::union_of(std::vector<SchemaMember> members, bool nullable) {
+  Schema s = of(Kind::union_of, nullable);
+  s.members = std::move(members);
+  return s;
+}
+
 namespace {
 
 struct Validator {
@@ -190,6 +196,23 @@ struct Validator {
     }
   }
 
+  void union_of(const Schema& s, json::value& v) {
+    json::array failures;
+    for (const auto& member : s.members) {
+      Validator trial;
+      trial.loc = loc;
+      trial.loc.push_back(json::string(member.tag));
+      json::value candidate = v;
+      trial.check(member.schema, candidate);
+      if (trial.errors.empty()) {
+        v = std::move(candidate);
+        return;
+      }
+      for (auto& e : trial.errors) failures.push_back(std::move(e));
+    }
+    for (auto& e : failures) errors.push_back(std::move(e));
+  }
+
   void check(const Schema& s, json::value& v) {
     if (v.is_null() && (s.nullable || s.kind == Schema::Kind::any)) return;
     switch (s.kind) {
@@ -208,6 +231,8 @@ struct Validator {
         return literal(s, v);
       case Schema::Kind::object:
         return object(s, v);
+      case Schema::Kind::union_of:
+        return union_of(s, v);
       case Schema::Kind::list:
         if (!v.is_array()) {
           fail("list_type", "Input should be a valid list", v);

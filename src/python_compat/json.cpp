@@ -1,5 +1,6 @@
 #include "python_compat/json.h"
 
+#include "core/json_text.h"
 #include "python_compat/errors.h"
 #include "python_compat/str.h"
 #include "python_compat/utf8.h"
@@ -269,6 +270,86 @@ class PyJsonParser {
 }  // namespace
 
 json::value py_json_loads(std::string_view text) { return PyJsonParser(text).parse(); }
+
+namespace {
+
+void append_py_repr(const json::value& v, std::string& out) {
+  switch (v.kind()) {
+    case json::kind::null:
+      out += "None";
+      return;
+    case json::kind::bool_:
+      out += v.get_bool() ? "True" : "False";
+      return;
+    case json::kind::int64:
+      out += std::to_string(v.get_int64());
+      return;
+    case json::kind::uint64:
+      out += std::to_string(v.get_uint64());
+      return;
+    case json::kind::double_:
+      out += core::python_float_repr(v.get_double());
+      return;
+    case json::kind::string:
+      out += py_repr(v.get_string());
+      return;
+    case json::kind::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& e : v.get_array()) {
+        if (!first) out += ", ";
+        first = false;
+        append_py_repr(e, out);
+      }
+      out += ']';
+      return;
+    }
+    case json::kind::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!first) out += ", ";
+        first = false;
+        out += py_repr(kv.key());
+        out += ": ";
+        append_py_repr(kv.value(), out);
+      }
+      out += '}';
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string py_str(const json::value& v) {
+  if (v.is_string()) return std::string(v.get_string());
+  std::string out;
+  append_py_repr(v, out);
+  return out;
+}
+
+bool py_truthy(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null:
+      return false;
+    case json::kind::bool_:
+      return v.get_bool();
+    case json::kind::int64:
+      return v.get_int64() != 0;
+    case json::kind::uint64:
+      return v.get_uint64() != 0;
+    case json::kind::double_:
+      return v.get_double() != 0.0;  // NaN is true, as in Python
+    case json::kind::string:
+      return !v.get_string().empty();
+    case json::kind::array:
+      return !v.get_array().empty();
+    case json::kind::object:
+      return !v.get_object().empty();
+  }
+  return true;
+}
 
 std::string py_type_name(const json::value& v) {
   switch (v.kind()) {

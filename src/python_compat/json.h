@@ -20,6 +20,13 @@ boost::json::value py_json_loads(std::string_view text);
 // dict.
 std::string py_type_name(const boost::json::value& v);
 
+// str(v) of that value: a str is itself; None, True, 5, 2.5, inf; lists and dicts as repr()
+// writes them (['a', 1], {'k': None}).
+std::string py_str(const boost::json::value& v);
+
+// bool(v): false for None, False, 0, 0.0, "", [] and {}.
+bool py_truthy(const boost::json::value& v);
+
 // hash() would succeed: not a list and not a dict.
 bool py_hashable(const boost::json::value& v);
 

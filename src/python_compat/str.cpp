@@ -227,6 +227,25 @@ bool py_isalpha(std::string_view s) {
   return true;
 }
 
+bool py_isupper(std::string_view s) {
+  bool cased = false;
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<UChar32>(next_code_point(s, i));
+    if (u_isULowercase(c) || u_charType(c) == U_TITLECASE_LETTER) return false;
+    cased = cased || u_isUUppercase(c);
+  }
+  return cased;
+}
+
+std::string_view py_unicode_category(char32_t c) {
+  // Indexed by ICU's UCharCategory.
+  static constexpr std::string_view kNames[U_CHAR_CATEGORY_COUNT] = {
+      "Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Me", "Mc", "Nd", "Nl", "No", "Zs", "Zl", "Zp",
+      "Cc", "Cf", "Co", "Cs", "Pd", "Ps", "Pe", "Pc", "Po", "Sm", "Sc", "Sk", "So", "Pi", "Pf"};
+  auto type = u_charType(static_cast<UChar32>(c));
+  return type >= 0 && type < U_CHAR_CATEGORY_COUNT ? kNames[type] : "Cn";
+}
+
 std::string py_replace(std::string_view s, std::string_view old_text, std::string_view new_text) {
   if (old_text.empty()) throw std::invalid_argument("py_replace: empty pattern");
   std::string out;

@@ -38,6 +38,12 @@ std::string py_nfkc(std::string_view s);  // unicodedata.normalize("NFKC", s)
 
 // s.isalpha(): non-empty and every code point is a letter (general category L*).
 bool py_isalpha(std::string_view s);
+// s.isupper(): at least one upper-case code point (property Uppercase: Lu and e.g. Roman numerals
+// and circled letters) and none lower-case (property Lowercase) or title-case (Lt).
+bool py_isupper(std::string_view s);
+
+// unicodedata.category(c): the two-letter general category ("Lu", "Cf", "Cn" for unassigned).
+std::string_view py_unicode_category(char32_t c);
 
 // s.replace(old, new) for a non-empty `old` (UTF-8 is self-synchronising, so byte search finds
 // exactly the code-point matches).

@@ -45,6 +45,14 @@ struct EnvCase {
   std::string env;              // folder name, impl key, data folder
   std::string instance;         // the preset's resources instance
   std::vector<double> rewards;  // expected reward per task (line of example.jsonl), section 9
+  // The recorded rows are their own input rows (stripped of what the rollout produced), task =
+  // line of the rollouts file: gpqa_diamond's example.jsonl rows were never recorded.
+  bool inputs_from_recordings = false;
+  // The verify answer's keys when the recorded rows are not verify answers (upstream wrote
+  // bunsenbench's with a script, from the input row plus some verify fields): every recorded
+  // field is then either one of these and compared, or listed in `input_only_fields`.
+  std::vector<std::string> echo_keys = {};
+  std::vector<std::string> input_only_fields = {};
 };
 
 const std::vector<EnvCase>& env_cases() {
@@ -57,9 +65,23 @@ const std::vector<EnvCase>& env_cases() {
       {"mcqa", "mcqa", {1, 1, 0, 1, 1}},
       {"xlam_fc", "xlam_fc", {1, 1, 0, 0, 1}},
       {"string_match", "string_match", {1, 1, 1, 1, 1}},
+      {"gpqa_diamond", "gpqa_diamond", {1, 1, 1, 1, 1}, true},
+      {"bunsenbench_chemistry_mcq",
+       "bunsenbench_chemistry_mcq",
+       {1, 1, 1, 1, 1},
+       false,
+       {"responses_create_params", "response", "reward", "expected_answer", "extracted_answer",
+        "uuid", "bunsen_id", "choices", "no_answer", "error_mode", "source", "bct_field",
+        "bct_subfield", "metadata"},
+       {"options"}},
+      {"example_tool_call_multireward", "example_tool_call_multireward", {2, 2, 2, 2, 2}},
   };
   return cases;
 }
+
+// What a recorded row holds besides its input row: the rollout's own output.
+const std::vector<std::string> kRolloutOutputFields{
+    "response", "reward", "extracted_answer", "_ng_task_index", "_ng_rollout_index", "agent_ref"};
 
 const EnvCase& env_case(const std::string& env) {
   for (const auto& c : env_cases())
@@ -216,6 +238,16 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
   ASSERT_EQ(inputs.size(), c.rewards.size());
   ASSERT_EQ(rollouts.size(), inputs.size());
 
+  if (c.inputs_from_recordings) {
+    // Upstream's example inputs are none of the recorded ones (so they cannot be replayed).
+    for (const auto& input : inputs)
+      for (const auto& recorded : rollouts)
+        EXPECT_NE(normalized_input(input), normalized_input(recorded));
+    inputs = rollouts;
+    for (auto& row : inputs)
+      for (const auto& field : kRolloutOutputFields) row.erase(field);
+  }
+
   REQUIRE_SERVER(server, c.env);
   std::vector<std::optional<double>> rewards(inputs.size());
   std::vector<double> recorded_rewards(inputs.size());
@@ -226,7 +258,7 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
     std::optional<std::size_t> task;
     for (std::size_t t = 0; t < inputs.size(); ++t)
       if (normalized_input(inputs[t]) == normalized_input(recorded)) task = t;
-    ASSERT_TRUE(task) << "no example.jsonl row has this rollout's input";
+    ASSERT_TRUE(task) << "no input row has this rollout's input";
 
     json::object row = inputs[*task];
     row["responses_create_params"] = recorded.at("responses_create_params");
@@ -262,15 +294,36 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
     ASSERT_EQ(verify.status, 200) << verify.body;
     json::object result = verify.json().as_object();
 
-    // Echo order: the three base fields, then the recorded extra fields in their order.
+    // Echo order: the three base fields, then the recorded extra fields in their order (or,
+    // when the recordings are no verify answers, the response model's fields).
     std::vector<std::string> want_keys{"responses_create_params", "response", "reward"};
-    for (const auto& kv : recorded)
-      if (std::find(kOwnFields.begin(), kOwnFields.end(), kv.key()) == kOwnFields.end())
+    for (const auto& kv : recorded) {
+      if (std::find(kOwnFields.begin(), kOwnFields.end(), kv.key()) != kOwnFields.end()) continue;
+      if (c.echo_keys.empty()) {
         want_keys.emplace_back(kv.key());
+        continue;
+      }
+      bool echoed =
+          std::find(c.echo_keys.begin(), c.echo_keys.end(), kv.key()) != c.echo_keys.end();
+      bool input_only = std::find(c.input_only_fields.begin(), c.input_only_fields.end(),
+                                  kv.key()) != c.input_only_fields.end();
+      EXPECT_TRUE(echoed != input_only) << kv.key() << " must be echoed or input-only";
+      if (echoed) want_keys.emplace_back(kv.key());
+    }
     std::vector<std::string> got_keys;
     for (const auto& kv : result) got_keys.emplace_back(kv.key());
-    EXPECT_EQ(got_keys, want_keys);
-    EXPECT_EQ(result.at("responses_create_params"), recorded.at("responses_create_params"));
+    EXPECT_EQ(got_keys, c.echo_keys.empty() ? want_keys : c.echo_keys);
+    if (c.echo_keys.empty()) {
+      EXPECT_EQ(result.at("responses_create_params"), recorded.at("responses_create_params"));
+    } else {
+      // A scripted recording keeps the row's sparse create params; the verify answer has every
+      // field of the create-params model (environments.md 1.2): the recorded ones as recorded.
+      const auto& echoed = result.at("responses_create_params").as_object();
+      for (const auto& kv : recorded.at("responses_create_params").as_object()) {
+        ASSERT_TRUE(echoed.contains(kv.key())) << kv.key();
+        EXPECT_EQ(echoed.at(kv.key()), kv.value()) << kv.key();
+      }
+    }
     EXPECT_EQ(result.at("response"), recorded.at("response"));
 
     const Deviation* deviation = nullptr;
@@ -311,7 +364,9 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
 
 INSTANTIATE_TEST_SUITE_P(Env, EnvConformance,
                          ::testing::Values("example_single_tool_call", "example_session_state_mgmt",
-                                           "example_multi_step", "mcqa", "xlam_fc", "string_match"),
+                                           "example_multi_step", "mcqa", "xlam_fc", "string_match",
+                                           "gpqa_diamond", "bunsenbench_chemistry_mcq",
+                                           "example_tool_call_multireward"),
                          [](const auto& info) { return info.param; });
 
 // ---- bad input -------------------------------------------------------------------------------
@@ -639,6 +694,42 @@ TEST(EnvRules, StringMatchGrades) {
   EXPECT_TRUE(o.at("extracted_answer").is_null());
   EXPECT_EQ(o.at("reward"), 0.0);
   EXPECT_EQ(o.size(), 5u);
+}
+
+}  // namespace
+
+namespace {
+
+// GPQA rows ask for a last line `Answer: LETTER`. Served by mcqa (strict_single_letter_boxed, the
+// mode the rows carry) such answers get 0.0 without any error; gpqa_diamond grades them as
+// upstream does. Upstream's example rows, with answers written here.
+TEST(EnvRules, GpqaRowsNeedTheGpqaEnvironment) {
+  auto rows = read_jsonl(fs::path(conformance_dir()) / "gpqa_diamond" / "example.jsonl");
+  ASSERT_EQ(rows.size(), 5u);
+  REQUIRE_SERVER(gpqa, "gpqa_diamond");
+  REQUIRE_SERVER(mcqa, "mcqa");
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    json::object row = rows[t];
+    row.erase("agent_ref");
+    const std::string gold(row.at("expected_answer").as_string());
+    const std::string wrong = gold == "A" ? "B" : "A";
+    struct Answer {
+      std::string text;
+      double gpqa, mcqa;
+    };
+    for (const Answer& a :
+         {Answer{"Step by step ...\nAnswer: " + gold, 1.0, 0.0},
+          Answer{"**Answer:** " + wrong, 0.0, 0.0}, Answer{"\\boxed{" + gold + "}", 1.0, 1.0}}) {
+      json::object body = row;
+      body["response"] = json::parse(R"({"id":"r","output":[)" + message(a.text) + "]}");
+      auto g = gpqa.post("/verify", text(body));
+      auto m = mcqa.post("/verify", text(body));
+      ASSERT_EQ(g.status, 200) << g.body;
+      ASSERT_EQ(m.status, 200) << m.body;
+      EXPECT_EQ(g.json().at("reward").to_number<double>(), a.gpqa) << t << ": " << a.text;
+      EXPECT_EQ(m.json().at("reward").to_number<double>(), a.mcqa) << t << ": " << a.text;
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // `gym eval run` end to end (issue 4; runtime.md 7, 8.3, 9.4, 9.5; environments.md 9): the real
-// gym binary collects rollouts from real servers on 127.0.0.1. The conformance check of the six
-// environments through the collector, a deployment killed mid-run and resumed, bad inputs, a
-// model that answers 500, and the expansion of input rows.
+// gym binary collects rollouts from real servers on 127.0.0.1. The conformance check of the
+// environments through the collector (and the replay of their own example data), a deployment
+// killed mid-run and resumed, bad inputs, a model that answers 500, and the expansion of input
+// rows.
 #include "conformance_dir.h"
 #include "files.h"
 #include "process.h"
@@ -15,6 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -191,7 +193,16 @@ const std::vector<std::string> kVerifierFields = {"expected_answer",
                                                   "num_expected",
                                                   "num_predicted",
                                                   "num_correct",
-                                                  "predicted_calls"};
+                                                  "predicted_calls",
+                                                  "no_answer",
+                                                  "error_mode",
+                                                  "source",
+                                                  "bct_field",
+                                                  "bct_subfield",
+                                                  "reward_components",
+                                                  "correctness",
+                                                  "schema_valid",
+                                                  "format"};
 
 // Recorded values that the current upstream rules do not reproduce (environments.md 9.1, 10).
 struct RecordedException {
@@ -209,12 +220,37 @@ const std::vector<RecordedException> kExceptions = {
      "upstream's boxed-extraction fix, and gym-cpp implements NeMo Gym 0.7.0's verifier."},
 };
 
+// Where a conformance run takes its input rows from.
+enum class Inputs {
+  example_file,  // <env>/example.jsonl (task = line)
+  // The recorded rows themselves, without what the rollout produced (task = line of the
+  // rollouts file): gpqa_diamond's example.jsonl rows are not among its recordings, but the
+  // recorded rows carry the input and expected_answer, all its verifier needs.
+  recorded_rows,
+};
+
 struct Conformance {
   std::string env;
   std::string agent;
   std::vector<double> rewards;                              // by task index
   std::vector<std::pair<std::string, double>> key_metrics;  // environments.md 9 table
+  Inputs inputs = Inputs::example_file;
 };
+
+// What a recorded row holds besides its input row: the rollout's own output.
+const std::vector<std::string> kRolloutOutputFields = {
+    "response", "reward", "extracted_answer", "_ng_task_index", "_ng_rollout_index", "agent_ref"};
+
+// The input file of a conformance run (written into `tmp` when derived from the recordings).
+std::string conformance_input(const Conformance& c, TempDir& tmp) {
+  if (c.inputs == Inputs::example_file) return example_input(c.env);
+  std::string lines;
+  for (auto row : read_jsonl(example_rollouts(c.env))) {
+    for (const auto& field : kRolloutOutputFields) row.erase(field);
+    lines += json::serialize(row) + "\n";
+  }
+  return tmp.write(c.env + "_recorded_inputs.jsonl", lines);
+}
 
 const std::vector<Conformance> kConformance = {
     {"example_single_tool_call",
@@ -265,6 +301,47 @@ const std::vector<Conformance> kConformance = {
       {"mean/input_tokens", 28.8},
       {"mean/output_tokens", 46.6},
       {"mean/total_tokens", 75.4}}},
+    // The five recorded rows (tasks 184, 96, 141, 177, 87 of upstream's train set) answer
+    // \boxed{<gold>}: rewards 1.0 as recorded.
+    {"gpqa_diamond",
+     "gpqa_diamond_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"pass@1[avg-of-1]/accuracy", 100.0},
+      {"pass@1[avg-of-1]/no_answer", 0.0},
+      {"pass@1/no_answer", 0.0},
+      {"majority@1/accuracy", 100.0},
+      {"pass@1/accuracy", 100.0}},
+     Inputs::recorded_rows},
+    // Recorded by upstream's create_examples.py through its verifier (not by a model): every
+    // answer is <choice><gold text></choice>, error mode "correct".
+    {"bunsenbench_chemistry_mcq",
+     "bunsenbench_chemistry_mcq_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"pass@1[avg-of-1]/accuracy", 100.0},
+      {"pass@1[avg-of-1]/no_answer", 0.0},
+      {"pass@1/no_answer", 0.0},
+      {"majority@1/accuracy", 100.0},
+      {"pass@1/accuracy", 100.0},
+      {"error_modes/correct", 100.0},
+      {"error_modes/wrong_answer", 0.0},
+      {"error_modes/refusal", 0.0},
+      {"error_modes/early_termination", 0.0},
+      {"error_modes/malformed_choice", 0.0},
+      {"error_modes/format_violation", 0.0}}},
+    // Each rollout calls get_weather with the expected city, then answers in a message, so
+    // format is 0: rewards 2.0 (correctness 1 + schema_valid 1 + format 0).
+    {"example_tool_call_multireward",
+     "example_tool_call_multireward_simple_agent",
+     {2, 2, 2, 2, 2},
+     {{"mean/reward", 2.0},
+      {"mean/correctness", 1.0},
+      {"mean/schema_valid", 1.0},
+      {"mean/format", 0.0},
+      {"mean/input_tokens", 762.6},
+      {"mean/output_tokens", 378.8},
+      {"mean/total_tokens", 1141.4}}},
 };
 
 // Test names show the environment, not the parameter's bytes.
@@ -279,15 +356,23 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
   ASSERT_TRUE(have_conformance_data(c.env));
   TempDir tmp;
   const std::string out = tmp.file(c.env + ".jsonl");
+  const std::string input = conformance_input(c, tmp);
+  // The replay model finds <input stem>_rollouts.jsonl beside the input; a derived input names
+  // its recordings.
+  const std::string rollouts =
+      c.inputs == Inputs::example_file
+          ? ""
+          : " '++policy_model.responses_api_models.replay_model.rollouts_jsonl_fpaths=[" +
+                example_rollouts(c.env) + "]'";
   auto r = run_gym("eval run --resources-server " + c.env + " --model-type replay_model --agent " +
-                   c.agent + " --input " + example_input(c.env) + " --output " + out +
+                   c.agent + " --input " + input + " --output " + out + rollouts +
                    " ++head_server.port=0");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(read_lines(tmp.file(c.env + "_failures.jsonl")).empty())
       << read_text(tmp.file(c.env + "_failures.jsonl"));
 
   // The materialized inputs: one row per line, task indices in order.
-  auto inputs = read_jsonl(example_input(c.env));
+  auto inputs = read_jsonl(input);
   auto materialized = read_jsonl(tmp.file(c.env + "_materialized_inputs.jsonl"));
   ASSERT_EQ(materialized.size(), 5u);
   for (std::size_t t = 0; t < materialized.size(); ++t) {
@@ -366,7 +451,74 @@ TEST_P(EvalRunConformance, ReproducesTheRecordedRollouts) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SixEnvironments, EvalRunConformance, ::testing::ValuesIn(kConformance),
+INSTANTIATE_TEST_SUITE_P(Environments, EvalRunConformance, ::testing::ValuesIn(kConformance),
+                         [](const auto& info) { return info.param.env; });
+
+// ---- 1b. The environments' own example data -------------------------------------------------
+
+// environments/<env>/data/example_rollouts.jsonl holds this project's scripted answers to its
+// own example.jsonl, as `gym eval run` with the replay model wrote them (sorted by task).
+// Replaying them again (the replay model finds the file beside example.jsonl) must give every
+// saved row back: rewards (checked by hand against upstream's rule when recorded), verifier
+// fields, trajectory and usage.
+struct OwnExample {
+  std::string env;
+  std::vector<double> rewards;  // by task
+};
+
+void PrintTo(const OwnExample& e, std::ostream* os) { *os << e.env; }
+
+class EvalRunOwnExamples : public ::testing::TestWithParam<OwnExample> {};
+
+TEST_P(EvalRunOwnExamples, ReplayToTheSavedRows) {
+  const auto& e = GetParam();
+  const std::string data = std::string(GYM_SOURCE_ROOT) + "/environments/" + e.env + "/data/";
+  TempDir tmp;
+  const std::string out = tmp.file(e.env + ".jsonl");
+  auto r = run_gym("eval run --resources-server " + e.env + " --model-type replay_model --agent " +
+                   e.env + "_simple_agent --input " + data + "example.jsonl --output " + out +
+                   " ++head_server.port=0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto saved = read_jsonl(data + "example_rollouts.jsonl");
+  auto rows = read_jsonl(out);
+  ASSERT_EQ(saved.size(), e.rewards.size());
+  ASSERT_EQ(rows.size(), saved.size()) << r.output;
+  std::sort(rows.begin(), rows.end(),
+            [](const json::object& a, const json::object& b) { return key_of(a) < key_of(b); });
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    const std::string where = e.env + " task " + std::to_string(t);
+    EXPECT_EQ(key_of(saved[t]), Key(t, 0)) << where << ": saved rows are sorted by task";
+    EXPECT_EQ(rows[t].at("reward").to_number<double>(), e.rewards[t]) << where;
+    for (const auto& kv : saved[t]) {
+      if (kv.key() == "response") continue;
+      ASSERT_TRUE(rows[t].contains(kv.key())) << where << ": no " << kv.key();
+      EXPECT_TRUE(same_json(rows[t].at(kv.key()), kv.value()))
+          << where << " " << kv.key() << ": " << json::serialize(rows[t].at(kv.key()))
+          << " vs saved " << json::serialize(kv.value());
+    }
+    EXPECT_EQ(rows[t].size(), saved[t].size()) << where;
+    const auto& output = rows[t].at("response").at("output").as_array();
+    const auto& saved_output = saved[t].at("response").at("output").as_array();
+    ASSERT_EQ(output.size(), saved_output.size()) << where;
+    for (std::size_t i = 0; i < output.size(); ++i)
+      EXPECT_EQ(output_item_difference(output[i], saved_output[i]), "") << where << " item " << i;
+    EXPECT_TRUE(same_json(member(rows[t].at("response").as_object(), "usage"),
+                          member(saved[t].at("response").as_object(), "usage")))
+        << where;
+  }
+}
+
+// Correct and incorrect answers mixed. gpqa_diamond: Answer: C, \boxed{D}, a wrong letter,
+// **Answer:** d, and `Answer: (B)` (no letter may follow a parenthesis). bunsenbench: H₂ for
+// the option H2, Answer: A, a wrong option, an unclosed <think> (early_termination) and a
+// <choice> naming no option (malformed_choice). example_tool_call_multireward: the right city
+// (2.0), a wrong one (1.0), a wrong argument name that the tool rejects (0.0), no call (0.0) and
+// the right call twice (2.0).
+INSTANTIATE_TEST_SUITE_P(Environments, EvalRunOwnExamples,
+                         ::testing::Values(OwnExample{"gpqa_diamond", {1, 1, 0, 1, 0}},
+                                           OwnExample{"bunsenbench_chemistry_mcq", {1, 1, 0, 0, 0}},
+                                           OwnExample{"example_tool_call_multireward",
+                                                      {2, 1, 0, 0, 2}}),
                          [](const auto& info) { return info.param.env; });
 
 // ---- 2. A deployment killed mid-run, then --resume (runtime.md 7.6, 7.7, 8.3, 9.5) -----------

@@ -66,7 +66,8 @@ TEST(BundledPresets, IncludeTheBuiltInEnvironmentsAndTheReplayModel) {
   std::set<PresetId> ids;
   for (const auto& p : bundled_presets()) ids.insert({p.server_type, p.name, p.flavor});
   for (const char* env : {"mcqa", "example_single_tool_call", "example_multi_step", "string_match",
-                          "xlam_fc", "example_session_state_mgmt"})
+                          "xlam_fc", "example_session_state_mgmt", "gpqa_diamond",
+                          "bunsenbench_chemistry_mcq", "example_tool_call_multireward"})
     EXPECT_TRUE(ids.count({"resources_servers", env, env})) << env;
   EXPECT_TRUE(ids.count({"responses_api_models", "replay_model", "replay_model"}));
 }

@@ -81,3 +81,17 @@ TEST(PythonJson, TypeNamesAndHashability) {
   EXPECT_TRUE(py_hashable(json::value("x")));
   EXPECT_FALSE(py_hashable(json::object{}));
 }
+
+TEST(PythonJson, StrAndTruthOfValues) {
+  EXPECT_EQ(py_str(json::value("it's")), "it's");
+  EXPECT_EQ(py_str(json::value(nullptr)), "None");
+  EXPECT_EQ(py_str(json::value(true)), "True");
+  EXPECT_EQ(py_str(json::value(2.5)), "2.5");
+  EXPECT_EQ(py_str(json::parse(R"([1,"a",null,true,2.5,{"k":[1.0]},"it's"])")),
+            R"([1, 'a', None, True, 2.5, {'k': [1.0]}, "it's"])");
+  EXPECT_EQ(py_str(json::parse(R"({"a":1e16})")), "{'a': 1e+16}");
+  for (const char* text : {"null", "false", "0", "0.0", "\"\"", "[]", "{}"})
+    EXPECT_FALSE(py_truthy(json::parse(text))) << text;
+  for (const char* text : {"true", "-1", "0.5", "\"0\"", "[0]", "{\"a\":null}"})
+    EXPECT_TRUE(py_truthy(json::parse(text))) << text;
+}

@@ -116,3 +116,21 @@ TEST(PythonFloat, RejectsWhatFloatRejects) {
                         "12abc", "in_f", "nan(1)", "1,5", "$5", "5%", "Paris"})
     EXPECT_FALSE(py_float(s).has_value()) << s;
 }
+
+// ---- isupper(), unicodedata.category() -------------------------------------------------------
+
+TEST(PythonStr, IsupperNeedsACasedUpperAndNoLowerOrTitle) {
+  for (const char* s : {"A", "Ⅳ", "Ⓒ", "AB", "A1", "ΑΒ", "ẞ"}) EXPECT_TRUE(py_isupper(s)) << s;
+  for (const char* s : {"ǅ", "a", "1", "", "ß", "Ab"}) EXPECT_FALSE(py_isupper(s)) << s;
+}
+
+TEST(PythonStr, UnicodeCategory) {
+  EXPECT_EQ(py_unicode_category(U'A'), "Lu");
+  EXPECT_EQ(py_unicode_category(U'a'), "Ll");
+  EXPECT_EQ(py_unicode_category(U'1'), "Nd");
+  EXPECT_EQ(py_unicode_category(U' '), "Zs");
+  EXPECT_EQ(py_unicode_category(U'\u2028'), "Zl");
+  for (char32_t c : {U'\u200b', U'\u00ad', U'\ufeff', U'\U000E0001'})
+    EXPECT_EQ(py_unicode_category(c), "Cf") << static_cast<unsigned>(c);
+  EXPECT_EQ(py_unicode_category(U'\u0378'), "Cn");  // unassigned
+}
