@@ -1,4 +1,4 @@
-// The six environments served by `gym serve` from their presets, checked against upstream's
+// The environments served by `gym serve` from their presets, checked against upstream's
 // recorded rollouts (environments.md 9) and against bad input (runtime.md 4.2).
 //
 // Conformance: every row of <env>/example_rollouts.jsonl is matched by normalised input to its
@@ -75,6 +75,14 @@ const std::vector<EnvCase>& env_cases() {
         "bct_subfield", "metadata"},
        {"options"}},
       {"example_tool_call_multireward", "example_tool_call_multireward", {2, 2, 2, 2, 2}},
+      // Served from their presets, checked by the rule tests below; no recorded row of theirs
+      // can be replayed here (math_advanced_calculations' recordings carry no ground truth:
+      // eval_run_test replays them; the other two have no NeMo Gym data here).
+      {"math_advanced_calculations", "math_advanced_calculations", {}},
+      {"calendar", "calendar", {}},
+      {"single_step_tool_use_with_argument_comparison",
+       "single_step_tool_use_with_argument_comparison_resources_server",
+       {}},
   };
   return cases;
 }
@@ -694,6 +702,72 @@ TEST(EnvRules, StringMatchGrades) {
   EXPECT_TRUE(o.at("extracted_answer").is_null());
   EXPECT_EQ(o.at("reward"), 0.0);
   EXPECT_EQ(o.size(), 5u);
+}
+
+TEST(EnvRules, MathCalculatorsBehindTheCatchAll) {
+  REQUIRE_SERVER(s, "math_advanced_calculations");
+  auto r = s.post("/add", R"({"a":6,"b":10})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"solution":17.2})");
+  EXPECT_EQ(s.post("/sin", R"({"radians":4})").body, R"({"solution":-0.6536436208636119})");
+  r = s.post("/sqrt", R"({"a":4})");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, R"({"detail":"Function not found"})");
+  r = s.post("/divide", R"({"a":1,"b":0})");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body, R"({"detail":"float division by zero"})");
+  EXPECT_EQ(s.post("/add", R"({"a":"x"})").status, 422);
+  // Paths of more than one segment are not tools.
+  EXPECT_EQ(s.post("/add/more", R"({"a":1,"b":2})").status, 404);
+
+  const std::string fields = R"("ground_truth":"[17.2]","id":0,"depth":2,"breadth":1)";
+  auto output = [](const std::string& text) {
+    json::object o{{"type", "function_call_output"}, {"call_id", "c"}, {"output", text}};
+    return json::serialize(o);
+  };
+  r = s.post("/verify", verify_body(function_call("add", R"({"a":6,"b":10})") + "," +
+                                        output(R"({"solution": 17.2})"),
+                                    fields));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("reward"), 1.0);
+  EXPECT_EQ(r.json().as_object().size(), 3u);
+  EXPECT_EQ(s.post("/verify", verify_body(message("17.2"), fields)).json().at("reward"), 0.0);
+}
+
+TEST(EnvRules, CalendarGradesTheLastAnswer) {
+  REQUIRE_SERVER(s, "calendar");
+  const std::string state =
+      R"("exp_cal_state":{"0":{"event_id":0,"duration":60,"constraint":"after 2pm",)"
+      R"("min_time":"10:00","max_time":"16:00"}})";
+  auto r = s.post(
+      "/verify",
+      verify_body(message(R"([{"event_id": 0, "start_time": "2:30pm", "duration": 60}])"), state));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("reward"), 1.0);
+  EXPECT_EQ(r.json().as_object().size(), 3u);
+  r = s.post(
+      "/verify",
+      verify_body(message(R"([{"event_id": 0, "start_time": "1pm", "duration": 60}])"), state));
+  EXPECT_EQ(r.json().at("reward"), 0.0);
+}
+
+TEST(EnvRules, SingleStepComparesTheNextAction) {
+  REQUIRE_SERVER(s, "single_step_tool_use_with_argument_comparison");
+  const std::string expected =
+      R"("expected_action":{"type":"function_call","name":"lookup","arguments":)"
+      R"("{\"city\": \"Lyon\", \"days\": 3}"})";
+  auto r = s.post("/verify",
+                  verify_body(function_call("lookup", R"({"days": 3, "city": "Lyon"})"), expected));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("reward"), 1.0);
+  EXPECT_EQ(r.json().at("category"), "A tool call that matches the expected tool call was found");
+  r = s.post("/verify",
+             verify_body(function_call("lookup", R"({"days": "3", "city": "Lyon"})"), expected));
+  EXPECT_EQ(r.json().at("reward"), 0.0);
+  EXPECT_EQ(r.json().at("category"),
+            "The type of an argument value in a tool call is different than the expected type");
+  // No tool routes: a call the agent forwards gets 404.
+  EXPECT_EQ(s.post("/lookup", R"({"city":"Lyon"})").status, 404);
 }
 
 }  // namespace

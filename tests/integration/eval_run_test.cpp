@@ -235,6 +235,10 @@ struct Conformance {
   std::vector<double> rewards;                              // by task index
   std::vector<std::pair<std::string, double>> key_metrics;  // environments.md 9 table
   Inputs inputs = Inputs::example_file;
+  // With recorded_rows, verifier fields the recordings lack, by question (the text of the last
+  // input item): math_advanced_calculations' recordings carry no ground_truth, id, depth or
+  // breadth.
+  std::vector<std::pair<std::string, json::object>> recorded_row_fields = {};
 };
 
 // What a recorded row holds besides its input row: the rollout's own output.
@@ -245,8 +249,22 @@ const std::vector<std::string> kRolloutOutputFields = {
 std::string conformance_input(const Conformance& c, TempDir& tmp) {
   if (c.inputs == Inputs::example_file) return example_input(c.env);
   std::string lines;
+  std::int64_t line = 0;
   for (auto row : read_jsonl(example_rollouts(c.env))) {
     for (const auto& field : kRolloutOutputFields) row.erase(field);
+    if (!c.recorded_row_fields.empty()) {
+      const auto& input = row.at("responses_create_params").at("input").as_array();
+      const auto& question = input.back().at("content").as_string();
+      bool found = false;
+      for (const auto& [text, fields] : c.recorded_row_fields) {
+        if (text != question) continue;
+        for (const auto& kv : fields) row[kv.key()] = kv.value();
+        found = true;
+      }
+      EXPECT_TRUE(found) << c.env << ": no verifier fields for the recorded question " << question;
+      row["id"] = line;
+    }
+    ++line;
     lines += json::serialize(row) + "\n";
   }
   return tmp.write(c.env + "_recorded_inputs.jsonl", lines);
@@ -342,6 +360,29 @@ const std::vector<Conformance> kConformance = {
       {"mean/input_tokens", 762.6},
       {"mean/output_tokens", 378.8},
       {"mean/total_tokens", 1141.4}}},
+    // The recordings carry no ground_truth. Each question's ground truth is its value under
+    // upstream's calculators (multiply is 1.1*a*b, sin is cos, log(a, base) uses |base + 1.5|,
+    // ...), computed with CPython from upstream's math_advanced_calculations_tools.py, not read
+    // from the recording; the recorded tool outputs must then come back from our tools (the
+    // replay model compares them) and every reward is the recorded 1.0.
+    {"math_advanced_calculations",
+     "math_advanced_calculations_simple_agent",
+     {1, 1, 1, 1, 1},
+     {{"mean/reward", 1.0},
+      {"mean/input_tokens", 458.0},
+      {"mean/output_tokens", 31.8},
+      {"mean/total_tokens", 489.8}},
+     Inputs::recorded_rows,
+     {{"Get me the value for sin(4.0) using only the given tools.",
+       {{"ground_truth", "[-0.6536436208636119]"}, {"depth", 2}, {"breadth", 1}}},
+      {"Get me the value for 8.0 ** 8.0 using only the given tools.",
+       {{"ground_truth", "[1073741824.0]"}, {"depth", 2}, {"breadth", 1}}},
+      {"Get me the value for (6.0 + 10.0) using only the given tools.",
+       {{"ground_truth", "[17.2]"}, {"depth", 2}, {"breadth", 1}}},
+      {"Get me the value for cos((6.0 - 2.0)) using only the given tools.",
+       {{"ground_truth", "[0.8414709848078965]"}, {"depth", 3}, {"breadth", 1}}},
+      {"Get me the value for sin(log(2.0, 2.0)) using only the given tools.",
+       {{"ground_truth", "[0.8507977712171255]"}, {"depth", 3}, {"breadth", 1}}}}},
 };
 
 // Test names show the environment, not the parameter's bytes.
@@ -464,6 +505,7 @@ INSTANTIATE_TEST_SUITE_P(Environments, EvalRunConformance, ::testing::ValuesIn(k
 struct OwnExample {
   std::string env;
   std::vector<double> rewards;  // by task
+  std::string agent = "";       // the preset's agent instance when not <env>_simple_agent
 };
 
 void PrintTo(const OwnExample& e, std::ostream* os) { *os << e.env; }
@@ -476,8 +518,8 @@ TEST_P(EvalRunOwnExamples, ReplayToTheSavedRows) {
   TempDir tmp;
   const std::string out = tmp.file(e.env + ".jsonl");
   auto r = run_gym("eval run --resources-server " + e.env + " --model-type replay_model --agent " +
-                   e.env + "_simple_agent --input " + data + "example.jsonl --output " + out +
-                   " ++head_server.port=0");
+                   (e.agent.empty() ? e.env + "_simple_agent" : e.agent) + " --input " + data +
+                   "example.jsonl --output " + out + " ++head_server.port=0");
   ASSERT_EQ(r.code, 0) << r.output;
   auto saved = read_jsonl(data + "example_rollouts.jsonl");
   auto rows = read_jsonl(out);
@@ -513,13 +555,23 @@ TEST_P(EvalRunOwnExamples, ReplayToTheSavedRows) {
 // the option H2, Answer: A, a wrong option, an unclosed <think> (early_termination) and a
 // <choice> naming no option (malformed_choice). example_tool_call_multireward: the right city
 // (2.0), a wrong one (1.0), a wrong argument name that the tool rejects (0.0), no call (0.0) and
-// the right call twice (2.0).
-INSTANTIATE_TEST_SUITE_P(Environments, EvalRunOwnExamples,
-                         ::testing::Values(OwnExample{"gpqa_diamond", {1, 1, 0, 1, 0}},
-                                           OwnExample{"bunsenbench_chemistry_mcq", {1, 1, 0, 0, 0}},
-                                           OwnExample{"example_tool_call_multireward",
-                                                      {2, 1, 0, 0, 2}}),
-                         [](const auto& info) { return info.param.env; });
+// the right call twice (2.0). math_advanced_calculations: three questions answered through the
+// tools, one answered without them, one whose last step is done by hand. calendar: two correct
+// schedules, an overlap, a broken "at" constraint, a correct list wrapped in prose.
+// single_step_tool_use_with_argument_comparison: the expected call, a message for a message, an
+// integer passed as a string, the expected batch in the other order, a message for a call.
+INSTANTIATE_TEST_SUITE_P(
+    Environments, EvalRunOwnExamples,
+    ::testing::Values(OwnExample{"gpqa_diamond", {1, 1, 0, 1, 0}},
+                      OwnExample{"bunsenbench_chemistry_mcq", {1, 1, 0, 0, 0}},
+                      OwnExample{"example_tool_call_multireward", {2, 1, 0, 0, 2}},
+                      OwnExample{"math_advanced_calculations", {1, 1, 1, 0, 0}},
+                      OwnExample{"calendar", {1, 1, 0, 0, 1}},
+                      OwnExample{"single_step_tool_use_with_argument_comparison",
+                                 {1, 1, 0, 1, 0},
+                                 "single_step_tool_use_with_argument_"
+                                 "comparison_agent"}),
+    [](const auto& info) { return info.param.env; });
 
 // ---- 2. A deployment killed mid-run, then --resume (runtime.md 7.6, 7.7, 8.3, 9.5) -----------
 
