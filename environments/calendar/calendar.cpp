@@ -239,16 +239,41 @@ std::string py_str(const json::value& v) {
   return "";
 }
 
+// `a == b` of two values from one json.loads, as dict and list equality compares their members
+// (identity first): json.loads makes one shared object of every NaN literal, so NaN members are
+// equal to each other there, unlike NaN == NaN.
+bool members_equal(const json::value& a, const json::value& b) {
+  if (a.is_double() && b.is_double() && std::isnan(a.get_double()) && std::isnan(b.get_double()))
+    return true;
+  if (a.is_array() && b.is_array()) {
+    const auto& x = a.get_array();
+    const auto& y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!members_equal(x[i], y[i])) return false;
+    return true;
+  }
+  if (a.is_object() && b.is_object()) {
+    const auto& x = a.get_object();
+    const auto& y = b.get_object();
+    if (x.size() != y.size()) return false;
+    for (const auto& kv : x) {
+      const auto* other = y.if_contains(kv.key());
+      if (!other || !members_equal(kv.value(), *other)) return false;
+    }
+    return true;
+  }
+  return python_compat::json_equal(a, b, python_compat::BoolRule::as_integers);
+}
+
 // is_event_conflicting(events, events[index], exclude_event=events[index]): the event itself
-// and every event equal to it are skipped.
+// and every event equal to it (dict ==) are skipped.
 bool conflicts(const json::array& events, std::size_t index) {
   const json::value& event = events[index];
   Num start = time_to_minutes(item(event, "start_time"));
   Num end = add(start, item(event, "duration"));
   for (std::size_t j = 0; j < events.size(); ++j) {
-    if (j == index ||
-        python_compat::json_equal(events[j], event, python_compat::BoolRule::as_integers))
-      continue;
+    if (j == index || members_equal(events[j], event)) continue;
     Num other_start = time_to_minutes(item(events[j], "start_time"));
     Num other_end = add(other_start, item(events[j], "duration"));
     if (!(less_equal(end, other_start) || less_equal(other_end, start))) return true;

@@ -240,8 +240,17 @@ Response call_tool(std::string_view path, const json::object& body) {
 
 // ---- verify ------------------------------------------------------------------------------------
 
+// One entry of upstream's predicted list: a float, or None. json.loads returns one shared NaN
+// object for every NaN literal and float() of a float is that float, so a NaN solution written
+// as NaN is the very object a NaN ground truth is: `in` finds it by identity. A NaN from
+// float("nan") is a new object and equals nothing.
+struct Solution {
+  double value = 0.0;
+  bool json_nan = false;
+};
+
 // float(json.loads(output)["solution"]) of a function_call_output, or None where that raises.
-std::optional<double> reported_solution(const json::object& item) {
+std::optional<Solution> reported_solution(const json::object& item) {
   const auto* output = item.if_contains("output");
   if (!output || !output->is_string()) return std::nullopt;
   json::value parsed;
@@ -252,8 +261,13 @@ std::optional<double> reported_solution(const json::object& item) {
   }
   const auto* solution = parsed.is_object() ? parsed.get_object().if_contains("solution") : nullptr;
   if (!solution) return std::nullopt;
-  if (python_compat::py_is_number(*solution)) return python_compat::py_float_of(*solution);
-  if (solution->is_string()) return python_compat::py_float(solution->get_string());
+  if (python_compat::py_is_number(*solution)) {
+    double v = python_compat::py_float_of(*solution);
+    return Solution{v, std::isnan(v)};
+  }
+  if (solution->is_string()) {
+    if (auto v = python_compat::py_float(solution->get_string())) return Solution{*v, false};
+  }
   return std::nullopt;
 }
 
@@ -276,13 +290,16 @@ json::array iterated(const json::value& v) {
   return out;
 }
 
-// `gt in predicted`: None is in the list when a tool output failed; numbers compare by value.
-bool reported(const json::value& gt, const std::vector<std::optional<double>>& predicted) {
+// `gt in predicted` (identity, then ==): None is in the list when a tool output failed; numbers
+// compare by value; a NaN ground truth is the same object as a NaN solution parsed from JSON.
+bool reported(const json::value& gt, const std::vector<std::optional<Solution>>& predicted) {
+  bool gt_nan = gt.is_double() && std::isnan(gt.get_double());
   for (const auto& p : predicted) {
     if (!p) {
       if (gt.is_null()) return true;
-    } else if (python_compat::json_equal(gt, json::value(*p),
-                                         python_compat::BoolRule::as_integers)) {
+    } else if (gt_nan ? p->json_nan
+                      : python_compat::json_equal(gt, json::value(p->value),
+                                                  python_compat::BoolRule::as_integers)) {
       return true;
     }
   }
@@ -296,7 +313,7 @@ json::object verify(const json::object& row) {
                                    py_type_name(ground_truth_text));
   json::value ground_truth = python_compat::py_json_loads(ground_truth_text.get_string());
 
-  std::vector<std::optional<double>> predicted;
+  std::vector<std::optional<Solution>> predicted;
   for (const auto& v : row.at("response").at("output").get_array()) {
     const auto* item = v.if_object();
     const auto* type = item ? item->if_contains("type") : nullptr;

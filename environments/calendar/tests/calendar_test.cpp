@@ -202,6 +202,12 @@ Anything else?)json",
             {"nan_in_other_field",
              R"json({"0": {"event_id": 0, "duration": 60, "constraint": "between 2pm and 4pm", "min_time": "10:00", "max_time": "16:00"}})json",
              R"json([{"event_id": 0, "start_time": "2pm", "duration": 60, "note": NaN}])json", 1.0},
+            // json.loads makes one object of every NaN, so these two events are equal dicts
+            // (skipped).
+            {"nan_in_identical_duplicates",
+             R"json({"0": {"event_id": 0, "duration": 60, "constraint": null, "min_time": "10:00", "max_time": "16:00"}})json",
+             R"json([{"event_id": 0, "start_time": "11:00", "duration": 60, "note": NaN}, {"event_id": 0, "start_time": "11:00", "duration": 60, "note": NaN}])json",
+             1.0},
             {"unknown_constraint",
              R"json({"0": {"event_id": 0, "duration": 60, "constraint": "around 2pm", "min_time": "10:00", "max_time": "16:00"}})json",
              R"json([{"event_id": 0, "start_time": "11:00", "duration": 60}])json", 1.0},

@@ -221,7 +221,10 @@ const VerifyCase kVerifyCases[] = {
     {"unparsable_output_is_none", output("c", "Internal Server Error"), R"("[null]")", 200, 1.0},
     {"string_solution", output("c", R"({"solution":" 5.2 "})"), R"("[5.2]")", 200, 1.0},
     {"true_is_one", output("c", R"({"solution":1.0})"), R"("[true]")", 200, 1.0},
-    {"nan_never_matches", output("c", R"({"solution":NaN})"), R"("[NaN]")", 200, 0.0},
+    // json.loads returns one shared object for every NaN literal, and `in` tries identity first:
+    // a NaN solution matches a NaN ground truth; float("nan") makes a new object, which does not.
+    {"nan_literal_is_the_same_object", output("c", R"({"solution":NaN})"), R"("[NaN]")", 200, 1.0},
+    {"nan_from_text_never_matches", output("c", R"({"solution":"nan"})"), R"("[NaN]")", 200, 0.0},
     {"string_never_matches_a_float", output("c", R"({"solution":5.2})"), R"("[\"5.2\"]")", 200,
      0.0},
     // Iterating a ground truth that is not a list: a dict's keys, a string's characters.
