@@ -181,11 +181,12 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
       msg += "\nThe rows were made for agent(s) " +
              join(std::vector<std::string>(unknown_agents.begin(), unknown_agents.end())) +
              ", which this deployment does not have. Serve the environment they belong to (`gym "
-             "list` shows which preset defines each agent, e.g. --resources-server <env>), or, to "
-             "run them through one of the configured agents on purpose, define the name as a copy "
-             "of it: ++" +
-             name + "={_copy: " + (agents.empty() ? std::string("<agent>") : agents.front()) +
-             "} (rewards are then that agent's environment's)";
+             "list` shows which preset defines each agent, e.g. --resources-server <env>)";
+      if (!agents.empty())
+        msg +=
+            ", or, to run them through a configured agent on purpose, define the name as a "
+            "copy of it: ++" +
+            name + "={_copy: " + agents.front() + "} (rewards are then its environment's)";
     }
     throw core::ConfigError(msg);
   }

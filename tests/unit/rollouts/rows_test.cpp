@@ -417,7 +417,12 @@ TEST(ExpandRows, OneErrorListsEveryOffendingLine) {
           "  line 7: _ng_task_index is not an integer: \"x\"\n"
           "  line 8: no responses_create_params object\n"
           "  line 9: no agent: set agent_ref.name in the row or pass --agent NAME\n"
-          "configured agents: alpha_agent, beta_agent");
+          "configured agents: alpha_agent, beta_agent\n"
+          "The rows were made for agent(s) alpah_agent, zzz, which this deployment does not have. "
+          "Serve the environment they belong to (`gym list` shows which preset defines each "
+          "agent, e.g. --resources-server <env>), or, to run them through a configured agent on "
+          "purpose, define the name as a copy of it: ++alpah_agent={_copy: alpha_agent} (rewards "
+          "are then its environment's)");
 }
 
 TEST(ExpandRows, AgentNameThatIsNotAnAgentIsReportedWithoutAgents) {
@@ -428,7 +433,10 @@ TEST(ExpandRows, AgentNameThatIsNotAnAgentIsReportedWithoutAgents) {
       input +
           ": 1 problem(s) in the input rows; nothing was dispatched:\n"
           "  line 1: agent 'mcqa_agent' is not a responses_api_agents instance\n"
-          "configured agents: (none)");
+          "configured agents: (none)\n"
+          "The rows were made for agent(s) mcqa_agent, which this deployment does not have. Serve "
+          "the environment they belong to (`gym list` shows which preset defines each agent, e.g. "
+          "--resources-server <env>)");
 }
 
 TEST(ExpandRows, NoLinesExpandToNoRows) {
