@@ -5,8 +5,8 @@
 #include "builtin_environments.h"
 #include "bunsenbench_chemistry_mcq/bunsen_extract.h"
 #include "core/json_text.h"
+#include "environment_routes.h"
 #include "http/router.h"
-#include "route_call.h"
 #include "servers/registry.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +24,6 @@ using gym::environments::bunsen_normalize_chemistry_text;
 using gym::environments::BunsenOptions;
 using gym::environments::McqaLetters;
 using gym::http::Method;
-using gym::test::call_route;
 
 namespace {
 
@@ -52,23 +51,8 @@ json::object response(const std::string& text, const std::string& item_status = 
 
 class Bunsen : public ::testing::Test {
  protected:
-  void SetUp() override {
-    gym::servers::register_environment(registry_,
-                                       gym::environments::bunsenbench_chemistry_mcq_environment());
-    impl_ = registry_.find("resources_servers", "bunsenbench_chemistry_mcq");
-    ASSERT_NE(impl_, nullptr);
-    ctx_ = std::make_unique<gym::servers::ServerContext>(
-        global_, gym::core::find_server_instances(global_).at(0));
-    impl_->add_routes(*ctx_, router_);
-  }
-
-  // The answer a server gives: a handler's exception becomes its 500 (runtime.md 4.2).
   gym::http::Response post(const std::string& path, const std::string& body) const {
-    try {
-      return call_route(router_, Method::post, path, body);
-    } catch (const std::exception& e) {
-      return gym::http::exception_response(e);
-    }
+    return routes_.post(path, body);
   }
   gym::http::Response post(const std::string& path, const json::value& body) const {
     return post(path, json::serialize(body));
@@ -101,14 +85,7 @@ class Bunsen : public ::testing::Test {
     return res.status == 200 ? json::parse(res.body).as_object() : json::object{};
   }
 
-  json::object global_{
-      {"bunsenbench_chemistry_mcq",
-       json::object{
-           {"resources_servers", json::object{{"bunsenbench_chemistry_mcq", json::object{}}}}}}};
-  gym::servers::Registry registry_;
-  const gym::servers::Implementation* impl_ = nullptr;
-  std::unique_ptr<gym::servers::ServerContext> ctx_;
-  gym::http::Router router_;
+  gym::test::EnvironmentRoutes routes_{gym::environments::bunsenbench_chemistry_mcq_environment()};
 };
 
 struct ExtractCase {
@@ -308,8 +285,8 @@ TEST_F(Bunsen, VerifyEcho) {
   EXPECT_EQ(out.at("bunsen_id"), "bunsen:1");
   EXPECT_TRUE(out.at("choices").is_null());
   EXPECT_EQ(out.at("metadata"), body.at("metadata"));
-  EXPECT_EQ(call_route(router_, Method::get, "/reverify_mode").body, R"("unknown")");
-  EXPECT_EQ(impl_->class_name, "BunsenChemResourcesServer");
+  EXPECT_EQ(routes_.call(Method::get, "/reverify_mode").body, R"("unknown")");
+  EXPECT_EQ(routes_.impl().class_name, "BunsenChemResourcesServer");
 }
 
 TEST_F(Bunsen, BadBodies) {

@@ -3,8 +3,8 @@
 // rewards through this one: environments_test's ExampleSplit.)
 #include "calculator/expression.h"
 #include "core/config.h"
+#include "environment_routes.h"
 #include "http/router.h"
-#include "route_call.h"
 #include "servers/resources_server.h"
 
 #include <gtest/gtest.h>
@@ -60,20 +60,6 @@ TEST(CalculatorExpression, RefusesWhatIsNotArithmetic) {
     EXPECT_THROW(evaluate(bad), ExpressionError) << bad;
 }
 
-struct Served {
-  json::object config{
-      {"calc", json::object{{"resources_servers", json::object{{"calculator", json::object{}}}}}}};
-  gym::servers::Registry registry;
-  gym::http::Router router;
-  std::unique_ptr<gym::servers::ServerContext> context;
-  Served() {
-    gym::servers::register_environment(registry, gym::environments::calculator_environment());
-    context = std::make_unique<gym::servers::ServerContext>(
-        config, gym::core::find_server_instances(config).at(0));
-    registry.find("resources_servers", "calculator")->add_routes(*context, router);
-  }
-};
-
 json::object response_saying(const std::string& text) {
   json::object part{{"type", "output_text"}, {"text", text}};
   json::object message{{"type", "message"}, {"role", "assistant"}, {"content", json::array{part}}};
@@ -81,24 +67,18 @@ json::object response_saying(const std::string& text) {
 }
 
 TEST(CalculatorRoutes, ToolAndVerify) {
-  Served s;
-  using gym::http::Method;
-  using gym::test::call_route;
-  EXPECT_EQ(call_route(s.router, Method::post, "/calculate", R"({"expression":"245/3.5"})").body,
-            R"({"result":70})");
-  EXPECT_EQ(call_route(s.router, Method::post, "/calculate", R"({"expression":"10/4"})").body,
-            R"({"result":2.5})");
-  EXPECT_NE(call_route(s.router, Method::post, "/calculate", R"({"expression":"x"})")
-                .body.find("\"error\""),
+  const gym::test::EnvironmentRoutes s{gym::environments::calculator_environment()};
+  EXPECT_EQ(s.post("/calculate", R"({"expression":"245/3.5"})").body, R"({"result":70})");
+  EXPECT_EQ(s.post("/calculate", R"({"expression":"10/4"})").body, R"({"result":2.5})");
+  EXPECT_NE(s.post("/calculate", R"({"expression":"x"})").body.find("\"error\""),
             std::string::npos);
-  EXPECT_NE(call_route(s.router, Method::post, "/calculate", R"({"expr":1})").body.find("error"),
-            std::string::npos);
+  EXPECT_NE(s.post("/calculate", R"({"expr":1})").body.find("error"), std::string::npos);
 
   auto verify = [&](const json::value& expected, const std::string& text) {
     json::object body{{"responses_create_params", json::object{}},
                       {"response", response_saying(text)},
                       {"expected_answer", expected}};
-    return call_route(s.router, Method::post, "/verify", json::serialize(body));
+    return s.post("/verify", json::serialize(body));
   };
   auto right = json::parse(verify(1234, "The total is\n1,234").body).as_object();
   EXPECT_EQ(right.at("reward").as_double(), 1.0);

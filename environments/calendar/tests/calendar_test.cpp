@@ -3,9 +3,9 @@
 // duplicates, constraint texts) and of its text extraction (only the last output item counts).
 // Rewards beyond upstream's tests were computed with upstream's utils.py under CPython 3.13.
 #include "builtin_environments.h"
+#include "environment_routes.h"
 #include "files.h"
 #include "http/router.h"
-#include "route_call.h"
 #include "servers/registry.h"
 
 #include <gtest/gtest.h>
@@ -21,38 +21,19 @@
 
 namespace json = boost::json;
 using gym::http::Method;
-using gym::test::call_route;
 
 namespace {
 
+// The environment's routes, as a resources server instance serves them.
 class CalendarServer {
  public:
-  CalendarServer() {
-    gym::servers::register_environment(registry_, gym::environments::calendar_environment());
-    impl_ = registry_.find("resources_servers", "calendar");
-    global_ = json::object{
-        {"calendar",
-         json::object{{"resources_servers", json::object{{"calendar", json::object{}}}}}}};
-    ctx_ = std::make_unique<gym::servers::ServerContext>(
-        global_, gym::core::find_server_instances(global_).at(0));
-    impl_->add_routes(*ctx_, router_);
-  }
-  const gym::servers::Implementation* impl() const { return impl_; }
+  const gym::servers::Implementation* impl() const { return &routes_.impl(); }
   gym::http::Response verify(const std::string& body) const {
-    // An exception escaping the handler is the server's 500 "<error type>: <message>" answer.
-    try {
-      return call_route(router_, Method::post, "/verify", body);
-    } catch (const std::exception& e) {
-      return gym::http::exception_response(e);
-    }
+    return routes_.post("/verify", body);
   }
 
  private:
-  gym::servers::Registry registry_;
-  const gym::servers::Implementation* impl_ = nullptr;
-  json::object global_;
-  std::unique_ptr<gym::servers::ServerContext> ctx_;
-  gym::http::Router router_;
+  gym::test::EnvironmentRoutes routes_{gym::environments::calendar_environment()};
 };
 
 const CalendarServer& server() {

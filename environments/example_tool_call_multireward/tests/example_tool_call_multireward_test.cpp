@@ -4,8 +4,8 @@
 // resources server. Expectations checked against upstream's functions under CPython.
 #include "builtin_environments.h"
 #include "core/json_text.h"
+#include "environment_routes.h"
 #include "http/router.h"
-#include "route_call.h"
 #include "servers/registry.h"
 
 #include <gtest/gtest.h>
@@ -17,39 +17,17 @@
 
 namespace json = boost::json;
 using gym::http::Method;
-using gym::test::call_route;
 
 namespace {
 
 class MultiReward : public ::testing::Test {
  protected:
-  void SetUp() override {
-    gym::servers::register_environment(
-        registry_, gym::environments::example_tool_call_multireward_environment());
-    impl_ = registry_.find("resources_servers", "example_tool_call_multireward");
-    ASSERT_NE(impl_, nullptr);
-    ctx_ = std::make_unique<gym::servers::ServerContext>(
-        global_, gym::core::find_server_instances(global_).at(0));
-    impl_->add_routes(*ctx_, router_);
-  }
-
-  // The answer a server gives: a handler's exception becomes its 500 (runtime.md 4.2).
   gym::http::Response post(const std::string& path, const std::string& body) const {
-    try {
-      return call_route(router_, Method::post, path, body);
-    } catch (const std::exception& e) {
-      return gym::http::exception_response(e);
-    }
+    return routes_.post(path, body);
   }
 
-  json::object global_{
-      {"example_tool_call_multireward",
-       json::object{{"resources_servers",
-                     json::object{{"example_tool_call_multireward", json::object{}}}}}}};
-  gym::servers::Registry registry_;
-  const gym::servers::Implementation* impl_ = nullptr;
-  std::unique_ptr<gym::servers::ServerContext> ctx_;
-  gym::http::Router router_;
+  gym::test::EnvironmentRoutes routes_{
+      gym::environments::example_tool_call_multireward_environment()};
 };
 
 // Upstream's WEATHER_TOOLS.
@@ -217,12 +195,12 @@ TEST_F(MultiReward, FailsWhereUpstreamFails) {
 }
 
 TEST_F(MultiReward, WeatherToolAndBaseRoutes) {
-  EXPECT_EQ(impl_->class_name, "ToolCallMultiRewardResourcesServer");
+  EXPECT_EQ(routes_.impl().class_name, "ToolCallMultiRewardResourcesServer");
   auto res = post("/get_weather", R"({"city":"Lagos","extra":1})");
   EXPECT_EQ(res.status, 200);
   EXPECT_EQ(res.body, R"({"city":"Lagos","weather_description":"The weather in Lagos is sunny."})");
   EXPECT_EQ(post("/get_weather", R"({"town":"Lagos"})").status, 422);
-  EXPECT_EQ(call_route(router_, Method::get, "/reverify_mode").body, R"("unknown")");
+  EXPECT_EQ(routes_.call(Method::get, "/reverify_mode").body, R"("unknown")");
   // Default aggregate metrics: every component is a top-level number.
   res = post("/aggregate_metrics",
              R"({"verify_responses":[{"reward":2.0,"reward_components":{"correctness":1.0},)"

@@ -4,8 +4,8 @@
 // functions under CPython.
 #include "builtin_environments.h"
 #include "core/json_text.h"
+#include "environment_routes.h"
 #include "http/router.h"
-#include "route_call.h"
 #include "servers/registry.h"
 
 #include <gtest/gtest.h>
@@ -17,37 +17,16 @@
 
 namespace json = boost::json;
 using gym::http::Method;
-using gym::test::call_route;
 
 namespace {
 
 class GpqaDiamond : public ::testing::Test {
  protected:
-  void SetUp() override {
-    gym::servers::register_environment(registry_, gym::environments::gpqa_diamond_environment());
-    impl_ = registry_.find("resources_servers", "gpqa_diamond");
-    ASSERT_NE(impl_, nullptr);
-    ctx_ = std::make_unique<gym::servers::ServerContext>(
-        global_, gym::core::find_server_instances(global_).at(0));
-    impl_->add_routes(*ctx_, router_);
-  }
-
-  // The answer a server gives: a handler's exception becomes its 500 (runtime.md 4.2).
   gym::http::Response verify(const json::object& body) const {
-    try {
-      return call_route(router_, Method::post, "/verify", json::serialize(body));
-    } catch (const std::exception& e) {
-      return gym::http::exception_response(e);
-    }
+    return routes_.post_json("/verify", body);
   }
 
-  json::object global_{
-      {"gpqa_diamond",
-       json::object{{"resources_servers", json::object{{"gpqa_diamond", json::object{}}}}}}};
-  gym::servers::Registry registry_;
-  const gym::servers::Implementation* impl_ = nullptr;
-  std::unique_ptr<gym::servers::ServerContext> ctx_;
-  gym::http::Router router_;
+  gym::test::EnvironmentRoutes routes_{gym::environments::gpqa_diamond_environment()};
 };
 
 json::object message(const std::string& text) {
@@ -160,12 +139,12 @@ TEST_F(GpqaDiamond, FailsWhereUpstreamFails) {
 }
 
 TEST_F(GpqaDiamond, BaseRoutesAndMcqaMetrics) {
-  EXPECT_EQ(impl_->class_name, "GPQADiamondResourcesServer");
-  EXPECT_EQ(call_route(router_, Method::get, "/reverify_mode").body, R"("unknown")");
-  EXPECT_EQ(call_route(router_, Method::post, "/seed_session", "{}").body, "{}");
-  auto res = call_route(router_, Method::post, "/aggregate_metrics",
-                        R"({"verify_responses":[{"reward":1.0,"extracted_answer":"A"},)"
-                        R"({"_ng_task_index":1,"reward":0.0,"extracted_answer":null}]})");
+  EXPECT_EQ(routes_.impl().class_name, "GPQADiamondResourcesServer");
+  EXPECT_EQ(routes_.call(Method::get, "/reverify_mode").body, R"("unknown")");
+  EXPECT_EQ(routes_.call(Method::post, "/seed_session", "{}").body, "{}");
+  auto res = routes_.call(Method::post, "/aggregate_metrics",
+                          R"({"verify_responses":[{"reward":1.0,"extracted_answer":"A"},)"
+                          R"({"_ng_task_index":1,"reward":0.0,"extracted_answer":null}]})");
   ASSERT_EQ(res.status, 200) << res.body;
   EXPECT_EQ(
       gym::core::render_json(json::parse(res.body).at("key_metrics")),

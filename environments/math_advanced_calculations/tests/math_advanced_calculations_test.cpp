@@ -4,10 +4,10 @@
 // over ground truths that are not lists). Expected texts were computed with CPython 3.13.
 #include "builtin_environments.h"
 #include "conformance_dir.h"
+#include "environment_routes.h"
 #include "files.h"
 #include "http/router.h"
 #include "python_compat/json.h"
-#include "route_call.h"
 #include "servers/registry.h"
 
 #include <gtest/gtest.h>
@@ -26,41 +26,19 @@
 
 namespace json = boost::json;
 using gym::http::Method;
-using gym::test::call_route;
 
 namespace {
 
-// The environment's routes on a Router, as a resources server instance gets them.
+// The environment's routes, as a resources server instance serves them.
 class MathServer {
  public:
-  MathServer() {
-    gym::servers::register_environment(registry_,
-                                       gym::environments::math_advanced_calculations_environment());
-    impl_ = registry_.find("resources_servers", "math_advanced_calculations");
-    global_ = json::object{
-        {"math_advanced_calculations",
-         json::object{
-             {"resources_servers", json::object{{"math_advanced_calculations", json::object{}}}}}}};
-    ctx_ = std::make_unique<gym::servers::ServerContext>(
-        global_, gym::core::find_server_instances(global_).at(0));
-    impl_->add_routes(*ctx_, router_);
-  }
-  const gym::servers::Implementation* impl() const { return impl_; }
+  const gym::servers::Implementation* impl() const { return &routes_.impl(); }
   gym::http::Response post(const std::string& path, const std::string& body) const {
-    // An exception escaping the handler is the server's 500 "<error type>: <message>" answer.
-    try {
-      return call_route(router_, Method::post, path, body);
-    } catch (const std::exception& e) {
-      return gym::http::exception_response(e);
-    }
+    return routes_.post(path, body);
   }
 
  private:
-  gym::servers::Registry registry_;
-  const gym::servers::Implementation* impl_ = nullptr;
-  json::object global_;
-  std::unique_ptr<gym::servers::ServerContext> ctx_;
-  gym::http::Router router_;
+  gym::test::EnvironmentRoutes routes_{gym::environments::math_advanced_calculations_environment()};
 };
 
 const MathServer& server() {

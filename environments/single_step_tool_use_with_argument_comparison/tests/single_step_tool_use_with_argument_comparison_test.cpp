@@ -3,9 +3,9 @@
 // verify requests, plus the Python behaviour of upstream's comparator where they stop.
 #include "builtin_environments.h"
 #include "core/config.h"
+#include "environment_routes.h"
 #include "files.h"
 #include "http/router.h"
-#include "route_call.h"
 #include "servers/registry.h"
 
 #include <gtest/gtest.h>
@@ -22,41 +22,24 @@
 
 namespace json = boost::json;
 using gym::http::Method;
-using gym::test::call_route;
 
 namespace {
 
 constexpr const char* kEnv = "single_step_tool_use_with_argument_comparison";
 
-// The routes of one instance whose tool_call_comparator_config is `comparator` (a JSON object).
+// The environment's routes, as a resources server instance serves them.
 class StepServer {
  public:
-  explicit StepServer(const json::object& instance_config) {
-    gym::servers::register_environment(
-        registry_, gym::environments::single_step_tool_use_with_argument_comparison_environment());
-    impl_ = registry_.find("resources_servers", kEnv);
-    global_ = json::object{
-        {"step", json::object{{"resources_servers", json::object{{kEnv, instance_config}}}}}};
-    ctx_ = std::make_unique<gym::servers::ServerContext>(
-        global_, gym::core::find_server_instances(global_).at(0));
-    impl_->add_routes(*ctx_, router_);
-  }
-  const gym::servers::Implementation* impl() const { return impl_; }
+  explicit StepServer(const json::object& instance_config)
+      : routes_(gym::environments::single_step_tool_use_with_argument_comparison_environment(),
+                instance_config) {}
+  const gym::servers::Implementation* impl() const { return &routes_.impl(); }
   gym::http::Response verify(const std::string& body) const {
-    // An exception escaping the handler is the server's 500 "<error type>: <message>" answer.
-    try {
-      return call_route(router_, Method::post, "/verify", body);
-    } catch (const std::exception& e) {
-      return gym::http::exception_response(e);
-    }
+    return routes_.post("/verify", body);
   }
 
  private:
-  gym::servers::Registry registry_;
-  const gym::servers::Implementation* impl_ = nullptr;
-  json::object global_;
-  std::unique_ptr<gym::servers::ServerContext> ctx_;
-  gym::http::Router router_;
+  gym::test::EnvironmentRoutes routes_;
 };
 
 // Upstream's test helper `build_comparator`: threshold 0.1 unless overridden, plus overrides.
