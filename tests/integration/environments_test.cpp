@@ -480,6 +480,101 @@ TEST(WrongEnvironment, RowsForAnotherAgentAreAnErrorThatSaysHowToMap) {
   for (const auto& row : out) EXPECT_EQ(gym::test::agent_of(row), "quiz_agent");
 }
 
+// R1 holds for every server type: a model server and an agent written in Python (standard
+// library only) run from their folders beside the built-in mcqa resources server, and the agent
+// carries mcqa's session cookie from /seed_session to /verify.
+TEST(ExternalServer, AModelServerAndAnAgentCanBeExternalToo) {
+  TempDir tmp;
+  const std::string common =
+      "import json, os, sys, urllib.request, yaml\n"
+      "from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer\n"
+      "config = yaml.safe_load(os.environ['NEMO_GYM_CONFIG_DICT'])\n"
+      "name = os.environ['NEMO_GYM_CONFIG_PATH']\n"
+      "def block(n):\n"
+      "    (t, impls), = config[n].items()\n"
+      "    (i, b), = impls.items()\n"
+      "    return b\n"
+      "me = block(name)\n"
+      "def serve(handle):\n"
+      "    class H(BaseHTTPRequestHandler):\n"
+      "        def log_message(self, *a): pass\n"
+      "        def reply(self, code, body, headers=()):\n"
+      "            data = json.dumps(body).encode()\n"
+      "            self.send_response(code)\n"
+      "            for k, v in headers: self.send_header(k, v)\n"
+      "            self.send_header('Content-Type', 'application/json')\n"
+      "            self.send_header('Content-Length', str(len(data)))\n"
+      "            self.end_headers()\n"
+      "            self.wfile.write(data)\n"
+      "        def do_GET(self): self.reply(200, {'status': 'ok'})\n"
+      "        def do_POST(self):\n"
+      "            body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))\n"
+      "            self.reply(*handle(self.path, body))\n"
+      "    print('serving', name, flush=True)\n"
+      "    ThreadingHTTPServer((me['host'], int(me['port'])), H).serve_forever()\n";
+  const fs::path model = fs::path(tmp.path()) / "responses_api_models" / "boxed_c_model";
+  const fs::path agent = fs::path(tmp.path()) / "responses_api_agents" / "one_turn_agent";
+  fs::create_directories(model);
+  fs::create_directories(agent);
+  std::ofstream(model / "app.py")
+      << common
+      << "def handle(path, body):\n"
+         "    msg = {'id': 'msg_1', 'type': 'message', 'role': 'assistant', 'status': "
+         "'completed', 'content': [{'type': 'output_text', 'text': 'I pick \\\\boxed{C}', "
+         "'annotations': []}]}\n"
+         "    return 200, {'id': 'resp_1', 'object': 'response', 'created_at': 0, 'model': "
+         "'boxed-c', 'output': [msg], 'status': 'completed', 'parallel_tool_calls': True, "
+         "'tool_choice': 'auto', 'tools': []}\n"
+         "serve(handle)\n";
+  std::ofstream(agent / "app.py")
+      << common
+      << "def url(ref):\n"
+         "    b = block(ref['name'])\n"
+         "    return f\"http://{b['host']}:{b['port']}\"\n"
+         "def post(u, body, cookie=None):\n"
+         "    req = urllib.request.Request(u, json.dumps(body).encode(), {'Content-Type': "
+         "'application/json', **({'Cookie': cookie} if cookie else {})})\n"
+         "    with urllib.request.urlopen(req) as r:\n"
+         "        return json.loads(r.read()), r.headers.get('Set-Cookie')\n"
+         "def handle(path, row):\n"
+         "    res, model = url(me['resources_server']), url(me['model_server'])\n"
+         "    if path == '/aggregate_metrics':\n"
+         "        return 200, post(res + path, row)[0]\n"
+         "    _, cookie = post(res + '/seed_session', row)\n"
+         "    cookie = cookie.split(';')[0] if cookie else None\n"
+         "    response, _ = post(model + '/v1/responses', row['responses_create_params'])\n"
+         "    verified, _ = post(res + '/verify', {**row, 'response': response}, cookie)\n"
+         "    verified['had_cookie'] = cookie is not None\n"
+         "    return 200, verified\n"
+         "serve(handle)\n";
+  const std::string config = tmp.file("mixed.yaml");
+  std::ofstream(config) << "policy_model:\n  responses_api_models:\n    boxed_c_model:\n"
+                           "      entrypoint: app.py\n"
+                           "quiz_agent:\n  responses_api_agents:\n    one_turn_agent:\n"
+                           "      entrypoint: app.py\n"
+                           "      resources_server: {type: resources_servers, name: mcqa}\n"
+                           "      model_server: {type: responses_api_models, name: policy_model}\n";
+  auto r = run_gym("eval run --resources-server mcqa --config " + config + " --search-dir " +
+                       tmp.path() + " --agent quiz_agent --input " +
+                       (kEnvironments / "mcqa" / "data" / "example.jsonl").string() +
+                       " --output out/q.jsonl ++head_server.port=0",
+                   tmp.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("(python3 app.py in " + model.string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(python3 app.py in " + agent.string()), std::string::npos) << r.output;
+  auto rows = read_jsonl(tmp.file("out/q.jsonl"));
+  ASSERT_EQ(rows.size(), 5u);
+  // Golds B, C, A, D, C; "\\boxed{C}" is right for tasks 1 and 4 only (task 2 wants
+  // "Answer:", task 3's box holds another letter).
+  const std::vector<double> rewards{0, 1, 0, 0, 1};
+  for (const auto& row : rows) {
+    const auto task = gym::test::key_of(row).first;
+    EXPECT_EQ(row.at("reward").to_number<double>(), rewards.at(task)) << "task " << task;
+    EXPECT_EQ(row.at("extracted_answer"), task == 2 ? json::value() : json::value("C")) << task;
+    EXPECT_EQ(row.at("had_cookie"), json::value(true));
+  }
+}
+
 // A misspelt implementation with an entrypoint is not silently taken for an external server: the
 // error names the built-in it resembles and the folders looked in.
 TEST(ExternalServer, MisspeltImplementationIsAConfigErrorNotAnExternalServer) {
