@@ -8,6 +8,7 @@
 #include "process.h"
 #include "replay_input.h"
 #include "reserved_port.h"
+#include "rollout_rows.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -36,7 +37,12 @@ using gym::test::read_jsonl;
 using gym::test::read_lines;
 using gym::test::read_text;
 using gym::test::TempDir;
-using Key = std::pair<std::int64_t, std::int64_t>;
+using Key = gym::test::RowKey;
+using gym::test::agent_of;
+using gym::test::close_to;
+using gym::test::complete_lines;
+using gym::test::key_of;
+using gym::test::same_json;
 
 using gym::test::normalized_items;
 using gym::test::without_nulls;
@@ -63,22 +69,7 @@ std::string example_rollouts(const std::string& env) {
   return ::testing::AssertionSuccess();
 }
 
-std::size_t complete_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::size_t n = 0;
-  for (char c; in.get(c);) n += c == '\n';
-  return n;
-}
-
 std::int64_t as_int(const json::value& v) { return v.to_number<std::int64_t>(); }
-
-Key key_of(const json::object& row) {
-  return {as_int(row.at("_ng_task_index")), as_int(row.at("_ng_rollout_index"))};
-}
-
-std::string agent_of(const json::object& row) {
-  return std::string(row.at("agent_ref").at("name").as_string());
-}
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -121,29 +112,6 @@ class Deployment {
 
 // ---- JSON comparison (environments.md 8.3) --------------------------------------------------
 
-// Equality of JSON values with object keys unordered and numbers compared by value.
-bool same_json(const json::value& a, const json::value& b) {
-  if (a.is_number() && b.is_number()) return a.to_number<double>() == b.to_number<double>();
-  if (a.kind() != b.kind()) return false;
-  if (a.is_object()) {
-    const auto &x = a.get_object(), &y = b.get_object();
-    if (x.size() != y.size()) return false;
-    for (const auto& kv : x) {
-      const auto* other = y.if_contains(kv.key());
-      if (!other || !same_json(kv.value(), *other)) return false;
-    }
-    return true;
-  }
-  if (a.is_array()) {
-    const auto &x = a.get_array(), &y = b.get_array();
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (!same_json(x[i], y[i])) return false;
-    return true;
-  }
-  return a == b;
-}
-
 json::array normalized_input(const json::object& row) {
   return normalized_items(row.at("responses_create_params").at("input"));
 }
@@ -174,10 +142,6 @@ std::string output_item_difference(const json::value& got, const json::value& re
     ro.erase("output");
   }
   return same_json(g, r) ? "" : "items differ";
-}
-
-bool close_to(double got, double want) {
-  return std::fabs(got - want) <= 1e-9 * std::max(1.0, std::fabs(want));
 }
 
 // ---- 1. Conformance through `gym eval run` (environments.md 9) ------------------------------
