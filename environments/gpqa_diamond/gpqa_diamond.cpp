@@ -64,13 +64,7 @@ json::object verify(const json::object& row) {
     }
   }
 
-  const json::value& expected = mcqa_field(row, "expected_answer");
-  std::string gold = expected.is_string() ? py_upper(py_strip(expected.get_string())) : "";
-  bool correct = pred && !gold.empty() && *pred == gold;
-  json::object out = servers::verify_response(row, correct ? 1.0 : 0.0);
-  out["expected_answer"] = gold;
-  out["extracted_answer"] = pred ? json::value(*pred) : json::value(nullptr);
-  return out;
+  return mcqa_verify_answer(row, pred);
 }
 
 }  // namespace

@@ -184,8 +184,6 @@ std::optional<std::string> custom_regexes(std::string_view text, const json::val
 
 json::object verify(const json::object& row, const std::optional<std::string>& config_mode) {
   const json::value& options = mcqa_field(row, "options");
-  const json::value& expected = mcqa_field(row, "expected_answer");
-  std::string gold = expected.is_string() ? py_upper(py_strip(expected.get_string())) : "";
   Letters allowed = mcqa_allowed_letters(options);
   std::string mode = config_mode ? *config_mode
                      : row.contains("grading_mode")
@@ -211,11 +209,7 @@ json::object verify(const json::object& row, const std::optional<std::string>& c
       }
     }
   }
-  bool correct = pred && !gold.empty() && *pred == gold;
-  json::object out = servers::verify_response(row, correct ? 1.0 : 0.0);
-  out["expected_answer"] = gold;
-  out["extracted_answer"] = pred ? json::value(*pred) : json::value(nullptr);
-  return out;
+  return mcqa_verify_answer(row, pred);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "python_compat/json.h"
 #include "python_compat/re.h"
 #include "python_compat/str.h"
+#include "servers/resources_server.h"
 
 #include <boost/json.hpp>
 
@@ -63,6 +64,18 @@ const json::value& mcqa_field(const json::object& row, std::string_view key) {
   static const json::value null_value;
   const auto* v = row.if_contains(key);
   return v ? *v : null_value;
+}
+
+json::object mcqa_verify_answer(const json::object& row, const std::optional<std::string>& letter) {
+  const json::value& expected = mcqa_field(row, "expected_answer");
+  const std::string gold =
+      expected.is_string() ? python_compat::py_upper(python_compat::py_strip(expected.get_string()))
+                           : "";
+  const bool correct = letter && !gold.empty() && *letter == gold;
+  json::object out = servers::verify_response(row, correct ? 1.0 : 0.0);
+  out["expected_answer"] = gold;
+  out["extracted_answer"] = letter ? json::value(*letter) : json::value(nullptr);
+  return out;
 }
 
 std::string mcqa_output_text(const json::array& output) {

@@ -35,6 +35,12 @@ std::optional<std::string> mcqa_config_grading_mode(const boost::json::object& c
 // row[key], or null when the row has no such member.
 const boost::json::value& mcqa_field(const boost::json::object& row, std::string_view key);
 
+// The /verify answer of an MCQ environment: reward 1.0 iff a letter was found, the gold (the
+// row's expected_answer stripped and upper-cased, "" when absent) is non-empty and they are
+// equal; then `expected_answer` (the gold) and `extracted_answer` (the letter or null).
+boost::json::object mcqa_verify_answer(const boost::json::object& row,
+                                       const std::optional<std::string>& letter);
+
 // response.output_text (environments.md 1.4): the text of every output_text part of every
 // message item, concatenated. A message whose content is a non-empty string raises
 // AttributeError, as upstream's does.
