@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/env_init.h"
 #include "cli/eval_run.h"
+#include "cli/eval_submit.h"
 #include "cli/usage.h"
 #include "core/logging.h"
 #include "exporters/metrics_pipeline.h"
@@ -12,6 +13,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -54,6 +56,36 @@ struct EvalFlags {
     if (resume) out.push_back("++resume_from_cache=true");
     if (disable_aggregation) out.push_back("++disable_aggregation=true");
     if (quiet) out.push_back("++progress_summaries=false");
+    return out;
+  }
+};
+
+// `gym eval submit` flags beyond those of `gym eval run`: the `slurm:` block's keys.
+struct SubmitFlags {
+  bool dry_run = false, wait = false;
+  std::string nodes, partition, account, time, job_name;
+  std::vector<std::string> sbatch;
+
+  std::vector<std::string> overrides() const {
+    std::vector<std::string> out;
+    auto add = [&](const char* key, const std::string& value) {
+      if (!value.empty()) out.push_back(std::string("++slurm.") + key + "=" + value);
+    };
+    add("nodes", nodes);
+    add("partition", partition);
+    add("account", account);
+    add("time", time);
+    add("job_name", job_name);
+    // A list override: the extra #SBATCH lines, each kept a string.
+    if (!sbatch.empty()) {
+      std::string list;
+      for (const auto& line : sbatch) {
+        std::string quoted = "'";
+        for (char c : line) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+        list += (list.empty() ? "" : ",") + quoted + "'";
+      }
+      out.push_back("++slurm.sbatch_args=[" + list + "]");
+    }
     return out;
   }
 };
@@ -104,6 +136,10 @@ class Cli {
       std::fprintf(stderr, "%s\n", problem->c_str());
       return 1;
     }
+    // `gym eval submit` hands its own command line on to the job's `gym eval run`.
+    auto eval = std::find(args.begin() + 1, args.end(), "eval");
+    if (eval != args.end() && eval + 1 != args.end() && eval[1] == "submit")
+      submit_args_.assign(eval + 2, args.end());
     try {
       app_.parse(reversed);
     } catch (const CLI::ParseError& e) {
@@ -177,14 +213,41 @@ class Cli {
   void add_eval_run() {
     auto* eval = app_.add_subcommand("eval", "Collect rollouts");
     eval->require_subcommand(1);
-    auto* run = eval_run_ = eval->add_subcommand(
+    eval_run_ = eval->add_subcommand(
         "run",
         "Collect rollouts: start the servers (or use a running deployment with --no-serve), "
         "run every input row through its agent, aggregate");
+    eval_run_->add_flag("--no-serve", eval_flags_.no_serve,
+                        "Use the deployment behind the head server instead of starting servers");
+    add_collection_flags(eval_run_);
+    eval_submit_ = eval->add_subcommand(
+        "submit",
+        "Run `gym eval run` as a Slurm batch job: the servers spread over the allocated nodes "
+        "(srun), the collection on the first; the job script is written beside the output");
+    add_collection_flags(eval_submit_);
+    auto& s = submit_flags_;
+    using gym::cli::whole_number;
+    eval_submit_->add_option("--nodes", s.nodes, "slurm.nodes: nodes to allocate (default 1)")
+        ->check(whole_number(1));
+    eval_submit_->add_option("--partition", s.partition, "slurm.partition");
+    eval_submit_->add_option("--account", s.account, "slurm.account");
+    eval_submit_->add_option("--time", s.time, "slurm.time: the job's time limit, e.g. 04:00:00");
+    eval_submit_->add_option("--job-name", s.job_name, "slurm.job_name (default gym-eval)");
+    eval_submit_
+        ->add_option("--sbatch", s.sbatch,
+                     "slurm.sbatch_args: an extra #SBATCH line, e.g. --sbatch=--exclusive "
+                     "(repeatable)")
+        ->allow_extra_args(false);
+    eval_submit_->add_flag("--dry-run", s.dry_run,
+                           "Print the job script; write and submit nothing");
+    eval_submit_->add_flag("--wait", s.wait,
+                           "Stream the job's output until it ends; exit with its exit code");
+  }
+
+  // The flags `gym eval run` and `gym eval submit` share.
+  void add_collection_flags(CLI::App* run) {
     add_config_flags(run);
     auto& f = eval_flags_;
-    run->add_flag("--no-serve", f.no_serve,
-                  "Use the deployment behind the head server instead of starting servers");
     run->add_flag("--resume", f.resume, "Continue a previous run of the same output");
     run->add_option("-a,--agent", f.agent, "Agent for rows without agent_ref");
     run->add_option("-i,--input", f.input, "Input JSONL");
@@ -241,7 +304,7 @@ class Cli {
 
   // The verb's exit code; none when no verb was given.
   std::optional<int> dispatch() {
-    for (auto* sub : {env_start_, env_status_, config_show_, demo_, eval_run_}) {
+    for (auto* sub : {env_start_, env_status_, config_show_, demo_, eval_run_, eval_submit_}) {
       if (!*sub) continue;
       flags_.overrides = sub->remaining();
       flags_.parse_order.clear();
@@ -254,6 +317,7 @@ class Cli {
     if (*eval_run_)
       cli::check_model_flags(flags_, !eval_flags_.no_serve,
                              eval_flags_.no_serve ? "gym eval run --no-serve" : "gym eval run");
+    if (*eval_submit_) cli::check_model_flags(flags_, true, "gym eval submit");
     if (*env_start_)
       return orchestrator::run_env_start(cli::to_sources(flags_), exporters::metrics_pipelines(),
                                          cli::builtin_registry().catalog());
@@ -269,6 +333,14 @@ class Cli {
       return cli::run_eval(cli::to_sources(flags_), eval_flags_.no_serve,
                            exporters::metrics_pipelines());
     }
+    if (*eval_submit_) {
+      auto more = eval_flags_.overrides();
+      auto slurm = submit_flags_.overrides();
+      more.insert(more.end(), slurm.begin(), slurm.end());
+      flags_.overrides.insert(flags_.overrides.begin(), more.begin(), more.end());
+      cli::SubmitOptions options{submit_args_, submit_flags_.dry_run, submit_flags_.wait};
+      return cli::run_eval_submit(cli::to_sources(flags_), options);
+    }
     if (*demo_) {
       demo_options_.config = flags_;
       return cli::run_demo(demo_options_);
@@ -281,11 +353,13 @@ class Cli {
   bool version_ = false, json_ = false, verbose_ = false;
   gym::cli::ConfigFlags flags_;
   EvalFlags eval_flags_;
+  SubmitFlags submit_flags_;
+  std::vector<std::string> submit_args_;  // the command line after `eval submit`
   gym::cli::DemoOptions demo_options_;
   std::vector<std::string> report_files_;
   std::string init_name_, init_into_;
   CLI::App *serve_ = nullptr, *env_start_ = nullptr, *env_status_ = nullptr, *env_init_ = nullptr,
-           *config_show_ = nullptr, *eval_run_ = nullptr, *demo_ = nullptr,
+           *config_show_ = nullptr, *eval_run_ = nullptr, *eval_submit_ = nullptr, *demo_ = nullptr,
            *telemetry_report_ = nullptr, *list_ = nullptr;
 };
 

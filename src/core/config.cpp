@@ -1,6 +1,10 @@
 // Loading and merging the sources of runtime.md 6.2, overrides, and defaults.
 #include "core/config.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -291,7 +295,24 @@ ConfigSources default_sources() {
   return sources;
 }
 
+std::string this_machine_address() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name, nullptr, &hints, &found) != 0 || !found) return name;
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+              sizeof text);
+  ::freeaddrinfo(found);
+  return text;
+}
+
 void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
+  // As upstream: the machine's own address replaces default_host (issue 16).
+  if (get_bool(cfg, "use_absolute_ip", false)) cfg["default_host"] = this_machine_address();
   json::value* head = cfg.if_contains("head_server");
   if (!head || head->is_null()) head = &(cfg["head_server"] = json::object());
   if (!head->is_object()) {

@@ -86,6 +86,11 @@ void apply_override(boost::json::object& cfg, std::string_view override_text,
 
 // ---- Where the deployment listens (runtime.md 3.3) ----
 
+// The address of this machine as upstream's `use_absolute_ip: true` means it: its host name
+// resolved (IPv4), or the host name itself when it does not resolve. With that key load_config
+// makes it the default_host (and so the head server's host unless head_server.host is set).
+std::string this_machine_address();
+
 // The address keys of a merged config, with their defaults written once: load_config fills
 // these in, and every reader goes through from_config rather than its own literal.
 struct DeploymentAddresses {

@@ -14,7 +14,7 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 35> kReservedKeys{"config_paths",
+constexpr std::array<std::string_view, 36> kReservedKeys{"config_paths",
                                                          "entrypoint",
                                                          "default_host",
                                                          "head_server",
@@ -48,7 +48,8 @@ constexpr std::array<std::string_view, 35> kReservedKeys{"config_paths",
                                                          "component_name",
                                                          "skip_verification",
                                                          "skip_verification_reward",
-                                                         "telemetry"};
+                                                         "telemetry",
+                                                         "slurm"};  // gym eval submit
 
 constexpr std::array<std::string_view, 12> kDomains{
     "math",         "coding", "agent", "knowledge",   "instruction_following",

@@ -8,6 +8,7 @@
 #include "http/server.h"
 #include "http/session_cookie.h"
 #include "http/url.h"
+#include "orchestrator/placement.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
 #include "orchestrator/spawn.h"
@@ -53,6 +54,7 @@ struct Child {
   std::string host;
   int port = 0;
   std::optional<ExternalCommand> external;  // R1: not built in, started from its folder
+  std::optional<Node> remote_node;          // issue 16: started there through srun
   SpawnedServer process;
   bool ready = false;
   int exit_code = -1;  // once reaped
@@ -180,6 +182,17 @@ class Deployment::Impl {
       throw core::ConfigError(
           "no server instance is configured: add one with --config FILE or a selector such as "
           "--resources-server example_single_tool_call");
+    // use_absolute_ip: servers listen on the address of their node, spread over a Slurm
+    // allocation's nodes when there is one.
+    Placement placement{{Node{"", ""}}, {}};
+    if (core::get_bool(cfg_, "use_absolute_ip", false)) {
+      placement = place_servers(instances, allocation_nodes(std::getenv, run_command));
+      apply_placement_hosts(cfg_, instances, placement);
+      instances = core::find_server_instances(cfg_);
+    }
+    std::set<std::string> remote;
+    for (const auto& inst : instances)
+      if (placement.remote(inst.name)) remote.insert(inst.name);
     for (const auto& warning : check_listen_hosts(cfg_, instances)) spdlog::warn("{}", warning);
     // Invalid telemetry values stop us here, before anything starts (ConfigError).
     const auto getenv = telemetry::process_env();
@@ -193,7 +206,7 @@ class Deployment::Impl {
     assign_ports(cfg_, instances,
                  prometheus ? prometheus_ports(instances, *telemetry_settings.prometheus_port)
                             : std::set<std::int64_t>{},
-                 &port_holds);
+                 &port_holds, remote);
     instances = core::find_server_instances(cfg_);
     // telemetry.md 3.3: the children get only the run id; each resolves the rest of its
     // telemetry from the merged config.
@@ -265,16 +278,28 @@ class Deployment::Impl {
         c.external =
             external_command(folder->string(), core::get_string(inst.config, "entrypoint", ""));
       }
+      if (placement.remote(inst.name)) c.remote_node = placement.node(inst.name);
       if (!log_dir.empty()) {
         std::filesystem::create_directories(log_dir);
         c.log = std::make_unique<std::ofstream>(log_dir + "/" + inst.name + ".log");
       }
       children_.push_back(std::move(c));
     }
-    for (auto& c : children_)
+    for (auto& c : children_) {
+      if (c.external && c.remote_node)
+        throw core::ConfigError("config error: external server " + c.instance.name +
+                                " cannot run on another node yet; pin it to the driver's node "
+                                "with ++" +
+                                c.instance.name + "." + c.instance.server_type + "." +
+                                c.instance.impl + ".slurm_node=0");
+      // A server on another node reads a large config from the (shared) working directory.
       c.process = c.external
                       ? spawn_external_server(c.instance.name, *c.external, yaml, child_env, true)
-                      : spawn_server(c.instance.name, yaml, child_env, true);
+                  : c.remote_node ? spawn_server(c.instance.name, yaml, child_env, true,
+                                                 srun_command(*c.remote_node, c.instance.name),
+                                                 std::filesystem::current_path().string())
+                                  : spawn_server(c.instance.name, yaml, child_env, true);
+    }
     // telemetry.md 6.5: the servers spawned, set right after the last spawn.
     telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
     pump_ = std::make_unique<OutputPump>(children_);
@@ -357,9 +382,11 @@ class Deployment::Impl {
                                                   c.external->argv.at(1) + " in " +
                                                   c.external->folder + ")"
                                             : "";
-    std::fprintf(stderr, "error: server %s%s exited %s%s%s; its last output:\n",
-                 c.instance.name.c_str(), external.c_str(), when, c.killed_by ? ", " : " ",
-                 exit_description(c.exit_code, c.killed_by).c_str());
+    const std::string where =
+        c.remote_node ? " on node " + c.remote_node->name + " (its srun step)" : "";
+    std::fprintf(stderr, "error: server %s%s%s exited %s%s%s; its last output:\n",
+                 c.instance.name.c_str(), external.c_str(), where.c_str(), when,
+                 c.killed_by ? ", " : " ", exit_description(c.exit_code, c.killed_by).c_str());
     for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
   }
 
@@ -494,6 +521,7 @@ class Deployment::Impl {
       if (c.external)
         std::printf("  (%s %s in %s)", c.external->argv.at(0).c_str(),
                     c.external->argv.at(1).c_str(), c.external->folder.c_str());
+      if (c.remote_node) std::printf("  on node %s (srun)", c.remote_node->name.c_str());
       std::printf("\n");
     }
   }
@@ -509,8 +537,13 @@ class Deployment::Impl {
     }
     std::vector<telemetry::MemoryTarget> targets;
     for (const auto& c : children_)
-      targets.push_back(
-          {c.instance.name, c.instance.server_type, static_cast<long>(c.process.pid)});
+      if (c.remote_node)
+        spdlog::info("memory profiling: {} runs on node {}, where this process cannot sample it",
+                     c.instance.name, c.remote_node->name);
+    for (const auto& c : children_)
+      if (!c.remote_node)
+        targets.push_back(
+            {c.instance.name, c.instance.server_type, static_cast<long>(c.process.pid)});
     sampler_ = std::make_unique<telemetry::MemorySampler>(
         std::move(targets),
         std::chrono::duration<double>(settings.memory_profiling_interval_seconds));
@@ -530,8 +563,13 @@ class Deployment::Impl {
       telemetry_->force_flush();
     }
     const double grace = core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600);
+    std::set<std::string> remote;
+    for (const auto& c : children_)
+      if (c.remote_node && c.exit_code < 0) remote.insert(c.instance.name);
+    const char* job = std::getenv("SLURM_JOB_ID");
+    const auto stepped = terminate_steps(job ? job : "", remote, run_command);
     for (auto& c : children_)
-      if (c.exit_code < 0) ::kill(c.process.pid, SIGTERM);
+      if (c.exit_code < 0 && !stepped.count(c.instance.name)) ::kill(c.process.pid, SIGTERM);
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(grace));
     auto running = [&] {

@@ -74,11 +74,6 @@ PortHold::PortHold(PortHold&& other) noexcept : fd_(other.fd_), port_(other.port
 
 std::vector<std::string> check_listen_hosts(const json::object& cfg,
                                             const std::vector<core::ServerInstance>& instances) {
-  if (core::get_bool(cfg, "use_absolute_ip", false))
-    throw core::ConfigError(
-        "config error: use_absolute_ip: true is not implemented in gym-cpp yet (servers would "
-        "advertise this machine's address); set default_host to the address other machines "
-        "should use, or remove use_absolute_ip");
   auto loopback = [](const std::string& host) {
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
   };
@@ -102,7 +97,8 @@ std::vector<std::string> check_listen_hosts(const json::object& cfg,
 bool port_free(const std::string& host, int port) { return try_bind(host, port) != 0; }
 
 void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& instances,
-                  const std::set<std::int64_t>& reserved, std::vector<PortHold>* holds) {
+                  const std::set<std::int64_t>& reserved, std::vector<PortHold>* holds,
+                  const std::set<std::string>& remote) {
   const auto addresses = core::DeploymentAddresses::from_config(cfg);
   const std::string& default_host = addresses.default_host;
   std::set<std::int64_t> taken{addresses.head_port};
@@ -117,10 +113,11 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
   for (const auto& inst : instances) {
     auto& block = instance_block(cfg, inst);
     if (!block.contains("host") || block.at("host").is_null()) block["host"] = default_host;
+    const bool checkable = !remote.count(inst.name);
     if (auto* p = block.if_contains("port"); p && !p->is_null()) {
       // Another process answering there would pass our readiness check for this server.
       auto port = core::get_int(inst.config, "port", 0, 0, 65535);
-      if (port != 0 &&
+      if (port != 0 && checkable &&
           !port_free(std::string(block.at("host").as_string()), static_cast<int>(port)))
         throw std::runtime_error(
             "port " + std::to_string(port) + " of server " + inst.name +
@@ -133,7 +130,9 @@ void assign_ports(json::object& cfg, const std::vector<core::ServerInstance>& in
     for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
       auto candidate = pick(rng);
       if (taken.count(candidate) || reserved.count(candidate)) continue;
-      if (holds) {
+      if (!checkable) {
+        port = candidate;
+      } else if (holds) {
         auto hold = PortHold::take(host, static_cast<int>(candidate));
         if (hold.port() == 0) continue;
         holds->push_back(std::move(hold));

@@ -15,9 +15,8 @@ namespace gym::orchestrator {
 // A port the OS considers free on `host` right now (bind to port 0 and read it back).
 std::uint16_t free_port(const std::string& host = "127.0.0.1");
 
-// Servers have no authentication, so where they listen matters: `use_absolute_ip: true` is a
-// ConfigError until it is implemented (it would advertise another address), and every host that
-// is not loopback (127.0.0.0/8, ::1, localhost) is returned as a warning naming the instance.
+// Servers have no authentication, so where they listen matters: every host that is not loopback
+// (127.0.0.0/8, ::1, localhost) is returned as a warning naming the instance.
 std::vector<std::string> check_listen_hosts(const boost::json::object& cfg,
                                             const std::vector<core::ServerInstance>& instances);
 // Whether `port` can be bound on `host` right now.
@@ -50,10 +49,11 @@ class PortHold {
 // (the Prometheus ports when that endpoint is on, runtime.md 3.3). Writes the used ports to
 // `disallowed_ports`. `instances` are find_server_instances(cfg). With `holds`, every chosen
 // port is a PortHold appended there until the caller's servers listen: two deployments starting
-// at once never choose the same port.
+// at once never choose the same port. Ports of the instances named in `remote` (they run on
+// another node) cannot be checked from here: they are only kept apart from the others.
 void assign_ports(boost::json::object& cfg, const std::vector<core::ServerInstance>& instances,
                   const std::set<std::int64_t>& reserved = {},
-                  std::vector<PortHold>* holds = nullptr);
+                  std::vector<PortHold>* holds = nullptr, const std::set<std::string>& remote = {});
 
 // The orchestrator serves Prometheus on `base`; each instance, in config order, gets the next
 // max(1, num_workers) ports, written into its block as `prometheus_ports`. ConfigError when they

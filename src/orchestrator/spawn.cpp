@@ -129,11 +129,14 @@ SpawnedServer spawn_process(const std::string& instance, std::vector<std::string
 }  // namespace
 
 SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
-                           const std::vector<std::string>& extra_env, bool capture_output) {
+                           const std::vector<std::string>& extra_env, bool capture_output,
+                           const std::vector<std::string>& launcher,
+                           const std::string& config_dir) {
   std::vector<std::string> env = inherited_environment();
   std::string config_file;
   if (config_yaml.size() > kMaxInlineConfig) {
-    char path[] = "/tmp/gym-config-XXXXXX";
+    std::string path_text = config_dir + "/gym-config-XXXXXX";
+    char* path = path_text.data();
     int fd = ::mkstemp(path);  // mode 0600
     if (fd < 0)
       throw std::runtime_error(std::string("cannot write config file: ") + strerror(errno));
@@ -150,8 +153,10 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
   }
   env.push_back("NEMO_GYM_CONFIG_PATH=" + instance);
   for (const auto& e : extra_env) env.push_back(e);
-  auto s =
-      spawn_process(instance, {self_executable(), "serve"}, std::move(env), "", capture_output);
+  std::vector<std::string> argv = launcher;
+  argv.push_back(self_executable());
+  argv.push_back("serve");
+  auto s = spawn_process(instance, std::move(argv), std::move(env), "", capture_output);
   s.config_file = config_file;
   return s;
 }

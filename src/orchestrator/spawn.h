@@ -23,10 +23,14 @@ std::string self_executable();
 
 // Starts `gym serve` for `instance` with `config_yaml`. `extra_env` entries are "K=V".
 // With `capture_output` the child's stdout and stderr go to one pipe (SpawnedServer::output_fd);
-// otherwise it inherits ours.
+// otherwise it inherits ours. A `launcher` (e.g. srun_command: the server runs on another node)
+// is executed with `gym serve` as its arguments; a config too large for the environment is then
+// written in `config_dir`, which that node must see too (default: /tmp).
 SpawnedServer spawn_server(const std::string& instance, const std::string& config_yaml,
                            const std::vector<std::string>& extra_env = {},
-                           bool capture_output = false);
+                           bool capture_output = false,
+                           const std::vector<std::string>& launcher = {},
+                           const std::string& config_dir = "/tmp");
 
 // How an external server (runtime.md R1) is started, as upstream's ng_run starts it: in its
 // folder, `<folder>/.venv/bin/python <entrypoint>` when that venv exists (with VIRTUAL_ENV and

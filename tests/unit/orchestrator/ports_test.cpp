@@ -349,7 +349,7 @@ TEST(AssignPrometheusPorts, PastThe65535IsAConfigError) {
 }
 
 }  // namespace
-TEST(CheckListenHosts, NonLoopbackHostsWarnAndUseAbsoluteIpIsAnError) {
+TEST(CheckListenHosts, NonLoopbackHostsWarn) {
   json::object cfg;
   add_instance(cfg, "local", "resources_servers", "mcqa", json::object{{"host", "127.0.0.2"}});
   add_instance(cfg, "open", "resources_servers", "mcqa", json::object{{"host", "0.0.0.0"}});
@@ -360,9 +360,6 @@ TEST(CheckListenHosts, NonLoopbackHostsWarnAndUseAbsoluteIpIsAnError) {
   EXPECT_NE(warnings[0].find("no authentication"), std::string::npos);
   cfg["head_server"] = json::object{{"host", "10.0.0.5"}};
   EXPECT_EQ(check_listen_hosts(cfg, core::find_server_instances(cfg)).size(), 2u);
-  cfg["use_absolute_ip"] = true;
-  EXPECT_NE(config_error_of([&] { check_listen_hosts(cfg, {}); }).find("use_absolute_ip"),
-            std::string::npos);
 }
 
 }  // namespace gym::orchestrator

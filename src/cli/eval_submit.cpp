@@ -1,0 +1,313 @@
+#include "cli/eval_submit.h"
+
+#include "cli/builtins.h"
+#include "core/termination_signals.h"
+#include "orchestrator/placement.h"
+#include "orchestrator/spawn.h"
+#include "rollouts/options.h"
+#include "rollouts/plan.h"
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gym::cli {
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kApiKeyVariable[] = "GYM_SUBMIT_POLICY_API_KEY";
+
+// Flags of `gym eval submit` that `gym eval run` does not know, and whether each takes a value.
+const std::map<std::string, bool>& slurm_only_flags() {
+  static const std::map<std::string, bool> flags{
+      {"--nodes", true}, {"--partition", true}, {"--account", true}, {"--time", true},
+      {"--job-name", true}, {"--sbatch", true}, {"--dry-run", false}, {"--wait", false}};
+  return flags;
+}
+
+std::string string_key(const json::object& block, const char* key) {
+  const auto* v = block.if_contains(key);
+  if (!v || v->is_null()) return "";
+  if (v->is_string()) return std::string(v->get_string());
+  if (v->is_int64()) return std::to_string(v->get_int64());
+  throw core::ConfigError(std::string("config error: slurm.") + key + " must be a string");
+}
+
+// One #SBATCH value must stay on its line.
+void check_line(const std::string& key, const std::string& value) {
+  if (value.find_first_of("\n\r") != std::string::npos)
+    throw core::ConfigError("config error: " + key + " must not contain a line break");
+}
+
+}  // namespace
+
+SlurmJobSettings SlurmJobSettings::from_config(const json::object& cfg) {
+  SlurmJobSettings s;
+  const auto* v = cfg.if_contains("slurm");
+  if (!v || v->is_null()) return s;
+  if (!v->is_object()) throw core::ConfigError("config error: slurm must be a mapping");
+  const auto& block = v->get_object();
+  static const std::set<std::string> known{"nodes", "partition", "account", "time", "job_name",
+                                           "sbatch_args"};
+  for (const auto& kv : block)
+    if (!known.count(std::string(kv.key()))) {
+      std::string msg = "config error: unknown key slurm." + std::string(kv.key());
+      if (auto hint = core::did_you_mean(kv.key(), {known.begin(), known.end()}))
+        msg += "; did you mean slurm." + *hint + "?";
+      throw core::ConfigError(msg + " (keys: nodes, partition, account, time, job_name, " +
+                              "sbatch_args)");
+    }
+  s.nodes = static_cast<int>(core::get_int(block, "nodes", 1, 1, 100000));
+  s.partition = string_key(block, "partition");
+  s.account = string_key(block, "account");
+  s.time_limit = string_key(block, "time");
+  if (auto name = string_key(block, "job_name"); !name.empty()) s.job_name = name;
+  if (const auto* extra = block.if_contains("sbatch_args"); extra && !extra->is_null()) {
+    auto add = [&](const json::value& e) {
+      if (!e.is_string())
+        throw core::ConfigError("config error: slurm.sbatch_args must be a list of strings");
+      s.sbatch_args.emplace_back(e.get_string());
+    };
+    if (extra->is_array()) {
+      for (const auto& e : extra->get_array()) add(e);
+    } else {
+      add(*extra);
+    }
+  }
+  check_line("slurm.partition", s.partition);
+  check_line("slurm.account", s.account);
+  check_line("slurm.time", s.time_limit);
+  check_line("slurm.job_name", s.job_name);
+  for (const auto& a : s.sbatch_args) {
+    check_line("slurm.sbatch_args", a);
+    if (!a.starts_with("-"))
+      throw core::ConfigError("config error: slurm.sbatch_args: '" + a +
+                              "' is no sbatch option (they start with -, e.g. --exclusive)");
+  }
+  return s;
+}
+
+std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
+                                           std::string* api_key) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const std::string name = arg.substr(0, arg.find('='));
+    const bool inline_value = arg.find('=') != std::string::npos;
+    if (auto it = slurm_only_flags().find(name); it != slurm_only_flags().end()) {
+      if (it->second && !inline_value) ++i;  // its value
+      continue;
+    }
+    if (name == "--model-api-key") {
+      const std::string key =
+          inline_value ? arg.substr(arg.find('=') + 1) : (i + 1 < args.size() ? args[++i] : "");
+      if (api_key) *api_key = key;
+      out.push_back(std::string("++policy_api_key=${oc.env:") + kApiKeyVariable + "}");
+      continue;
+    }
+    out.push_back(arg);
+  }
+  out.push_back("++use_absolute_ip=true");
+  return out;
+}
+
+std::string shell_quote(const std::string& word) {
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string job_script(const SlurmJob& job) {
+  const auto& s = job.settings;
+  std::ostringstream o;
+  o << "#!/bin/bash\n";
+  o << "#SBATCH --job-name=" << s.job_name << "\n";
+  o << "#SBATCH --nodes=" << s.nodes << "\n";
+  o << "#SBATCH --ntasks-per-node=1\n";
+  o << "#SBATCH --output=" << job.log_pattern << "\n";
+  o << "#SBATCH --chdir=" << job.working_dir << "\n";
+  if (!s.partition.empty()) o << "#SBATCH --partition=" << s.partition << "\n";
+  if (!s.account.empty()) o << "#SBATCH --account=" << s.account << "\n";
+  if (!s.time_limit.empty()) o << "#SBATCH --time=" << s.time_limit << "\n";
+  for (const auto& a : s.sbatch_args) o << "#SBATCH " << a << "\n";
+  o << "# Written by `gym eval submit`; `sbatch " << job.script_path
+    << "` submits it again.\n"
+       "# The head server and the collection run here, on the first node. With use_absolute_ip\n"
+       "# `gym eval run` starts the servers round robin over the allocated nodes, each on its\n"
+       "# node with `srun --overlap`, and stops them at the end.\n";
+  o << "exec " << shell_quote(job.gym) << " eval run";
+  for (const auto& a : job.run_args) o << " " << shell_quote(a);
+  o << "\n";
+  return o.str();
+}
+
+namespace {
+
+struct JobState {
+  std::string state;     // JobState, e.g. RUNNING, COMPLETED; "" when Slurm no longer knows it
+  int exit_code = 0;     // ExitCode's first number
+  std::string nodes;     // NodeList
+};
+
+JobState job_state(const std::string& id) {
+  JobState st;
+  auto r = orchestrator::run_command({"scontrol", "show", "job", "-o", id});
+  if (r.exit_code != 0) return st;
+  std::istringstream words(r.output);
+  for (std::string w; words >> w;) {
+    if (w.starts_with("JobState=")) st.state = w.substr(9);
+    if (w.starts_with("ExitCode=")) st.exit_code = std::atoi(w.substr(9).c_str());
+    if (w.starts_with("NodeList=")) st.nodes = w.substr(9);
+  }
+  return st;
+}
+
+bool finished(const std::string& state) {
+  return !state.empty() && state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" &&
+         state != "COMPLETING" && state != "SUSPENDED" && state != "REQUEUED" &&
+         state != "RESIZING";
+}
+
+// Prints what was appended to `path` since `offset`.
+void stream_new_output(const std::string& path, std::uintmax_t& offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  in.seekg(static_cast<std::streamoff>(offset));
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    std::fwrite(buf, 1, static_cast<std::size_t>(in.gcount()), stdout);
+    offset += static_cast<std::uintmax_t>(in.gcount());
+  }
+  std::fflush(stdout);
+}
+
+std::string resume_command(const std::vector<std::string>& submit_args) {
+  std::string cmd = "gym eval submit";
+  bool resume = false;
+  for (const auto& a : submit_args) {
+    if (a == "--wait" || a == "--dry-run") continue;
+    resume = resume || a == "--resume";
+    cmd += " " + (a.find_first_of(" '\"$*?") == std::string::npos ? a : shell_quote(a));
+  }
+  return resume ? cmd : cmd + " --resume";
+}
+
+int wait_for_job(const std::string& id, const std::string& log,
+                 const std::vector<std::string>& submit_args) {
+  const core::TerminationSignals signals;
+  std::uintmax_t offset = 0;
+  std::string last_state;
+  for (;;) {
+    const auto st = job_state(id);
+    stream_new_output(log, offset);
+    if (st.state != last_state && (st.state == "PENDING" || st.state.empty())) {
+      std::fprintf(stderr, "job %s: %s\n", id.c_str(),
+                   st.state.empty() ? "not known to Slurm (yet)" : st.state.c_str());
+    }
+    last_state = st.state;
+    if (finished(st.state)) {
+      stream_new_output(log, offset);
+      std::fprintf(stderr, "job %s ended: %s, exit code %d (nodes %s; output %s)\n", id.c_str(),
+                   st.state.c_str(), st.exit_code, st.nodes.c_str(), log.c_str());
+      if (st.state == "COMPLETED" || (st.state == "FAILED" && st.exit_code != 0)) {
+        if (st.exit_code == 2 || st.exit_code >= 128)
+          std::fprintf(stderr, "rows written so far stay; continue with: %s\n",
+                       resume_command(submit_args).c_str());
+        return st.exit_code;
+      }
+      std::fprintf(stderr, "rows written so far stay; continue with: %s\n",
+                   resume_command(submit_args).c_str());
+      return 2;
+    }
+    if (int code = signals.take(std::chrono::milliseconds(1000))) {
+      std::fprintf(stderr,
+                   "stopped waiting; job %s goes on (squeue -j %s; its output: %s; cancel it with "
+                   "scancel %s)\n",
+                   id.c_str(), id.c_str(), log.c_str(), id.c_str());
+      return code;
+    }
+  }
+}
+
+}  // namespace
+
+int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& options) {
+  // Everything `gym eval run` would refuse is refused here, before the job waits in a queue.
+  json::object cfg = core::load_config(sources);
+  const auto settings = SlurmJobSettings::from_config(cfg);
+  auto collection = rollouts::CollectionOptions::from_config(cfg, false);
+  core::validate_server_instances(cfg, builtin_registry().catalog(), sources.search_roots);
+  const auto paths = rollouts::OutputPaths::for_output(fs::absolute(collection.output));
+  if (collection.input) {
+    std::vector<std::string> agents;
+    for (const auto& inst : core::find_server_instances(cfg))
+      if (inst.server_type == "responses_api_agents") agents.push_back(inst.name);
+    (void)rollouts::plan_rows(collection, paths, *collection.input, agents);  // reads only
+  }
+
+  SlurmJob job;
+  job.settings = settings;
+  job.gym = orchestrator::self_executable();
+  job.working_dir = fs::current_path().string();
+  job.script_path = paths.stem.string() + ".sbatch";
+  job.log_pattern = paths.stem.string() + ".slurm-%j.out";
+  std::string api_key;
+  job.run_args = job_run_arguments(options.submit_args, &api_key);
+  for (const auto& path : {job.working_dir, job.log_pattern, job.script_path})
+    check_line("the output path", path);
+  const std::string script = job_script(job);
+  if (options.dry_run) {
+    std::fputs(script.c_str(), stdout);
+    return 0;
+  }
+
+  std::error_code ec;
+  fs::create_directories(fs::path(job.script_path).parent_path(), ec);
+  {
+    std::ofstream out(job.script_path, std::ios::trunc);
+    out << script;
+    if (!out.flush())
+      throw std::runtime_error("cannot write the job script " + job.script_path);
+  }
+  fs::permissions(job.script_path, fs::perms::owner_all, fs::perm_options::replace, ec);
+  if (!api_key.empty()) ::setenv(kApiKeyVariable, api_key.c_str(), 1);  // sbatch exports it
+  orchestrator::CommandOutput r;
+  try {
+    r = orchestrator::run_command({"sbatch", "--parsable", job.script_path});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "error: %s\ngym eval submit needs Slurm's sbatch on PATH (Debian: slurm-client); "
+                 "the job script is %s\n",
+                 e.what(), job.script_path.c_str());
+    return 2;
+  }
+  std::string id = r.output.substr(0, r.output.find_first_of(";\n"));
+  if (r.exit_code != 0 || id.empty() ||
+      id.find_first_not_of("0123456789") != std::string::npos) {
+    std::fprintf(stderr, "error: sbatch %s failed (exit %d): %s", job.script_path.c_str(),
+                 r.exit_code, r.output.c_str());
+    return 2;
+  }
+  std::string log = job.log_pattern;
+  log.replace(log.find("%j"), 2, id);
+  std::printf("Submitted batch job %s\n  script: %s\n  output: %s\n", id.c_str(),
+              job.script_path.c_str(), log.c_str());
+  if (!options.wait) {
+    std::printf("  follow: tail -f %s   status: squeue -j %s   cancel: scancel %s\n", log.c_str(),
+                id.c_str(), id.c_str());
+    return 0;
+  }
+  std::fflush(stdout);
+  return wait_for_job(id, log, options.submit_args);
+}
+
+}  // namespace gym::cli

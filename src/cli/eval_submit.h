@@ -1,0 +1,60 @@
+#pragma once
+// `gym eval submit` (issue 16): the deployment and collection of `gym eval run` as one Slurm
+// batch job. The job script, written beside the output, runs `gym eval run` on the first node
+// with use_absolute_ip, which starts every server on its node with `srun --overlap`
+// (orchestrator/placement.h) and stops them at the end.
+#include "core/config.h"
+
+#include <boost/json/object.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gym::cli {
+
+// The `slurm:` block (flags --nodes, --partition, --account, --time, --job-name, --sbatch).
+struct SlurmJobSettings {
+  int nodes = 1;
+  std::string partition, account, time_limit, job_name = "gym-eval";
+  std::vector<std::string> sbatch_args;  // extra #SBATCH lines, e.g. "--exclusive"
+
+  // ConfigError naming the key for a wrong type or value.
+  static SlurmJobSettings from_config(const boost::json::object& cfg);
+};
+
+// What the job runs and where its files go.
+struct SlurmJob {
+  SlurmJobSettings settings;
+  std::string gym;                     // absolute path of the gym binary
+  std::string working_dir;             // the submitter's: relative paths mean the same there
+  std::string script_path;             // <output stem>.sbatch
+  std::string log_pattern;             // <output stem>.slurm-%j.out (sbatch's --output)
+  std::vector<std::string> run_args;   // `gym eval run` arguments (job_run_arguments)
+};
+
+// The `gym eval run` arguments of a `gym eval submit` command line (`args`: what follows
+// `submit`): the Slurm-only flags (--nodes ... --dry-run, --wait) removed, --model-api-key replaced
+// by an interpolation of GYM_SUBMIT_POLICY_API_KEY (so the key is never written into the script),
+// and ++use_absolute_ip=true appended. `api_key` receives the key when one was given.
+std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
+                                           std::string* api_key = nullptr);
+
+// The job script: #SBATCH lines, then `exec gym eval run ...`, every word shell-quoted.
+std::string job_script(const SlurmJob& job);
+
+// Single-quotes `word` for bash.
+std::string shell_quote(const std::string& word);
+
+struct SubmitOptions {
+  std::vector<std::string> submit_args;  // the command line after `submit`
+  bool dry_run = false;                  // print the script; write and submit nothing
+  bool wait = false;                     // stream the job's output until it ends
+};
+
+// Validates the config as `gym eval run` would (exit 1 on a config error, before anything is
+// queued), writes the script and submits it with `sbatch`. Returns 0 once queued (prints the job
+// id); with `wait`, the job's exit code (2 when it was cancelled, timed out or failed in Slurm,
+// 130 when the wait was interrupted: the job goes on).
+int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& options);
+
+}  // namespace gym::cli

@@ -1,0 +1,210 @@
+#include "orchestrator/placement.h"
+
+#include <boost/json.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace gym::orchestrator {
+namespace json = boost::json;
+
+CommandOutput run_command(const std::vector<std::string>& argv) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    throw std::runtime_error("cannot run " + argv.at(0) + ": " + std::strerror(rc));
+  }
+  CommandOutput result;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    result.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+namespace {
+
+std::string command_text(const std::vector<std::string>& argv) {
+  std::string text;
+  for (const auto& a : argv) text += (text.empty() ? "" : " ") + a;
+  return text;
+}
+
+CommandOutput checked(const CommandRunner& run, const std::vector<std::string>& argv) {
+  auto r = run(argv);
+  if (r.exit_code != 0)
+    throw std::runtime_error("`" + command_text(argv) + "` failed (exit " +
+                             std::to_string(r.exit_code) + "): " + r.output);
+  return r;
+}
+
+// The value of `key=` in one line of `scontrol show ... -o`.
+std::string field(const std::string& line, const std::string& key) {
+  std::istringstream words(line);
+  for (std::string word; words >> word;)
+    if (word.starts_with(key + "=")) return word.substr(key.size() + 1);
+  return "";
+}
+
+}  // namespace
+
+std::vector<Node> allocation_nodes(const std::function<const char*(const char*)>& getenv,
+                                   const CommandRunner& run) {
+  const char* job = getenv("SLURM_JOB_ID");
+  const char* list = getenv("SLURM_JOB_NODELIST");
+  if (!job || !*job || !list || !*list) {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return {Node{name, core::this_machine_address()}};
+  }
+  std::vector<Node> nodes;
+  std::istringstream names(checked(run, {"scontrol", "show", "hostnames", list}).output);
+  for (std::string name; std::getline(names, name);) {
+    if (name.empty()) continue;
+    const auto line = checked(run, {"scontrol", "show", "node", "-o", name}).output;
+    std::string address = field(line, "NodeAddr");
+    nodes.push_back({name, address.empty() ? name : address});
+  }
+  if (nodes.empty())
+    throw std::runtime_error("SLURM_JOB_NODELIST=" + std::string(list) + " names no node");
+  // The driver's node first: placement starts there, and the head server listens there.
+  const char* self = getenv("SLURMD_NODENAME");
+  for (std::size_t i = 1; self && i < nodes.size(); ++i)
+    if (nodes[i].name == self) std::rotate(nodes.begin(), nodes.begin() + i, nodes.begin() + i + 1);
+  return nodes;
+}
+
+bool Placement::remote(const std::string& instance) const {
+  auto it = node_of.find(instance);
+  return it != node_of.end() && it->second != 0;
+}
+
+const Node& Placement::node(const std::string& instance) const {
+  return nodes.at(node_of.at(instance));
+}
+
+Placement place_servers(const std::vector<core::ServerInstance>& instances,
+                        const std::vector<Node>& nodes) {
+  Placement p;
+  p.nodes = nodes;
+  std::size_t next = 0;
+  for (const auto& inst : instances) {
+    const auto* pin = inst.config.if_contains("slurm_node");
+    if (!pin || pin->is_null()) {
+      p.node_of[inst.name] = next++ % nodes.size();
+      continue;
+    }
+    const std::string key = inst.name + "." + inst.server_type + "." + inst.impl + ".slurm_node";
+    std::vector<std::string> names;
+    for (const auto& n : nodes) names.push_back(n.name);
+    std::string all;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    if (pin->is_int64() || pin->is_uint64()) {
+      const auto index = pin->is_int64() ? pin->get_int64() : static_cast<std::int64_t>(pin->get_uint64());
+      if (index < 0 || static_cast<std::size_t>(index) >= nodes.size())
+        throw core::ConfigError("config error: " + key + " = " + std::to_string(index) +
+                                ": the allocation has " + std::to_string(nodes.size()) +
+                                " node(s), indexes 0-" + std::to_string(nodes.size() - 1) + " (" +
+                                all + ")");
+      p.node_of[inst.name] = static_cast<std::size_t>(index);
+      continue;
+    }
+    if (!pin->is_string())
+      throw core::ConfigError("config error: " + key + " must be a node name or a 0-based index");
+    const std::string name(pin->get_string());
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      std::string msg = "config error: " + key + " = " + name + " is no node of this allocation (" +
+                        all + ")";
+      if (auto hint = core::did_you_mean(name, names)) msg += "; did you mean " + *hint + "?";
+      throw core::ConfigError(msg);
+    }
+    p.node_of[inst.name] = static_cast<std::size_t>(it - names.begin());
+  }
+  return p;
+}
+
+void apply_placement_hosts(json::object& cfg, const std::vector<core::ServerInstance>& instances,
+                           const Placement& placement) {
+  for (const auto& inst : instances) {
+    auto& block =
+        cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
+    if (auto* h = block.if_contains("host"); !h || h->is_null())
+      block["host"] = placement.node(inst.name).address;
+  }
+}
+
+std::vector<std::string> srun_command(const Node& node, const std::string& instance) {
+  return {"srun",         "--overlap",         "--nodes=1",    "--ntasks=1",
+          "--nodelist=" + node.name, "--job-name=" + instance, "--kill-on-bad-exit=1",
+          "--unbuffered"};
+}
+
+std::set<std::string> terminate_steps(const std::string& job_id,
+                                      const std::set<std::string>& instances,
+                                      const CommandRunner& run) {
+  std::set<std::string> signalled;
+  if (job_id.empty() || instances.empty()) return signalled;
+  CommandOutput steps;
+  try {
+    steps = run({"squeue", "--steps", "--noheader", "--format=%i|%j", "--jobs=" + job_id});
+  } catch (const std::exception&) {
+    return signalled;
+  }
+  if (steps.exit_code != 0) return signalled;
+  std::vector<std::string> argv{"scancel", "--signal=TERM"};
+  std::istringstream lines(steps.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto bar = line.find('|');
+    if (bar == std::string::npos) continue;
+    std::string name = line.substr(bar + 1);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+    if (!instances.count(name)) continue;
+    argv.push_back(line.substr(0, bar));
+    signalled.insert(name);
+  }
+  if (signalled.empty()) return signalled;
+  // scancel 22.05 signals a step's tasks and still exits 1 ("Invalid job id specified" for the
+  // job part of the id), so its exit code says nothing; a step it missed is stopped with its srun
+  // after the grace period.
+  try {
+    run(argv);
+  } catch (const std::exception&) {
+    return {};
+  }
+  return signalled;
+}
+
+}  // namespace gym::orchestrator

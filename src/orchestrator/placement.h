@@ -1,0 +1,79 @@
+#pragma once
+// Where each server of a deployment runs (issue 16). By default every server runs on this
+// machine and listens where its config says (default_host: 127.0.0.1). With `use_absolute_ip:
+// true` servers listen on, and advertise, the address other machines reach this one at, as
+// upstream's `gethostbyname(gethostname())`; inside a Slurm allocation of several nodes
+// (`gym eval submit`, or `salloc`) the servers are also spread over the allocated nodes: round
+// robin in config order starting on this (the driver's) node, or on the node an instance's
+// `slurm_node` key names (a node name, or its 0-based index in the allocation). A server placed
+// on another node is started there as a job step: `srun --overlap` (srun_command).
+#include "core/config.h"
+
+#include <boost/json/object.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gym::orchestrator {
+
+struct Node {
+  std::string name;     // the Slurm node name (this machine's host name outside Slurm)
+  std::string address;  // where the other nodes reach it
+};
+
+// The result of a program run to completion: its exit code (or 128+signal) and its stdout.
+struct CommandOutput {
+  int exit_code = -1;
+  std::string output;
+};
+// Runs argv (looked up in PATH) with stdin from /dev/null; stderr joins stdout. Throws
+// std::runtime_error when it cannot be started (e.g. not installed).
+using CommandRunner = std::function<CommandOutput(const std::vector<std::string>& argv)>;
+CommandOutput run_command(const std::vector<std::string>& argv);
+
+// The nodes servers may run on, the driver's node first. Outside a Slurm allocation (or without
+// use_absolute_ip) that is this machine alone. Inside one (SLURM_JOB_ID and SLURM_JOB_NODELIST
+// set) the allocation's nodes in Slurm's order, the one this process runs on (SLURMD_NODENAME)
+// moved first, each with its NodeAddr from `scontrol show node`. `getenv` and `run` are the
+// process's own unless a test gives others. Throws std::runtime_error when scontrol fails.
+std::vector<Node> allocation_nodes(const std::function<const char*(const char*)>& getenv,
+                                   const CommandRunner& run);
+
+struct Placement {
+  std::vector<Node> nodes;                     // nodes[0] is the driver's
+  std::map<std::string, std::size_t> node_of;  // instance name -> index into nodes
+
+  // Whether `instance` runs on another node than the driver's (so through srun).
+  bool remote(const std::string& instance) const;
+  const Node& node(const std::string& instance) const;
+};
+
+// Places every instance on one of `nodes` (see the file comment). ConfigError when a
+// `slurm_node` names no node of the allocation (with the nodes there are).
+Placement place_servers(const std::vector<core::ServerInstance>& instances,
+                        const std::vector<Node>& nodes);
+
+// With use_absolute_ip: every instance without an explicit `host` listens on its node's address
+// (the head server listens on default_host, which load_config made this machine's address).
+void apply_placement_hosts(boost::json::object& cfg,
+                           const std::vector<core::ServerInstance>& instances,
+                           const Placement& placement);
+
+// The launcher a server on another node is started through: one task on `node` that shares the
+// job's resources with the other steps, named after the instance, its output unbuffered.
+std::vector<std::string> srun_command(const Node& node, const std::string& instance);
+
+// Asks Slurm to deliver SIGTERM to the servers started with srun_command in job `job_id` whose
+// instance names are `instances` (their steps' names). srun itself, when signalled, kills its
+// step ("forcing job termination"), so a server would lose its orderly shutdown (the final
+// telemetry export); `scancel --signal=TERM <job>.<step>` lets it stop as a local one does.
+// Returns the instances whose step was found and signalled (the others: stop their srun).
+std::set<std::string> terminate_steps(const std::string& job_id,
+                                      const std::set<std::string>& instances,
+                                      const CommandRunner& run);
+
+}  // namespace gym::orchestrator
