@@ -29,8 +29,8 @@ constexpr char kApiKeyVariable[] = "GYM_SUBMIT_POLICY_API_KEY";
 // Flags of `gym eval submit` that `gym eval run` does not know, and whether each takes a value.
 const std::map<std::string, bool>& slurm_only_flags() {
   static const std::map<std::string, bool> flags{
-      {"--nodes", true}, {"--partition", true}, {"--account", true}, {"--time", true},
-      {"--job-name", true}, {"--sbatch", true}, {"--dry-run", false}, {"--wait", false}};
+      {"--nodes", true},    {"--partition", true}, {"--account", true},  {"--time", true},
+      {"--job-name", true}, {"--sbatch", true},    {"--dry-run", false}, {"--wait", false}};
   return flags;
 }
 
@@ -56,8 +56,8 @@ SlurmJobSettings SlurmJobSettings::from_config(const json::object& cfg) {
   if (!v || v->is_null()) return s;
   if (!v->is_object()) throw core::ConfigError("config error: slurm must be a mapping");
   const auto& block = v->get_object();
-  static const std::set<std::string> known{"nodes", "partition", "account", "time", "job_name",
-                                           "sbatch_args"};
+  static const std::set<std::string> known{"nodes", "partition", "account",
+                                           "time",  "job_name",  "sbatch_args"};
   for (const auto& kv : block)
     if (!known.count(std::string(kv.key()))) {
       std::string msg = "config error: unknown key slurm." + std::string(kv.key());
@@ -153,9 +153,9 @@ std::string job_script(const SlurmJob& job) {
 namespace {
 
 struct JobState {
-  std::string state;     // JobState, e.g. RUNNING, COMPLETED; "" when Slurm no longer knows it
-  int exit_code = 0;     // ExitCode's first number
-  std::string nodes;     // NodeList
+  std::string state;  // JobState, e.g. RUNNING, COMPLETED; "" when Slurm no longer knows it
+  int exit_code = 0;  // ExitCode's first number
+  std::string nodes;  // NodeList
 };
 
 JobState job_state(const std::string& id) {
@@ -275,8 +275,7 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
   {
     std::ofstream out(job.script_path, std::ios::trunc);
     out << script;
-    if (!out.flush())
-      throw std::runtime_error("cannot write the job script " + job.script_path);
+    if (!out.flush()) throw std::runtime_error("cannot write the job script " + job.script_path);
   }
   fs::permissions(job.script_path, fs::perms::owner_all, fs::perm_options::replace, ec);
   if (!api_key.empty()) ::setenv(kApiKeyVariable, api_key.c_str(), 1);  // sbatch exports it
@@ -291,8 +290,7 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
     return 2;
   }
   std::string id = r.output.substr(0, r.output.find_first_of(";\n"));
-  if (r.exit_code != 0 || id.empty() ||
-      id.find_first_not_of("0123456789") != std::string::npos) {
+  if (r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
     std::fprintf(stderr, "error: sbatch %s failed (exit %d): %s", job.script_path.c_str(),
                  r.exit_code, r.output.c_str());
     return 2;

@@ -25,11 +25,11 @@ struct SlurmJobSettings {
 // What the job runs and where its files go.
 struct SlurmJob {
   SlurmJobSettings settings;
-  std::string gym;                     // absolute path of the gym binary
-  std::string working_dir;             // the submitter's: relative paths mean the same there
-  std::string script_path;             // <output stem>.sbatch
-  std::string log_pattern;             // <output stem>.slurm-%j.out (sbatch's --output)
-  std::vector<std::string> run_args;   // `gym eval run` arguments (job_run_arguments)
+  std::string gym;                    // absolute path of the gym binary
+  std::string working_dir;            // the submitter's: relative paths mean the same there
+  std::string script_path;            // <output stem>.sbatch
+  std::string log_pattern;            // <output stem>.slurm-%j.out (sbatch's --output)
+  std::vector<std::string> run_args;  // `gym eval run` arguments (job_run_arguments)
 };
 
 // The `gym eval run` arguments of a `gym eval submit` command line (`args`: what follows

@@ -286,19 +286,17 @@ class Deployment::Impl {
       children_.push_back(std::move(c));
     }
     for (auto& c : children_) {
-      if (c.external && c.remote_node)
-        throw core::ConfigError("config error: external server " + c.instance.name +
-                                " cannot run on another node yet; pin it to the driver's node "
-                                "with ++" +
-                                c.instance.name + "." + c.instance.server_type + "." +
-                                c.instance.impl + ".slurm_node=0");
-      // A server on another node reads a large config from the (shared) working directory.
-      c.process = c.external
-                      ? spawn_external_server(c.instance.name, *c.external, yaml, child_env, true)
-                  : c.remote_node ? spawn_server(c.instance.name, yaml, child_env, true,
-                                                 srun_command(*c.remote_node, c.instance.name),
-                                                 std::filesystem::current_path().string())
-                                  : spawn_server(c.instance.name, yaml, child_env, true);
+      // On another node: through srun; a built-in server reads a large config from the (shared)
+      // working directory, and samples its own memory where this process cannot.
+      const auto launcher = c.remote_node ? srun_command(*c.remote_node, c.instance.name)
+                                          : std::vector<std::string>{};
+      auto env = child_env;
+      if (c.remote_node) env.push_back(std::string(telemetry::kSampleOwnMemoryVariable) + "=1");
+      c.process =
+          c.external
+              ? spawn_external_server(c.instance.name, *c.external, yaml, child_env, true, launcher)
+              : spawn_server(c.instance.name, yaml, env, true, launcher,
+                             c.remote_node ? std::filesystem::current_path().string() : "/tmp");
     }
     // telemetry.md 6.5: the servers spawned, set right after the last spawn.
     telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
@@ -537,11 +535,7 @@ class Deployment::Impl {
     }
     std::vector<telemetry::MemoryTarget> targets;
     for (const auto& c : children_)
-      if (c.remote_node)
-        spdlog::info("memory profiling: {} runs on node {}, where this process cannot sample it",
-                     c.instance.name, c.remote_node->name);
-    for (const auto& c : children_)
-      if (!c.remote_node)
+      if (!c.remote_node)  // those sample themselves (kSampleOwnMemoryVariable)
         targets.push_back(
             {c.instance.name, c.instance.server_type, static_cast<long>(c.process.pid)});
     sampler_ = std::make_unique<telemetry::MemorySampler>(

@@ -132,7 +132,8 @@ Placement place_servers(const std::vector<core::ServerInstance>& instances,
     std::string all;
     for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
     if (pin->is_int64() || pin->is_uint64()) {
-      const auto index = pin->is_int64() ? pin->get_int64() : static_cast<std::int64_t>(pin->get_uint64());
+      const auto index =
+          pin->is_int64() ? pin->get_int64() : static_cast<std::int64_t>(pin->get_uint64());
       if (index < 0 || static_cast<std::size_t>(index) >= nodes.size())
         throw core::ConfigError("config error: " + key + " = " + std::to_string(index) +
                                 ": the allocation has " + std::to_string(nodes.size()) +
@@ -146,8 +147,8 @@ Placement place_servers(const std::vector<core::ServerInstance>& instances,
     const std::string name(pin->get_string());
     auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) {
-      std::string msg = "config error: " + key + " = " + name + " is no node of this allocation (" +
-                        all + ")";
+      std::string msg =
+          "config error: " + key + " = " + name + " is no node of this allocation (" + all + ")";
       if (auto hint = core::did_you_mean(name, names)) msg += "; did you mean " + *hint + "?";
       throw core::ConfigError(msg);
     }
@@ -159,16 +160,20 @@ Placement place_servers(const std::vector<core::ServerInstance>& instances,
 void apply_placement_hosts(json::object& cfg, const std::vector<core::ServerInstance>& instances,
                            const Placement& placement) {
   for (const auto& inst : instances) {
-    auto& block =
-        cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
+    auto& block = cfg[inst.name].as_object()[inst.server_type].as_object()[inst.impl].as_object();
     if (auto* h = block.if_contains("host"); !h || h->is_null())
       block["host"] = placement.node(inst.name).address;
   }
 }
 
 std::vector<std::string> srun_command(const Node& node, const std::string& instance) {
-  return {"srun",         "--overlap",         "--nodes=1",    "--ntasks=1",
-          "--nodelist=" + node.name, "--job-name=" + instance, "--kill-on-bad-exit=1",
+  return {"srun",
+          "--overlap",
+          "--nodes=1",
+          "--ntasks=1",
+          "--nodelist=" + node.name,
+          "--job-name=" + instance,
+          "--kill-on-bad-exit=1",
           "--unbuffered"};
 }
 

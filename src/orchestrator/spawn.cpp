@@ -182,8 +182,8 @@ ExternalCommand external_command(const std::string& folder, const std::string& e
 
 SpawnedServer spawn_external_server(const std::string& instance, const ExternalCommand& command,
                                     const std::string& config_yaml,
-                                    const std::vector<std::string>& extra_env,
-                                    bool capture_output) {
+                                    const std::vector<std::string>& extra_env, bool capture_output,
+                                    const std::vector<std::string>& launcher) {
   constexpr std::size_t kMaxVariable = 128 * 1024 - 1;  // MAX_ARG_STRLEN, with its NUL
   const std::string config = "NEMO_GYM_CONFIG_DICT=" + config_yaml;
   if (config.size() > kMaxVariable)
@@ -196,7 +196,9 @@ SpawnedServer spawn_external_server(const std::string& instance, const ExternalC
   set_variable(env, "NEMO_GYM_CONFIG_PATH=" + instance);
   for (const auto& e : extra_env) set_variable(env, e);
   for (const auto& e : command.env) set_variable(env, e);
-  return spawn_process(instance, command.argv, std::move(env), command.folder, capture_output);
+  std::vector<std::string> argv = launcher;
+  argv.insert(argv.end(), command.argv.begin(), command.argv.end());
+  return spawn_process(instance, std::move(argv), std::move(env), command.folder, capture_output);
 }
 
 int poll_exit(pid_t pid, int* killed_by) {

@@ -44,11 +44,13 @@ struct ExternalCommand {
 };
 ExternalCommand external_command(const std::string& folder, const std::string& entrypoint);
 
-// Starts an external server for `instance`. Throws std::runtime_error when the config is too
-// large for one environment variable (Linux allows 128 KiB).
+// Starts an external server for `instance` (through `launcher` as spawn_server does; srun runs
+// its task in the folder too). Throws std::runtime_error when the config is too large for one
+// environment variable (Linux allows 128 KiB).
 SpawnedServer spawn_external_server(const std::string& instance, const ExternalCommand& command,
                                     const std::string& config_yaml,
-                                    const std::vector<std::string>& extra_env, bool capture_output);
+                                    const std::vector<std::string>& extra_env, bool capture_output,
+                                    const std::vector<std::string>& launcher = {});
 
 // Non-blocking: the exit code (or 128+signal) if `pid` has exited, else -1. When it was killed
 // and `killed_by` is given, the signal number lands there (0 for a normal exit).

@@ -4,9 +4,12 @@
 
 #include "http/client.h"
 #include "http/pool_metrics.h"
+#include "telemetry/memory_sampler.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/json.hpp>
+
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -119,6 +122,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   spdlog::info("{} ({}/{}) listening on http://{}:{}", instance_name, it->server_type, it->impl,
                options.host, port);
   std::unique_ptr<telemetry::ProcessTelemetry> process_telemetry;
+  std::unique_ptr<telemetry::MemorySampler> own_memory;  // on another node than the orchestrator
   std::unique_ptr<http::PoolMetrics> pool_metrics;
   std::unique_ptr<http::HttpClient> client;
   http::ServeHooks hooks;
@@ -136,6 +140,17 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
                                  // exporter's
     ctx.client = client.get();
     ctx.metrics = &metrics;
+    // One sampler per server (in its first worker), over the whole tree from its root process.
+    if (worker == 0 && getenv(telemetry::kSampleOwnMemoryVariable) &&
+        process_telemetry->metrics_active() && settings.memory_profiling_enabled &&
+        telemetry::MemorySampler::available()) {
+      const long root = options.num_workers > 1 ? ::getppid() : ::getpid();
+      own_memory = std::make_unique<telemetry::MemorySampler>(
+          std::vector<telemetry::MemoryTarget>{{instance_name, it->server_type, root}},
+          std::chrono::duration<double>(settings.memory_profiling_interval_seconds));
+      metrics.observe_memory([sampler = own_memory.get()] { return sampler->latest(); });
+      own_memory->start();
+    }
     ctx.tracer = &process_telemetry->tracer();
     return {&metrics, ctx.tracer};
   };
@@ -146,6 +161,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
     client.reset();
   };
   hooks.on_exit = [&] {
+    if (own_memory) own_memory->stop();                    // its final sample is exported
     if (process_telemetry) process_telemetry->shutdown();  // D5: bounded final export
   };
   return server.run(hooks);

@@ -20,6 +20,11 @@
 
 namespace gym::telemetry {
 
+// Set by the orchestrator in the environment of a server it starts on another node (issue 16),
+// where it cannot read the server's /proc: that server samples its own process tree and its
+// node's memory and exports the same gauges itself (memory_profiling settings as everywhere).
+inline constexpr char kSampleOwnMemoryVariable[] = "GYM_SAMPLE_OWN_MEMORY";
+
 // The OS name of the sampler thread. The spec calls the thread `gym-memory-profiler`; Linux
 // keeps at most 15 characters of a thread name, so this is its first 15.
 inline constexpr char kMemorySamplerThreadName[] = "gym-memory-prof";
