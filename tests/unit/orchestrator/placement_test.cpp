@@ -30,9 +30,8 @@ std::string host_of(const json::object& cfg, const std::string& name) {
 // `scontrol` as a two-node job on n1/n2 answers it; records every call.
 struct FakeSlurm {
   std::vector<std::string> calls;
-  std::map<std::string, std::string> env{{"SLURM_JOB_ID", "42"},
-                                         {"SLURM_JOB_NODELIST", "n[1-2]"},
-                                         {"SLURMD_NODENAME", "n1"}};
+  std::map<std::string, std::string> env{
+      {"SLURM_JOB_ID", "42"}, {"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURMD_NODENAME", "n1"}};
   CommandRunner runner() {
     return [this](const std::vector<std::string>& argv) {
       std::string line;
@@ -152,7 +151,9 @@ TEST(AssignPorts, RemoteInstancesGetDistinctPortsWithoutALocalCheck) {
 TEST(SrunCommand, OneOverlappingTaskOnTheNodeNamedAfterTheInstance) {
   const auto argv = srun_command({"n2", "10.9.0.12"}, "env");
   EXPECT_EQ(argv.at(0), "srun");
-  auto has = [&](const std::string& a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+  auto has = [&](const std::string& a) {
+    return std::find(argv.begin(), argv.end(), a) != argv.end();
+  };
   EXPECT_TRUE(has("--overlap"));
   EXPECT_TRUE(has("--nodelist=n2"));
   EXPECT_TRUE(has("--ntasks=1"));
