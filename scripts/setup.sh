@@ -55,6 +55,11 @@ if [[ $profile != demo ]]; then
     # the Python template environment (environments/python_example) that the external-server
     # tests run beside the built-in ones, and the venv they make for it (runtime.md R1)
     python3 python3-fastapi python3-uvicorn python3-yaml python3-itsdangerous python3-venv
+    # the throw-away multi-node Slurm cluster of tests/support/slurm_cluster.sh (the `gym eval
+    # submit` tests, label `root`): controller, node daemon, sbatch/srun/scontrol, the munge
+    # authentication daemon, and `ip` for the network namespace per node (unshare, nsenter and
+    # flock come with util-linux); postinst-started daemons are stopped below
+    slurmctld slurmd slurm-client munge iproute2 util-linux
   )
   # Node.js + npm run the OpenTelemetry project's OTLP decoder in tests; the machine image may
   # already carry a newer Node.js than Debian's, which is then kept.
@@ -97,13 +102,17 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
-# The prometheus package ships a system service; gym-cpp never needs it running (tests start
-# their own server on a free port). Where an init system started it, stop and disable it.
+# Some test peers ship a system service that their postinst starts where an init system runs
+# (prometheus; munge, and slurmctld/slurmd once /etc/slurm/slurm.conf exists). gym-cpp never needs
+# them: tests start their own prometheus on a free port, and tests/support/slurm_cluster.sh its own
+# munged, slurmctld and slurmd with private sockets and ports. Stop and disable whichever started.
 if [[ $profile != demo ]]; then
-  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
-    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
-  elif [[ -x /etc/init.d/prometheus ]] && /etc/init.d/prometheus status >/dev/null 2>&1; then
-    $sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
-  fi
+  for service in prometheus munge slurmctld slurmd; do
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
+      $sudo systemctl disable --now "$service" >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/$service ]] && /etc/init.d/"$service" status >/dev/null 2>&1; then
+      $sudo /etc/init.d/"$service" stop >/dev/null 2>&1 || true
+    fi
+  done
 fi
 echo "setup ($profile): done"
