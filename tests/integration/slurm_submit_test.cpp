@@ -195,15 +195,41 @@ TEST_P(SlurmSubmitConformance, RecordedRewardsWithServersOnBothNodes) {
   EXPECT_TRUE(std::filesystem::exists(tmp.file("out/rollouts.sbatch")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Environments, SlurmSubmitConformance,
-                         ::testing::Values(Conformance{"example_single_tool_call", {1, 1, 1, 1, 1}},
-                                           Conformance{"example_session_state_mgmt",
-                                                       {1, 1, 1, 1, 1}},
-                                           Conformance{"example_multi_step", {1, 1, 1, 1, 1}},
-                                           Conformance{"mcqa", {1, 1, 0, 1, 1}},
-                                           Conformance{"xlam_fc", {1, 1, 0, 0, 1}},
-                                           Conformance{"string_match", {1, 1, 1, 1, 1}}),
-                         [](const auto& info) { return info.param.env; });
+INSTANTIATE_TEST_SUITE_P(
+    Environments, SlurmSubmitConformance,
+    ::testing::Values(Conformance{"example_single_tool_call", {1, 1, 1, 1, 1}},
+                      Conformance{"example_session_state_mgmt", {1, 1, 1, 1, 1}},
+                      Conformance{"example_multi_step", {1, 1, 1, 1, 1}},
+                      Conformance{"mcqa", {1, 1, 0, 1, 1}}, Conformance{"xlam_fc", {1, 1, 0, 0, 1}},
+                      Conformance{"string_match", {1, 1, 1, 1, 1}}),
+    [](const auto& info) { return info.param.env; });
+
+// One node: every server runs beside the driver, started as on one machine (no srun step), on
+// the node's address; a server pinned to another node is a config error naming the nodes there
+// are, before anything starts.
+TEST(SlurmSubmit, OneNodeRunsEveryServerBesideTheDriver) {
+  SlurmCluster cluster(1);
+  TempDir tmp;
+  auto r = submit(cluster, tmp.path(),
+                  "--resources-server mcqa --model-type replay_model --split example "
+                  "-o out/rollouts.jsonl ++head_server.port=0 -q --wait");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string id = job_id_of(r.output);
+  const std::string log = read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
+  EXPECT_FALSE(contains(log, "(srun)")) << log;
+  EXPECT_TRUE(contains(log, "Head server at http://" + cluster.node_address(0) + ":")) << log;
+  EXPECT_EQ(read_jsonl(tmp.file("out/rollouts.jsonl")).size(), 5u) << log;
+
+  r = submit(cluster, tmp.path(),
+             "--resources-server mcqa --model-type replay_model --split example "
+             "-o out/pinned.jsonl ++head_server.port=0 -q --wait "
+             "++mcqa.resources_servers.mcqa.slurm_node=n2");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "mcqa.resources_servers.mcqa.slurm_node = n2 is no node of this "
+                       "allocation (n1)"))
+      << r.output;
+}
 
 // A long collection over two nodes (the project's own mcqa example rows, replayed).
 constexpr int kRepeats = 4000;  // 5 rows x 4000: minutes at concurrency 2, so a test stops it
@@ -256,8 +282,9 @@ TEST(SlurmSubmit, AServerKilledOnTheSecondNodeFailsTheJobNamingIt) {
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string id = job_id_of(r.output);
   const std::string log_path = tmp.file("out/rollouts.slurm-" + id + ".out");
-  ASSERT_TRUE(eventually([&] { return gym::test::complete_lines(tmp.file("out/rollouts.jsonl")) >= 50; }))
-      << read_text(log_path);
+  ASSERT_TRUE(eventually([&] {
+    return gym::test::complete_lines(tmp.file("out/rollouts.jsonl")) >= 50;
+  })) << read_text(log_path);
   // Round robin: mcqa (n1), mcqa_simple_agent (n2), policy_model (n1).
   auto pids = server_pids(cluster, id, "mcqa_simple_agent");
   ASSERT_EQ(pids.size(), 1u) << read_text(log_path);
@@ -269,8 +296,10 @@ TEST(SlurmSubmit, AServerKilledOnTheSecondNodeFailsTheJobNamingIt) {
   EXPECT_TRUE(contains(log, "server mcqa_simple_agent on node n2 (its srun step) exited")) << log;
   EXPECT_TRUE(contains(log, "--resume")) << log;
   // Nothing of the job is left running.
-  EXPECT_TRUE(eventually([&] { return server_pids(cluster, id, "mcqa").empty() &&
-                                      server_pids(cluster, id, "policy_model").empty(); }));
+  EXPECT_TRUE(eventually([&] {
+    return server_pids(cluster, id, "mcqa").empty() &&
+           server_pids(cluster, id, "policy_model").empty();
+  }));
 }
 
 // Every process of the job reports the job id as its run id and its own node as host.name; the
@@ -283,8 +312,8 @@ TEST(SlurmSubmit, TelemetryCarriesTheJobIdAndEachProcesssNode) {
                   "--resources-server mcqa --model-type replay_model --split example "
                   "-o out/rollouts.jsonl --nodes 2 -q --wait ++head_server.port=0 "
                   "++telemetry.enabled=true ++telemetry.exporter=console "
-                  "++telemetry.console_path=" + console +
-                      " ++telemetry.memory_profiling.enabled=true");
+                  "++telemetry.console_path=" +
+                      console + " ++telemetry.memory_profiling.enabled=true");
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string id = job_id_of(r.output);
   std::map<std::string, std::string> host_of_service;  // nemo.gym.server.name -> host.name
@@ -319,9 +348,10 @@ TEST(SlurmSubmit, TelemetryCarriesTheJobIdAndEachProcesssNode) {
   EXPECT_EQ(host_of_service["mcqa_simple_agent"], "n2");
   EXPECT_EQ(host_of_service["mcqa"], "n1");
   EXPECT_EQ(host_of_service["orchestrator"], "n1");
-  const std::set<std::pair<std::string, std::string>> want{{"orchestrator", "mcqa"},
-                                                           {"orchestrator", "policy_model"},
-                                                           {"mcqa_simple_agent", "mcqa_simple_agent"}};
+  const std::set<std::pair<std::string, std::string>> want{
+      {"orchestrator", "mcqa"},
+      {"orchestrator", "policy_model"},
+      {"mcqa_simple_agent", "mcqa_simple_agent"}};
   EXPECT_EQ(memory_points, want);
 }
 
