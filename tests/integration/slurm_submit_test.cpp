@@ -231,26 +231,38 @@ TEST(SlurmSubmit, OneNodeRunsEveryServerBesideTheDriver) {
       << r.output;
 }
 
-// A long collection over two nodes (the project's own mcqa example rows, replayed).
-constexpr int kRepeats = 4000;  // 5 rows x 4000: minutes at concurrency 2, so a test stops it
-const char* kLongRun =
+// A long collection over two nodes (the project's own mcqa example rows, replayed): 5 rows x
+// kRepeats take minutes at concurrency 2, so a test stops it.
+constexpr int kRepeats = 4000;
+const std::string kLongRun =
     "--resources-server mcqa --model-type replay_model --split example -o out/rollouts.jsonl "
-    "--nodes 2 --num-repeats 4000 --concurrency 2 -q";
+    "--nodes 2 --num-repeats " +
+    std::to_string(kRepeats) +
+    " --concurrency 2 -q "
+    "++head_server.port=0";
+
+// Submits kLongRun from `tmp` and waits until it has written `rows` rows; the job id, or "" after
+// a failure has been reported.
+std::string start_long_job(const SlurmCluster& cluster, const TempDir& tmp, std::size_t rows) {
+  auto r = submit(cluster, tmp.path(), kLongRun);
+  const std::string id = job_id_of(r.output);
+  EXPECT_TRUE(r.code == 0 && !id.empty()) << r.output;
+  if (id.empty()) return "";
+  const bool running =
+      eventually([&] { return gym::test::complete_lines(tmp.file("out/rollouts.jsonl")) >= rows; });
+  EXPECT_TRUE(running) << read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
+  return running ? id : "";
+}
 
 TEST(SlurmSubmit, ACancelledJobResumesWithEveryRowExactlyOnce) {
   SlurmCluster cluster(2);
   TempDir tmp;
-  auto r = submit(cluster, tmp.path(), std::string(kLongRun) + " ++head_server.port=0");
-  ASSERT_EQ(r.code, 0) << r.output;
-  const std::string id = job_id_of(r.output);
-  ASSERT_FALSE(id.empty()) << r.output;
+  const std::string id = start_long_job(cluster, tmp, 200);
+  ASSERT_FALSE(id.empty());
   const std::string rollouts = tmp.file("out/rollouts.jsonl");
-  ASSERT_TRUE(eventually([&] { return gym::test::complete_lines(rollouts) >= 200; }))
-      << read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
 
   // While it runs, `gym env status` reaches the job's head server on the first node.
-  const std::string log_path = tmp.file("out/rollouts.slurm-" + id + ".out");
-  const std::string log = read_text(log_path);
+  const std::string log = read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
   const std::string marker = "Head server at http://" + cluster.node_address(0) + ":";
   ASSERT_TRUE(contains(log, marker)) << log;
   const auto at = log.find(marker) + marker.size();
@@ -266,7 +278,7 @@ TEST(SlurmSubmit, ACancelledJobResumesWithEveryRowExactlyOnce) {
   const auto written = gym::test::complete_lines(rollouts);
   EXPECT_LT(written, 5u * kRepeats) << "the job ended before it was cancelled";
 
-  r = submit(cluster, tmp.path(), std::string(kLongRun) + " ++head_server.port=0 --resume --wait");
+  auto r = submit(cluster, tmp.path(), kLongRun + " --resume --wait");
   ASSERT_EQ(r.code, 0) << r.output;
   std::map<gym::test::RowKey, int> seen;
   for (const auto& row : read_jsonl(rollouts)) ++seen[gym::test::key_of(row)];
@@ -278,13 +290,9 @@ TEST(SlurmSubmit, ACancelledJobResumesWithEveryRowExactlyOnce) {
 TEST(SlurmSubmit, AServerKilledOnTheSecondNodeFailsTheJobNamingIt) {
   SlurmCluster cluster(2);
   TempDir tmp;
-  auto r = submit(cluster, tmp.path(), std::string(kLongRun) + " ++head_server.port=0");
-  ASSERT_EQ(r.code, 0) << r.output;
-  const std::string id = job_id_of(r.output);
+  const std::string id = start_long_job(cluster, tmp, 50);
+  ASSERT_FALSE(id.empty());
   const std::string log_path = tmp.file("out/rollouts.slurm-" + id + ".out");
-  ASSERT_TRUE(eventually([&] {
-    return gym::test::complete_lines(tmp.file("out/rollouts.jsonl")) >= 50;
-  })) << read_text(log_path);
   // Round robin: mcqa (n1), mcqa_simple_agent (n2), policy_model (n1).
   auto pids = server_pids(cluster, id, "mcqa_simple_agent");
   ASSERT_EQ(pids.size(), 1u) << read_text(log_path);
