@@ -158,16 +158,36 @@ struct JobState {
   std::string nodes;  // NodeList
 };
 
+// The job's state from `scontrol show job` while Slurm keeps it (MinJobAge), else from sacct
+// when accounting is on; an empty state when neither knows it. Throws when scontrol cannot run.
 JobState job_state(const std::string& id) {
   JobState st;
   auto r = orchestrator::run_command({"scontrol", "show", "job", "-o", id});
-  if (r.exit_code != 0) return st;
-  std::istringstream words(r.output);
-  for (std::string w; words >> w;) {
-    if (w.starts_with("JobState=")) st.state = w.substr(9);
-    if (w.starts_with("ExitCode=")) st.exit_code = std::atoi(w.substr(9).c_str());
-    if (w.starts_with("NodeList=")) st.nodes = w.substr(9);
+  if (r.exit_code == 0) {
+    std::istringstream words(r.output);
+    for (std::string w; words >> w;) {
+      if (w.starts_with("JobState=")) st.state = w.substr(9);
+      if (w.starts_with("ExitCode=")) st.exit_code = std::atoi(w.substr(9).c_str());
+      if (w.starts_with("NodeList=")) st.nodes = w.substr(9);
+    }
+    return st;
   }
+  try {
+    r = orchestrator::run_command({"sacct", "--jobs=" + id, "--noheader", "--allocations",
+                                   "--parsable2", "--format=State,ExitCode,NodeList"});
+  } catch (const std::exception&) {
+    return st;
+  }
+  std::istringstream lines(r.output);
+  std::string line;
+  if (r.exit_code != 0 || !std::getline(lines, line)) return st;
+  std::istringstream fields(line);
+  std::string state, exit_code;
+  std::getline(fields, state, '|');
+  std::getline(fields, exit_code, '|');
+  std::getline(fields, st.nodes, '|');
+  st.state = state.substr(0, state.find(' '));  // "CANCELLED by 0"
+  st.exit_code = std::atoi(exit_code.c_str());
   return st;
 }
 
@@ -206,9 +226,30 @@ int wait_for_job(const std::string& id, const std::string& log,
   const core::TerminationSignals signals;
   std::uintmax_t offset = 0;
   std::string last_state;
+  // A job Slurm stops knowing (purged, or accounting off) cannot be waited for: give up after
+  // this long and say where its output is.
+  constexpr auto kUnknownLimit = std::chrono::seconds(60);
+  auto known_at = std::chrono::steady_clock::now();
   for (;;) {
-    const auto st = job_state(id);
+    JobState st;
+    try {
+      st = job_state(id);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "error: %s: --wait reads the job's state with Slurm's scontrol; job %s goes "
+                   "on (its output: %s)\n",
+                   e.what(), id.c_str(), log.c_str());
+      return 2;
+    }
     stream_new_output(log, offset);
+    if (!st.state.empty()) known_at = std::chrono::steady_clock::now();
+    if (st.state.empty() && std::chrono::steady_clock::now() - known_at > kUnknownLimit) {
+      std::fprintf(stderr,
+                   "error: Slurm no longer knows job %s (scontrol show job, sacct): cannot tell "
+                   "how it ended; its output: %s\n",
+                   id.c_str(), log.c_str());
+      return 2;
+    }
     if (st.state != last_state && (st.state == "PENDING" || st.state.empty())) {
       std::fprintf(stderr, "job %s: %s\n", id.c_str(),
                    st.state.empty() ? "not known to Slurm (yet)" : st.state.c_str());

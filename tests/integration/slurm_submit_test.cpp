@@ -146,6 +146,23 @@ TEST(SlurmSubmit, ConfigErrorsStopBeforeAnythingIsQueued) {
   EXPECT_TRUE(contains(r.output, tmp.file("out/r.sbatch"))) << r.output;
 }
 
+// --wait on a machine whose Slurm has sbatch but no scontrol (here: a fake sbatch that queues
+// job 4242): the wait ends at once, saying what it needs and that the job goes on.
+TEST(SlurmSubmit, WaitWithoutScontrolSaysWhatIsMissing) {
+  TempDir tmp;
+  const std::string sbatch = tmp.write("bin/sbatch", "#!/bin/sh\necho 4242\n");
+  std::filesystem::permissions(sbatch, std::filesystem::perms::owner_all);
+  auto r = gym::test::run_command("cd " + tmp.path() + " && PATH=" + tmp.file("bin") + " " +
+                                  gym_binary() +
+                                  " eval submit --resources-server mcqa --model-type replay_model "
+                                  "--split example -o out/r.jsonl --wait");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "Submitted batch job 4242")) << r.output;
+  EXPECT_TRUE(contains(r.output, "scontrol")) << r.output;
+  EXPECT_TRUE(contains(r.output, "job 4242 goes on")) << r.output;
+  EXPECT_TRUE(contains(r.output, tmp.file("out/r.slurm-4242.out"))) << r.output;
+}
+
 // ---- On a two-node cluster ------------------------------------------------------------------
 
 // The six conformance environments: NeMo Gym's example rows, replayed from its recordings, with
