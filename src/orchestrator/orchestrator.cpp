@@ -184,7 +184,7 @@ class Deployment::Impl {
           "--resources-server example_single_tool_call");
     // use_absolute_ip: servers listen on the address of their node, spread over a Slurm
     // allocation's nodes when there is one.
-    Placement placement{{Node{"", ""}}, {}};
+    Placement placement;  // none: every server here
     if (core::get_bool(cfg_, "use_absolute_ip", false)) {
       placement = place_servers(instances, allocation_nodes(std::getenv, run_command));
       apply_placement_hosts(cfg_, instances, placement);

@@ -80,14 +80,14 @@ std::string field(const std::string& line, const std::string& key) {
 
 }  // namespace
 
-std::vector<Node> allocation_nodes(const std::function<const char*(const char*)>& getenv,
-                                   const CommandRunner& run) {
+Allocation allocation_nodes(const std::function<const char*(const char*)>& getenv,
+                            const CommandRunner& run) {
   const char* job = getenv("SLURM_JOB_ID");
   const char* list = getenv("SLURM_JOB_NODELIST");
   if (!job || !*job || !list || !*list) {
     char name[256] = {};
     ::gethostname(name, sizeof name - 1);
-    return {Node{name, core::this_machine_address()}};
+    return {{Node{name, core::this_machine_address()}}, true};
   }
   std::vector<Node> nodes;
   std::istringstream names(checked(run, {"scontrol", "show", "hostnames", list}).output);
@@ -101,24 +101,28 @@ std::vector<Node> allocation_nodes(const std::function<const char*(const char*)>
     throw std::runtime_error("SLURM_JOB_NODELIST=" + std::string(list) + " names no node");
   // The driver's node first: placement starts there, and the head server listens there.
   const char* self = getenv("SLURMD_NODENAME");
-  for (std::size_t i = 1; self && i < nodes.size(); ++i)
-    if (nodes[i].name == self) std::rotate(nodes.begin(), nodes.begin() + i, nodes.begin() + i + 1);
-  return nodes;
+  auto it =
+      self ? std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == self; })
+           : nodes.end();
+  if (it == nodes.end()) return {std::move(nodes), false};
+  std::rotate(nodes.begin(), it, it + 1);
+  return {std::move(nodes), true};
 }
 
 bool Placement::remote(const std::string& instance) const {
   auto it = node_of.find(instance);
-  return it != node_of.end() && it->second != 0;
+  return it != node_of.end() && (it->second != 0 || !allocation.driver_on_first);
 }
 
 const Node& Placement::node(const std::string& instance) const {
-  return nodes.at(node_of.at(instance));
+  return allocation.nodes.at(node_of.at(instance));
 }
 
 Placement place_servers(const std::vector<core::ServerInstance>& instances,
-                        const std::vector<Node>& nodes) {
+                        const Allocation& allocation) {
   Placement p;
-  p.nodes = nodes;
+  p.allocation = allocation;
+  const auto& nodes = allocation.nodes;
   std::size_t next = 0;
   for (const auto& inst : instances) {
     const auto* pin = inst.config.if_contains("slurm_node");

@@ -35,27 +35,35 @@ struct CommandOutput {
 using CommandRunner = std::function<CommandOutput(const std::vector<std::string>& argv)>;
 CommandOutput run_command(const std::vector<std::string>& argv);
 
-// The nodes servers may run on, the driver's node first. Outside a Slurm allocation (or without
-// use_absolute_ip) that is this machine alone. Inside one (SLURM_JOB_ID and SLURM_JOB_NODELIST
-// set) the allocation's nodes in Slurm's order, the one this process runs on (SLURMD_NODENAME)
-// moved first, each with its NodeAddr from `scontrol show node`. `getenv` and `run` are the
-// process's own unless a test gives others. Throws std::runtime_error when scontrol fails.
-std::vector<Node> allocation_nodes(const std::function<const char*(const char*)>& getenv,
-                                   const CommandRunner& run);
+// The nodes servers may run on.
+struct Allocation {
+  std::vector<Node> nodes;
+  // Whether this process (the driver) runs on nodes[0]; false for a shell of `salloc` on a login
+  // node, where every server then runs on an allocated node through srun.
+  bool driver_on_first = true;
+};
+
+// Outside a Slurm allocation: this machine alone. Inside one (SLURM_JOB_ID and
+// SLURM_JOB_NODELIST set): the allocation's nodes in Slurm's order, the one this process runs on
+// (SLURMD_NODENAME) moved first, each with its NodeAddr from `scontrol show node`. `getenv` and
+// `run` are the process's own unless a test gives others. Throws std::runtime_error when scontrol
+// fails.
+Allocation allocation_nodes(const std::function<const char*(const char*)>& getenv,
+                            const CommandRunner& run);
 
 struct Placement {
-  std::vector<Node> nodes;                     // nodes[0] is the driver's
-  std::map<std::string, std::size_t> node_of;  // instance name -> index into nodes
+  Allocation allocation;
+  std::map<std::string, std::size_t> node_of;  // instance name -> index into allocation.nodes
 
-  // Whether `instance` runs on another node than the driver's (so through srun).
+  // Whether `instance` runs on another node than the driver (so through srun).
   bool remote(const std::string& instance) const;
   const Node& node(const std::string& instance) const;
 };
 
-// Places every instance on one of `nodes` (see the file comment). ConfigError when a
-// `slurm_node` names no node of the allocation (with the nodes there are).
+// Places every instance on one of the allocation's nodes (see the file comment). ConfigError when
+// a `slurm_node` names no node of the allocation (with the nodes there are).
 Placement place_servers(const std::vector<core::ServerInstance>& instances,
-                        const std::vector<Node>& nodes);
+                        const Allocation& allocation);
 
 // With use_absolute_ip: every instance without an explicit `host` listens on its node's address
 // (the head server listens on default_host, which load_config made this machine's address).

@@ -248,6 +248,23 @@ TEST(SlurmSubmit, OneNodeRunsEveryServerBesideTheDriver) {
       << r.output;
 }
 
+// `salloc -N2 gym eval run ++use_absolute_ip=true` from outside the nodes (here the host, as a
+// login node): every server runs on an allocated node through srun, the collection here.
+TEST(SlurmAllocation, FromALoginNodeEveryServerRunsOnTheNodes) {
+  SlurmCluster cluster(2);
+  TempDir tmp;
+  auto r = cluster.run("cd " + tmp.path() + " && salloc --nodes=2 " + gym_binary() +
+                       " eval run --resources-server mcqa --model-type replay_model --split "
+                       "example -o out/rollouts.jsonl ++head_server.port=0 "
+                       "++use_absolute_ip=true -q");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "on node n1 (srun)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "on node n2 (srun)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "listening on http://" + cluster.node_address(1) + ":"))
+      << r.output;
+  EXPECT_EQ(read_jsonl(tmp.file("out/rollouts.jsonl")).size(), 5u) << r.output;
+}
+
 // A long collection over two nodes (the project's own mcqa example rows, replayed): 5 rows x
 // kRepeats take minutes at concurrency 2, so a test stops it.
 constexpr int kRepeats = 4000;

@@ -56,23 +56,43 @@ struct FakeSlurm {
 TEST(AllocationNodes, OutsideSlurmIsThisMachineAlone) {
   FakeSlurm slurm;
   slurm.env.clear();
-  auto nodes = allocation_nodes(slurm.getenv(), slurm.runner());
-  ASSERT_EQ(nodes.size(), 1u);
-  EXPECT_EQ(nodes[0].address, core::this_machine_address());
+  auto a = allocation_nodes(slurm.getenv(), slurm.runner());
+  ASSERT_EQ(a.nodes.size(), 1u);
+  EXPECT_EQ(a.nodes[0].address, core::this_machine_address());
+  EXPECT_TRUE(a.driver_on_first);
   EXPECT_TRUE(slurm.calls.empty());
 }
 
 TEST(AllocationNodes, TheJobsNodesWithTheirAddressesTheDriversFirst) {
   FakeSlurm slurm;
-  auto nodes = allocation_nodes(slurm.getenv(), slurm.runner());
-  ASSERT_EQ(nodes.size(), 2u);
-  EXPECT_EQ(nodes[0].name, "n1");
-  EXPECT_EQ(nodes[0].address, "10.9.0.11");
-  EXPECT_EQ(nodes[1].address, "10.9.0.12");
+  auto a = allocation_nodes(slurm.getenv(), slurm.runner());
+  ASSERT_EQ(a.nodes.size(), 2u);
+  EXPECT_EQ(a.nodes[0].name, "n1");
+  EXPECT_EQ(a.nodes[0].address, "10.9.0.11");
+  EXPECT_EQ(a.nodes[1].address, "10.9.0.12");
+  EXPECT_TRUE(a.driver_on_first);
   slurm.env["SLURMD_NODENAME"] = "n2";  // the batch script runs on n2
-  nodes = allocation_nodes(slurm.getenv(), slurm.runner());
-  EXPECT_EQ(nodes[0].name, "n2");
-  EXPECT_EQ(nodes[1].name, "n1");
+  a = allocation_nodes(slurm.getenv(), slurm.runner());
+  EXPECT_EQ(a.nodes[0].name, "n2");
+  EXPECT_EQ(a.nodes[1].name, "n1");
+  EXPECT_TRUE(a.driver_on_first);
+}
+
+// `salloc -N2` keeps the user's shell on the login node: no SLURMD_NODENAME there, so every
+// server runs on an allocated node through srun, still round robin.
+TEST(AllocationNodes, FromALoginNodeEveryServerIsRemote) {
+  FakeSlurm slurm;
+  slurm.env.erase("SLURMD_NODENAME");
+  auto a = allocation_nodes(slurm.getenv(), slurm.runner());
+  EXPECT_FALSE(a.driver_on_first);
+  json::object cfg;
+  add_instance(cfg, "env", "resources_servers", "mcqa");
+  add_instance(cfg, "agent", "responses_api_agents", "simple_agent");
+  auto p = place_servers(core::find_server_instances(cfg), a);
+  EXPECT_TRUE(p.remote("env"));
+  EXPECT_TRUE(p.remote("agent"));
+  EXPECT_EQ(p.node("env").name, "n1");
+  EXPECT_EQ(p.node("agent").name, "n2");
 }
 
 TEST(AllocationNodes, AFailingScontrolSaysWhatItRanAndWhatItPrinted) {
@@ -94,7 +114,7 @@ TEST(PlaceServers, RoundRobinFromTheDriversNodeAndPinsByNameOrIndex) {
   add_instance(cfg, "agent", "responses_api_agents", "simple_agent");
   add_instance(cfg, "pinned", "resources_servers", "mcqa", json::object{{"slurm_node", "n1"}});
   add_instance(cfg, "by_index", "resources_servers", "mcqa", json::object{{"slurm_node", 1}});
-  const std::vector<Node> nodes{{"n1", "10.9.0.11"}, {"n2", "10.9.0.12"}};
+  const Allocation nodes{{{"n1", "10.9.0.11"}, {"n2", "10.9.0.12"}}, true};
   auto p = place_servers(core::find_server_instances(cfg), nodes);
   EXPECT_EQ(p.node("policy_model").name, "n1");
   EXPECT_EQ(p.node("env").name, "n2");
@@ -112,14 +132,14 @@ TEST(PlaceServers, RoundRobinFromTheDriversNodeAndPinsByNameOrIndex) {
 TEST(PlaceServers, AnExplicitHostIsKept) {
   json::object cfg;
   add_instance(cfg, "env", "resources_servers", "mcqa", json::object{{"host", "0.0.0.0"}});
-  const std::vector<Node> nodes{{"n1", "10.9.0.11"}};
+  const Allocation nodes{{{"n1", "10.9.0.11"}}, true};
   auto instances = core::find_server_instances(cfg);
   apply_placement_hosts(cfg, instances, place_servers(instances, nodes));
   EXPECT_EQ(host_of(cfg, "env"), "0.0.0.0");
 }
 
 TEST(PlaceServers, APinOutsideTheAllocationIsAConfigErrorListingTheNodes) {
-  const std::vector<Node> nodes{{"n1", "a"}, {"n2", "b"}};
+  const Allocation nodes{{{"n1", "a"}, {"n2", "b"}}, true};
   json::object cfg;
   add_instance(cfg, "env", "resources_servers", "mcqa", json::object{{"slurm_node", "n3"}});
   auto msg = config_error_of([&] { place_servers(core::find_server_instances(cfg), nodes); });
