@@ -9,6 +9,9 @@
 
 #include <boost/json.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +50,32 @@ void check_line(const std::string& key, const std::string& value) {
   if (value.find_first_of("\n\r") != std::string::npos)
     throw core::ConfigError("config error: " + key + " must not contain a line break");
 }
+
+// Sends stdout to /dev/null while it lives.
+class StdoutSilenced {
+ public:
+  StdoutSilenced() {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::close(null);
+    }
+  }
+  ~StdoutSilenced() {
+    std::fflush(stdout);
+    if (saved_ >= 0) {
+      ::dup2(saved_, STDOUT_FILENO);
+      ::close(saved_);
+    }
+  }
+  StdoutSilenced(const StdoutSilenced&) = delete;
+  StdoutSilenced& operator=(const StdoutSilenced&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 }  // namespace
 
@@ -292,7 +321,10 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
     std::vector<std::string> agents;
     for (const auto& inst : core::find_server_instances(cfg))
       if (inst.server_type == "responses_api_agents") agents.push_back(inst.name);
-    (void)rollouts::plan_rows(collection, paths, *collection.input, agents);  // reads only
+    // Reads only; what it says is said again by the job (and stdout holds only the script of
+    // --dry-run).
+    const StdoutSilenced quiet;
+    (void)rollouts::plan_rows(collection, paths, *collection.input, agents);
   }
 
   SlurmJob job;

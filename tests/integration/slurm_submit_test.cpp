@@ -119,6 +119,16 @@ TEST(SlurmSubmit, DryRunPrintsTheJobScriptAndWritesNothing) {
   EXPECT_FALSE(contains(s, "sk-secret-123")) << s;
   EXPECT_TRUE(contains(s, "'++policy_api_key=${oc.env:GYM_SUBMIT_POLICY_API_KEY}'")) << s;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("out"))) << "a dry run writes nothing";
+
+  // With an input file (checked before anything is queued), stdout is still the script alone.
+  r = gym::test::run_command("cd " + tmp.path() + " && " + gym_binary() +
+                             " eval submit --resources-server mcqa --model-type replay_model "
+                             "--agent mcqa_simple_agent --input " +
+                             std::string(GYM_SOURCE_ROOT) +
+                             "/environments/mcqa/data/example.jsonl -o out/rollouts.jsonl "
+                             "--dry-run 2>/dev/null");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(r.output.starts_with("#!/bin/bash\n")) << r.output;
 }
 
 TEST(SlurmSubmit, ConfigErrorsStopBeforeAnythingIsQueued) {
