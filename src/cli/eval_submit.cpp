@@ -12,12 +12,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -155,6 +157,37 @@ std::string shell_quote(const std::string& word) {
   return q + "'";
 }
 
+std::vector<std::string> planned_placement(const std::vector<core::ServerInstance>& instances,
+                                           int nodes) {
+  std::vector<std::string> lines;
+  std::size_t width = 0;
+  for (const auto& inst : instances) width = std::max(width, inst.name.size());
+  std::size_t next = 0;
+  for (const auto& inst : instances) {
+    const auto* pin = inst.config.if_contains("slurm_node");
+    std::string where;
+    std::optional<std::int64_t> index;
+    if (!pin || pin->is_null()) {
+      index = static_cast<std::int64_t>(next++ % static_cast<std::size_t>(nodes));
+    } else if (pin->is_int64()) {
+      index = pin->get_int64();
+      if (*index < 0 || *index >= nodes)
+        throw core::ConfigError("config error: " + inst.name + "." + inst.server_type + "." +
+                                inst.impl + ".slurm_node = " + std::to_string(*index) +
+                                ": the job has " + std::to_string(nodes) + " node(s), indexes 0-" +
+                                std::to_string(nodes - 1) + " (--nodes)");
+    } else if (pin->is_string()) {
+      where = "node " + std::string(pin->get_string()) + " (slurm_node)";
+    }
+    if (index) where = *index == 0 ? "node 0 (this one)" : "node " + std::to_string(*index);
+    std::string line = inst.name + std::string(width - inst.name.size() + 2, ' ') + where;
+    if (!index || *index != 0)
+      line += ": srun --overlap --nodes=1 --ntasks=1 --nodelist=<that node>";
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 std::string job_script(const SlurmJob& job) {
   const auto& s = job.settings;
   std::ostringstream o;
@@ -173,6 +206,8 @@ std::string job_script(const SlurmJob& job) {
        "# The head server and the collection run here, on the first node. With use_absolute_ip\n"
        "# `gym eval run` starts the servers round robin over the allocated nodes, each on its\n"
        "# node with `srun --overlap`, and stops them at the end.\n";
+  if (!job.placement.empty()) o << "# Servers, as placed when the job starts:\n";
+  for (const auto& line : job.placement) o << "#   " << line << "\n";
   o << "exec " << shell_quote(job.gym) << " eval run";
   for (const auto& a : job.run_args) o << " " << shell_quote(a);
   o << "\n";
@@ -335,6 +370,7 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
   job.log_pattern = paths.stem.string() + ".slurm-%j.out";
   std::string api_key;
   job.run_args = job_run_arguments(options.submit_args, &api_key);
+  job.placement = planned_placement(core::find_server_instances(cfg), settings.nodes);
   for (const auto& path : {job.working_dir, job.log_pattern, job.script_path})
     check_line("the output path", path);
   const std::string script = job_script(job);

@@ -25,12 +25,19 @@ struct SlurmJobSettings {
 // What the job runs and where its files go.
 struct SlurmJob {
   SlurmJobSettings settings;
-  std::string gym;                    // absolute path of the gym binary
-  std::string working_dir;            // the submitter's: relative paths mean the same there
-  std::string script_path;            // <output stem>.sbatch
-  std::string log_pattern;            // <output stem>.slurm-%j.out (sbatch's --output)
-  std::vector<std::string> run_args;  // `gym eval run` arguments (job_run_arguments)
+  std::string gym;                     // absolute path of the gym binary
+  std::string working_dir;             // the submitter's: relative paths mean the same there
+  std::string script_path;             // <output stem>.sbatch
+  std::string log_pattern;             // <output stem>.slurm-%j.out (sbatch's --output)
+  std::vector<std::string> run_args;   // `gym eval run` arguments (job_run_arguments)
+  std::vector<std::string> placement;  // planned_placement, written as comments
 };
+
+// Where the job's `gym eval run` will start each server (orchestrator/placement.h's rule: round
+// robin over the nodes in config order from the first, `slurm_node` pins), one line per instance
+// for the script's comments. ConfigError for an index pin beyond `nodes`.
+std::vector<std::string> planned_placement(const std::vector<core::ServerInstance>& instances,
+                                           int nodes);
 
 // The `gym eval run` arguments of a `gym eval submit` command line (`args`: what follows
 // `submit`): the Slurm-only flags (--nodes ... --dry-run, --wait) removed, --model-api-key replaced

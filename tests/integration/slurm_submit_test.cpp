@@ -113,6 +113,10 @@ TEST(SlurmSubmit, DryRunPrintsTheJobScriptAndWritesNothing) {
   // The job runs `gym eval run` with the same arguments, minus the Slurm flags.
   EXPECT_TRUE(contains(s, "exec '" + gym_binary() + "' eval run '--resources-server' 'mcqa'")) << s;
   EXPECT_TRUE(contains(s, "'++use_absolute_ip=true'")) << s;
+  // The placement the job will make, as comments: round robin over 3 nodes in config order.
+  EXPECT_TRUE(contains(s, "#   mcqa               node 0 (this one)\n")) << s;
+  EXPECT_TRUE(contains(s, "#   mcqa_simple_agent  node 1: srun --overlap")) << s;
+  EXPECT_TRUE(contains(s, "#   policy_model       node 2: srun --overlap")) << s;
   for (const char* gone : {"--nodes", "--partition'", "--dry-run", "--sbatch"})
     EXPECT_FALSE(contains(s.substr(s.find("exec ")), gone)) << gone << " in\n" << s;
   // The API key never reaches the script: the job reads it from the environment.
@@ -145,6 +149,11 @@ TEST(SlurmSubmit, ConfigErrorsStopBeforeAnythingIsQueued) {
   EXPECT_TRUE(contains(r.output, "did you mean slurm.nodes?")) << r.output;
   r = run("--resources-server mcqa --model-type replay_model --input " + tmp.file("none.jsonl"));
   EXPECT_EQ(r.code, 1) << r.output;
+  r =
+      run("--resources-server mcqa --model-type replay_model --split example --nodes 2 "
+          "++mcqa.resources_servers.mcqa.slurm_node=2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "slurm_node = 2: the job has 2 node(s)")) << r.output;
   r = run("--resources-server mcqa --model-type replay_model --split example --nodes 0");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--nodes")) << r.output;
