@@ -340,6 +340,43 @@ TEST(SlurmSubmit, ACancelledJobResumesWithEveryRowExactlyOnce) {
     ASSERT_EQ(count, 1) << "task " << key.first << " rollout " << key.second;
 }
 
+// A job that reaches its time limit (`--time 1`: one minute) is stopped by Slurm as a cancelled
+// one is: the rows written stay and the rest run on --resume, each exactly once. The model is the
+// fake OpenAI endpoint on the host, slow on purpose (200 ms an answer), so the job is still
+// running when its minute is up without keeping a core busy.
+TEST(SlurmSubmit, ATimedOutJobResumesWithEveryRowExactlyOnce) {
+  SlurmCluster cluster(2);
+  gym::test::ChildProcess fake({gym::test::build_path("tests/support/gym_fake_openai"), "--host",
+                                cluster.host_address(), "--delay-ms", "200", "--no-record"});
+  const int port = fake.wait_port();
+  ASSERT_GT(port, 0);
+  TempDir tmp;
+  constexpr int kRows = 5 * 300;  // 10 rows/s at concurrency 2: 150 s
+  const std::string run = "--resources-server mcqa --model-type vllm_model --model-url http://" +
+                          cluster.host_address() + ":" + std::to_string(port) +
+                          "/v1 --model fake-model --model-api-key none --agent mcqa_simple_agent "
+                          "--split example -o out/rollouts.jsonl --nodes 2 --num-repeats 300 "
+                          "++head_server.port=0 -q";
+  auto r = submit(cluster, tmp.path(), run + " --concurrency 2 --time 1");
+  const std::string id = job_id_of(r.output);
+  ASSERT_TRUE(r.code == 0 && !id.empty()) << r.output;
+  auto end = cluster.wait_job(id, std::chrono::seconds(240));
+  const std::string rollouts = tmp.file("out/rollouts.jsonl");
+  EXPECT_EQ(end.state, "TIMEOUT") << end.record << "\n"
+                                  << read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
+  const auto written = gym::test::complete_lines(rollouts);
+  EXPECT_GT(written, 0u);
+  EXPECT_LT(written, static_cast<std::size_t>(kRows));
+
+  r = submit(cluster, tmp.path(), run + " --concurrency 64 --resume --wait");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::map<gym::test::RowKey, int> seen;
+  for (const auto& row : read_jsonl(rollouts)) ++seen[gym::test::key_of(row)];
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(kRows));
+  for (const auto& [key, count] : seen)
+    ASSERT_EQ(count, 1) << "task " << key.first << " rollout " << key.second;
+}
+
 TEST(SlurmSubmit, AServerKilledOnTheSecondNodeFailsTheJobNamingIt) {
   SlurmCluster cluster(2);
   TempDir tmp;

@@ -17,7 +17,8 @@
 //   GET  /received       every request so far: path, query, headers (lower-case), body
 //   POST /reset          forgets the script and the requests
 //
-// Flags: --port P (default 0), --table FILE (JSONL of {"messages": [...], "response": {...}}),
+// Flags: --host H (default 127.0.0.1), --port P (default 0), --table FILE (JSONL of {"messages":
+// [...], "response": {...}}),
 // --no-record (keep no requests: the benchmark's steady state), --delay-ms N (every chat and
 // Responses answer waits N ms, like a model generating: calls stay in flight).
 #include "http/server.h"
@@ -251,6 +252,8 @@ int main(int argc, char** argv) {
     std::string k = argv[i];
     if (k == "--no-record") {
       fake().record = false;
+    } else if (k == "--host" && i + 1 < argc) {
+      opt.host = argv[++i];
     } else if (k == "--port" && i + 1 < argc) {
       opt.port = static_cast<std::uint16_t>(std::stoi(argv[++i]));
     } else if (k == "--delay-ms" && i + 1 < argc) {
