@@ -1,6 +1,7 @@
 #include "cli/eval_submit.h"
 
 #include "cli/builtins.h"
+#include "core/secrets.h"
 #include "core/termination_signals.h"
 #include "orchestrator/placement.h"
 #include "orchestrator/spawn.h"
@@ -19,6 +20,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -51,6 +53,48 @@ std::string string_key(const json::object& block, const char* key) {
 void check_line(const std::string& key, const std::string& value) {
   if (value.find_first_of("\n\r") != std::string::npos)
     throw core::ConfigError("config error: " + key + " must not contain a line break");
+}
+
+// An override (`k=v`, `+k=v`, `++k=v`) of a secret (core::is_secret_key of the key's last part)
+// whose value is not an interpolation already: its "++a.api_key=" part and its value.
+std::optional<std::pair<std::string, std::string>> secret_override(const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (arg.starts_with("-") || eq == std::string::npos) return std::nullopt;
+  std::string key = arg.substr(0, eq);
+  key.erase(0, key.find_first_not_of('+'));
+  const std::string value = arg.substr(eq + 1);
+  const auto dot = key.rfind('.');
+  if (value.empty() || value.starts_with("${") ||
+      !core::is_secret_key(dot == std::string::npos ? key : key.substr(dot + 1)))
+    return std::nullopt;
+  return std::pair{arg.substr(0, eq + 1), value};
+}
+
+// The command that continues a job that stopped early: the same submission with --resume, from
+// the directory it was made in, secrets masked (the user gives them again).
+std::string resume_command(const std::vector<std::string>& submit_args,
+                           const std::string& working_dir) {
+  auto word = [](const std::string& a) {
+    return a.find_first_of(" '\"$*?;&|<>()`\\") == std::string::npos ? a : shell_quote(a);
+  };
+  std::string cmd = "cd " + word(working_dir) + " && gym eval submit";
+  bool resume = false;
+  for (std::size_t i = 0; i < submit_args.size(); ++i) {
+    const std::string& a = submit_args[i];
+    if (a == "--wait" || a == "--dry-run") continue;
+    resume = resume || a == "--resume";
+    if (a == "--model-api-key" && i + 1 < submit_args.size()) {
+      cmd += " --model-api-key " + std::string(core::kMaskedSecret);
+      ++i;
+    } else if (a.starts_with("--model-api-key=")) {
+      cmd += " --model-api-key=" + std::string(core::kMaskedSecret);
+    } else if (auto secret = secret_override(a)) {
+      cmd += " " + word(secret->first + std::string(core::kMaskedSecret));
+    } else {
+      cmd += " " + word(a);
+    }
+  }
+  return resume ? cmd : cmd + " --resume";
 }
 
 // Sends stdout to /dev/null while it lives.
@@ -128,8 +172,9 @@ SlurmJobSettings SlurmJobSettings::from_config(const json::object& cfg) {
 }
 
 std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
-                                           std::string* api_key) {
+                                           std::map<std::string, std::string>* secrets) {
   std::vector<std::string> out;
+  int n = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const std::string name = arg.substr(0, arg.find('='));
@@ -141,8 +186,14 @@ std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
     if (name == "--model-api-key") {
       const std::string key =
           inline_value ? arg.substr(arg.find('=') + 1) : (i + 1 < args.size() ? args[++i] : "");
-      if (api_key) *api_key = key;
+      if (secrets) (*secrets)[kApiKeyVariable] = key;
       out.push_back(std::string("++policy_api_key=${oc.env:") + kApiKeyVariable + "}");
+      continue;
+    }
+    if (auto secret = secret_override(arg)) {
+      const std::string variable = "GYM_SUBMIT_SECRET_" + std::to_string(n++);
+      if (secrets) (*secrets)[variable] = secret->second;
+      out.push_back(secret->first + "${oc.env:" + variable + "}");
       continue;
     }
     out.push_back(arg);
@@ -208,6 +259,9 @@ std::string job_script(const SlurmJob& job) {
        "# node with `srun --overlap`, and stops them at the end.\n";
   if (!job.placement.empty()) o << "# Servers, as placed when the job starts:\n";
   for (const auto& line : job.placement) o << "#   " << line << "\n";
+  // What `gym eval run` tells to run when the collection stops early: submit again, not run here.
+  if (!job.resume_command.empty())
+    o << "export GYM_RESUME_COMMAND=" << shell_quote(job.resume_command) << "\n";
   o << "exec " << shell_quote(job.gym) << " eval run";
   for (const auto& a : job.run_args) o << " " << shell_quote(a);
   o << "\n";
@@ -274,19 +328,7 @@ void stream_new_output(const std::string& path, std::uintmax_t& offset) {
   std::fflush(stdout);
 }
 
-std::string resume_command(const std::vector<std::string>& submit_args) {
-  std::string cmd = "gym eval submit";
-  bool resume = false;
-  for (const auto& a : submit_args) {
-    if (a == "--wait" || a == "--dry-run") continue;
-    resume = resume || a == "--resume";
-    cmd += " " + (a.find_first_of(" '\"$*?") == std::string::npos ? a : shell_quote(a));
-  }
-  return resume ? cmd : cmd + " --resume";
-}
-
-int wait_for_job(const std::string& id, const std::string& log,
-                 const std::vector<std::string>& submit_args) {
+int wait_for_job(const std::string& id, const std::string& log, const std::string& resume) {
   const core::TerminationSignals signals;
   std::uintmax_t offset = 0;
   std::string last_state;
@@ -325,12 +367,10 @@ int wait_for_job(const std::string& id, const std::string& log,
                    st.state.c_str(), st.exit_code, st.nodes.c_str(), log.c_str());
       if (st.state == "COMPLETED" || (st.state == "FAILED" && st.exit_code != 0)) {
         if (st.exit_code == 2 || st.exit_code >= 128)
-          std::fprintf(stderr, "rows written so far stay; continue with: %s\n",
-                       resume_command(submit_args).c_str());
+          std::fprintf(stderr, "rows written so far stay; continue with: %s\n", resume.c_str());
         return st.exit_code;
       }
-      std::fprintf(stderr, "rows written so far stay; continue with: %s\n",
-                   resume_command(submit_args).c_str());
+      std::fprintf(stderr, "rows written so far stay; continue with: %s\n", resume.c_str());
       return 2;
     }
     if (int code = signals.take(std::chrono::milliseconds(1000))) {
@@ -368,9 +408,10 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
   job.working_dir = fs::current_path().string();
   job.script_path = paths.stem.string() + ".sbatch";
   job.log_pattern = paths.stem.string() + ".slurm-%j.out";
-  std::string api_key;
-  job.run_args = job_run_arguments(options.submit_args, &api_key);
+  std::map<std::string, std::string> secrets;  // handed to the job through sbatch's environment
+  job.run_args = job_run_arguments(options.submit_args, &secrets);
   job.placement = planned_placement(core::find_server_instances(cfg), settings.nodes);
+  job.resume_command = resume_command(options.submit_args, job.working_dir);
   for (const auto& path : {job.working_dir, job.log_pattern, job.script_path})
     check_line("the output path", path);
   const std::string script = job_script(job);
@@ -387,7 +428,7 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
     if (!out.flush()) throw std::runtime_error("cannot write the job script " + job.script_path);
   }
   fs::permissions(job.script_path, fs::perms::owner_all, fs::perm_options::replace, ec);
-  if (!api_key.empty()) ::setenv(kApiKeyVariable, api_key.c_str(), 1);  // sbatch exports it
+  for (const auto& [variable, value] : secrets) ::setenv(variable.c_str(), value.c_str(), 1);
   orchestrator::CommandOutput r;
   try {
     r = orchestrator::run_command({"sbatch", "--parsable", job.script_path});
@@ -414,7 +455,7 @@ int run_eval_submit(const core::ConfigSources& sources, const SubmitOptions& opt
     return 0;
   }
   std::fflush(stdout);
-  return wait_for_job(id, log, options.submit_args);
+  return wait_for_job(id, log, job.resume_command);
 }
 
 }  // namespace gym::cli

@@ -7,6 +7,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct SlurmJob {
   std::string log_pattern;             // <output stem>.slurm-%j.out (sbatch's --output)
   std::vector<std::string> run_args;   // `gym eval run` arguments (job_run_arguments)
   std::vector<std::string> placement;  // planned_placement, written as comments
+  std::string resume_command;          // exported to the job as GYM_RESUME_COMMAND
 };
 
 // Where the job's `gym eval run` will start each server (orchestrator/placement.h's rule: round
@@ -40,11 +42,13 @@ std::vector<std::string> planned_placement(const std::vector<core::ServerInstanc
                                            int nodes);
 
 // The `gym eval run` arguments of a `gym eval submit` command line (`args`: what follows
-// `submit`): the Slurm-only flags (--nodes ... --dry-run, --wait) removed, --model-api-key replaced
-// by an interpolation of GYM_SUBMIT_POLICY_API_KEY (so the key is never written into the script),
-// and ++use_absolute_ip=true appended. `api_key` receives the key when one was given.
+// `submit`): the Slurm-only flags (--nodes ... --dry-run, --wait) removed, secrets replaced by
+// interpolations of environment variables so that none is written into the script
+// (--model-api-key: GYM_SUBMIT_POLICY_API_KEY; an override of a secret key such as
+// ++hf_token=...: GYM_SUBMIT_SECRET_<n>), and ++use_absolute_ip=true appended. `secrets`
+// receives each variable and its value.
 std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
-                                           std::string* api_key = nullptr);
+                                           std::map<std::string, std::string>* secrets = nullptr);
 
 // The job script: #SBATCH lines, then `exec gym eval run ...`, every word shell-quoted.
 std::string job_script(const SlurmJob& job);

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -156,6 +157,8 @@ std::string shell_word(const std::string& arg) {
 
 // This process's command line with --resume, for the user to run after a stop.
 std::string resume_command() {
+  // A `gym eval submit` job says how to submit again (its script exports the command).
+  if (const char* set = std::getenv("GYM_RESUME_COMMAND"); set && *set) return set;
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string command;
   bool resumes = false;

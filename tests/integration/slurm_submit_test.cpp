@@ -99,7 +99,8 @@ TEST(SlurmSubmit, DryRunPrintsTheJobScriptAndWritesNothing) {
       " eval submit --resources-server mcqa --model-type vllm_model --model-url "
       "http://127.0.0.1:9/v1 --model m --model-api-key sk-secret-123 --agent mcqa_simple_agent "
       "--split example -o out/rollouts.jsonl --nodes 3 --partition gpu --account proj --time "
-      "01:30:00 --job-name mine --sbatch=--exclusive --sbatch '--comment=two words' --dry-run");
+      "01:30:00 --job-name mine --sbatch=--exclusive --sbatch '--comment=two words' "
+      "++hf_token=hf-secret-456 --dry-run");
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string& s = r.output;
   EXPECT_TRUE(s.starts_with("#!/bin/bash\n")) << s;
@@ -113,6 +114,9 @@ TEST(SlurmSubmit, DryRunPrintsTheJobScriptAndWritesNothing) {
   // The job runs `gym eval run` with the same arguments, minus the Slurm flags.
   EXPECT_TRUE(contains(s, "exec '" + gym_binary() + "' eval run '--resources-server' 'mcqa'")) << s;
   EXPECT_TRUE(contains(s, "'++use_absolute_ip=true'")) << s;
+  EXPECT_TRUE(contains(s, "export GYM_RESUME_COMMAND='cd " + tmp.path() +
+                              " && gym eval submit --resources-server mcqa"))
+      << s;
   // The placement the job will make, as comments: round robin over 3 nodes in config order.
   EXPECT_TRUE(contains(s, "#   mcqa               node 0 (this one)\n")) << s;
   EXPECT_TRUE(contains(s, "#   mcqa_simple_agent  node 1: srun --overlap")) << s;
@@ -122,6 +126,9 @@ TEST(SlurmSubmit, DryRunPrintsTheJobScriptAndWritesNothing) {
   // The API key never reaches the script: the job reads it from the environment.
   EXPECT_FALSE(contains(s, "sk-secret-123")) << s;
   EXPECT_TRUE(contains(s, "'++policy_api_key=${oc.env:GYM_SUBMIT_POLICY_API_KEY}'")) << s;
+  EXPECT_FALSE(contains(s, "hf-secret-456")) << s;
+  EXPECT_TRUE(contains(s, "'++hf_token=${oc.env:GYM_SUBMIT_SECRET_0}'")) << s;
+  EXPECT_TRUE(contains(s, "--model-api-key ****")) << "the resume command, masked:\n" << s;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("out"))) << "a dry run writes nothing";
 
   // With an input file (checked before anything is queued), stdout is still the script alone.
@@ -392,7 +399,11 @@ TEST(SlurmSubmit, AServerKilledOnTheSecondNodeFailsTheJobNamingIt) {
   EXPECT_EQ(end.exit_code, 2) << end.record;
   const std::string log = read_text(log_path);
   EXPECT_TRUE(contains(log, "server mcqa_simple_agent on node n2 (its srun step) exited")) << log;
-  EXPECT_TRUE(contains(log, "--resume")) << log;
+  // The resume hint is the submission again (the job script exports it), not a local run.
+  EXPECT_TRUE(
+      contains(log, "the unfinished rollouts run with the same command and --resume:\n  cd " +
+                        tmp.path() + " && gym eval submit "))
+      << log;
   // Nothing of the job is left running.
   EXPECT_TRUE(eventually([&] {
     return server_pids(cluster, id, "mcqa").empty() &&
