@@ -2,6 +2,7 @@
 
 #include "cli/builtins.h"
 #include "core/secrets.h"
+#include "core/shell_word.h"
 #include "core/termination_signals.h"
 #include "orchestrator/placement.h"
 #include "orchestrator/spawn.h"
@@ -74,10 +75,8 @@ std::optional<std::pair<std::string, std::string>> secret_override(const std::st
 // the directory it was made in, secrets masked (the user gives them again).
 std::string resume_command(const std::vector<std::string>& submit_args,
                            const std::string& working_dir) {
-  auto word = [](const std::string& a) {
-    return a.find_first_of(" '\"$*?;&|<>()`\\") == std::string::npos ? a : shell_quote(a);
-  };
-  std::string cmd = "cd " + word(working_dir) + " && gym eval submit";
+  using core::shell_word;
+  std::string cmd = "cd " + shell_word(working_dir) + " && gym eval submit";
   bool resume = false;
   for (std::size_t i = 0; i < submit_args.size(); ++i) {
     const std::string& a = submit_args[i];
@@ -89,9 +88,9 @@ std::string resume_command(const std::vector<std::string>& submit_args,
     } else if (a.starts_with("--model-api-key=")) {
       cmd += " --model-api-key=" + std::string(core::kMaskedSecret);
     } else if (auto secret = secret_override(a)) {
-      cmd += " " + word(secret->first + std::string(core::kMaskedSecret));
+      cmd += " " + shell_word(secret->first + std::string(core::kMaskedSecret));
     } else {
-      cmd += " " + word(a);
+      cmd += " " + shell_word(a);
     }
   }
   return resume ? cmd : cmd + " --resume";
@@ -202,12 +201,6 @@ std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
   return out;
 }
 
-std::string shell_quote(const std::string& word) {
-  std::string q = "'";
-  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::vector<std::string> planned_placement(const std::vector<core::ServerInstance>& instances,
                                            int nodes) {
   std::vector<std::string> lines;
@@ -261,9 +254,9 @@ std::string job_script(const SlurmJob& job) {
   for (const auto& line : job.placement) o << "#   " << line << "\n";
   // What `gym eval run` tells to run when the collection stops early: submit again, not run here.
   if (!job.resume_command.empty())
-    o << "export GYM_RESUME_COMMAND=" << shell_quote(job.resume_command) << "\n";
-  o << "exec " << shell_quote(job.gym) << " eval run";
-  for (const auto& a : job.run_args) o << " " << shell_quote(a);
+    o << "export GYM_RESUME_COMMAND=" << core::shell_quoted(job.resume_command) << "\n";
+  o << "exec " << core::shell_quoted(job.gym) << " eval run";
+  for (const auto& a : job.run_args) o << " " << core::shell_quoted(a);
   o << "\n";
   return o.str();
 }

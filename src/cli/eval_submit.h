@@ -50,11 +50,9 @@ std::vector<std::string> planned_placement(const std::vector<core::ServerInstanc
 std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
                                            std::map<std::string, std::string>* secrets = nullptr);
 
-// The job script: #SBATCH lines, then `exec gym eval run ...`, every word shell-quoted.
+// The job script: #SBATCH lines, then `exec gym eval run ...`, every word shell-quoted
+// (core::shell_quoted).
 std::string job_script(const SlurmJob& job);
-
-// Single-quotes `word` for bash.
-std::string shell_quote(const std::string& word);
 
 struct SubmitOptions {
   std::vector<std::string> submit_args;  // the command line after `submit`

@@ -1,5 +1,6 @@
 #include "rollouts/collection.h"
 
+#include "core/shell_word.h"
 #include "http/client.h"
 #include "http/pool_metrics.h"
 #include "rollouts/aggregate.h"
@@ -145,16 +146,6 @@ class CollectionThread {
   std::thread thread_;
 };
 
-// One shell word: as is when it is plainly safe, else in single quotes.
-std::string shell_word(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789_-+=/.,:@%") == std::string::npos)
-    return arg;
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // This process's command line with --resume, for the user to run after a stop.
 std::string resume_command() {
   // A `gym eval submit` job says how to submit again (its script exports the command).
@@ -164,7 +155,7 @@ std::string resume_command() {
   bool resumes = false;
   for (std::string arg; std::getline(in, arg, '\0');) {
     resumes = resumes || arg == "--resume" || arg.rfind("++resume_from_cache=", 0) == 0;
-    command += (command.empty() ? "" : " ") + shell_word(arg);
+    command += (command.empty() ? "" : " ") + core::shell_word(arg);
   }
   if (command.empty()) return "the same command with --resume";
   return resumes ? command : command + " --resume";
