@@ -308,8 +308,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 
   // telemetry.md 8.2-8.3: with the `http_client` group on, one CLIENT span "HTTP <METHOD>"
   // covers the whole logical request (pool waits, retries, redirects), and its traceparent (with
-  // the caller's tracestate and baggage) goes out on every attempt. Started here, not in a
-  // coroutine wrapping request(): a request has one coroutine frame, traced or not.
+  // the caller's tracestate and baggage) goes out on every attempt (request_head writes them).
+  // Started here, not in a coroutine wrapping request(): a request has one coroutine frame, traced
+  // or not.
   telemetry::Span client_span(ClientRequest& req) const {
     const std::string_view method = to_string(req.method);
     telemetry::Span span =
@@ -321,11 +322,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         span.set_attribute("nemo.gym.rollout.id", req.trace.rollout_id);
     }
     if (req.started) *req.started = span.context();
-    req.headers.push_back({"traceparent", telemetry::format_traceparent(span.context())});
-    if (!span.context().trace_state.empty())
-      req.headers.push_back({"tracestate", span.context().trace_state});
-    if (!req.trace.baggage.empty()) req.headers.push_back({"baggage", req.trace.baggage});
-    req.trace.span = span.context();  // what the attempts' log lines carry
+    req.trace.span = span.context();  // what goes out, and what the attempts' log lines carry
     return span;
   }
 
@@ -360,7 +357,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           if (!ready) ready = co_await complete_lease(lease, req, policy.deadline(), a.error);
           if (ready) {
             a = co_await exchange(*lease.conn, *u, req, method, body, lease.reused,
-                                  params.read_timeout);
+                                  params.read_timeout,
+                                  span.context().valid() ? &req.trace : nullptr);
             lease.give_back(a.response && a.keep_alive);
           }
         }  // the slot is free again before any wait for a retry

@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <array>
 
 namespace gym::http {
 namespace asio = boost::asio;
@@ -16,47 +17,6 @@ namespace bhttp = beast::http;
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-
-bhttp::verb to_verb(Method m) {
-  switch (m) {
-    case Method::get:
-      return bhttp::verb::get;
-    case Method::head:
-      return bhttp::verb::head;
-    case Method::post:
-      return bhttp::verb::post;
-    case Method::put:
-      return bhttp::verb::put;
-    case Method::patch:
-      return bhttp::verb::patch;
-    case Method::del:
-      return bhttp::verb::delete_;
-    case Method::options:
-      return bhttp::verb::options;
-    case Method::other:
-      break;
-  }
-  return bhttp::verb::unknown;
-}
-
-bhttp::request<bhttp::string_body> make_request(const Url& u, const ClientRequest& req,
-                                                Method method, const std::string& body) {
-  bhttp::request<bhttp::string_body> out{to_verb(method), u.target, 11};
-  out.set(bhttp::field::host, u.host + ":" + u.port);
-  if (!body.empty()) out.set(bhttp::field::content_type, "application/json");
-  for (const auto& hd : req.headers) out.set(hd.name, hd.value);
-  if (!req.cookies.empty()) {
-    std::string cookie;
-    for (const auto& [k, v] : req.cookies) {
-      if (!cookie.empty()) cookie += "; ";
-      cookie += k + "=" + v;
-    }
-    out.set(bhttp::field::cookie, cookie);
-  }
-  out.body() = body;
-  out.prepare_payload();
-  return out;
-}
 
 // The status, headers, cookies (from Set-Cookie, in order) and body of `res`.
 ClientResponse to_client_response(bhttp::response<bhttp::string_body>& res) {
@@ -100,7 +60,98 @@ TransportError exchange_failure(const boost::system::error_code& ec, bool reused
   return e;
 }
 
+// The framing (Content-Length, Transfer-Encoding) is the client's own; the caller's copies of
+// those fields are left out. A name or value that would end its line is refused, so a config
+// value cannot inject a header or a request.
+bool framing_field(std::string_view name) {
+  return iequals(name, "content-length") || iequals(name, "transfer-encoding");
+}
+
+void check_field(std::string_view name, std::string_view value) {
+  const auto breaks = [](std::string_view s) {
+    return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+  };
+  if (name.empty() || breaks(name) || name.find(':') != std::string_view::npos || breaks(value))
+    throw RequestError("invalid HTTP header '" + std::string(name.substr(0, 64)) +
+                       "': a header name must be non-empty without ':', and neither name nor "
+                       "value may contain a line break");
+}
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  ((out += name) += ": ") += value;
+  out += "\r\n";
+}
+
 }  // namespace
+
+std::string request_head(const Url& u, const ClientRequest& req, Method method,
+                         std::size_t body_size, const telemetry::TraceContext* propagated) {
+  if (method == Method::other) throw RequestError("unsupported HTTP method");
+  std::string out;
+  out.reserve(256 + u.target.size());
+  (((out += to_string(method)) += ' ') += u.target) += " HTTP/1.1\r\n";
+  // A later header of the same name replaces an earlier one (Host and Content-Type included).
+  const auto replaced = [&](std::size_t i, std::string_view name) {
+    for (std::size_t j = i + 1; j < req.headers.size(); ++j)
+      if (iequals(req.headers[j].name, name)) return true;
+    return false;
+  };
+  const bool cookie_header = !req.cookies.empty();
+  const bool trace_state = propagated && !propagated->span.trace_state.empty();
+  const bool baggage = propagated && !propagated->baggage.empty();
+  const auto injected = [&](std::string_view name) {
+    return propagated &&
+           (iequals(name, "traceparent") || (trace_state && iequals(name, "tracestate")) ||
+            (baggage && iequals(name, "baggage")));
+  };
+  bool host = false, content_type = false;
+  for (const Header& h : req.headers) {
+    check_field(h.name, h.value);
+    host = host || iequals(h.name, "host");
+    content_type = content_type || iequals(h.name, "content-type");
+  }
+  if (!host) {
+    const bool ipv6 = u.host.find(':') != std::string::npos;
+    out += "Host: ";
+    if (ipv6) out += '[';
+    out += u.host;
+    if (ipv6) out += ']';
+    ((out += ':') += u.port) += "\r\n";
+  }
+  if (body_size != 0 && !content_type) append_field(out, "Content-Type", "application/json");
+  for (std::size_t i = 0; i < req.headers.size(); ++i) {
+    const Header& h = req.headers[i];
+    if (framing_field(h.name) || replaced(i, h.name) ||
+        (cookie_header && iequals(h.name, "cookie")) || injected(h.name))
+      continue;
+    append_field(out, h.name, h.value);
+  }
+  if (propagated) {
+    out += "traceparent: ";
+    telemetry::append_traceparent(out, propagated->span);
+    out += "\r\n";
+    if (trace_state) append_field(out, "tracestate", propagated->span.trace_state);
+    if (baggage) append_field(out, "baggage", propagated->baggage);
+  }
+  if (cookie_header) {
+    out += "Cookie: ";
+    bool first = true;
+    for (const auto& [k, v] : req.cookies) {
+      check_field(k, v);
+      if (!first) out += "; ";
+      ((out += k) += '=') += v;
+      first = false;
+    }
+    out += "\r\n";
+  }
+  // As Beast's prepare_payload: a length for every body, and for an empty one with the methods
+  // that carry one.
+  if (body_size != 0 || method == Method::post || method == Method::put ||
+      method == Method::options)
+    append_field(out, "Content-Length", std::to_string(body_size));
+  out += "\r\n";
+  return out;
+}
 
 bool closed_before_response(const boost::system::error_code& ec) {
   return ec == asio::error::connection_refused || ec == asio::error::connection_reset ||
@@ -146,22 +197,28 @@ class ProgressDeadline {
 // written; its answer is then already in the socket, or about to be.
 constexpr std::chrono::milliseconds kEarlyResponseWait{5'000};
 
-// Writes the request and reads the response on `stream` (plain TCP or TLS over it); one
-// template, so the plain path pays no indirection.
+// Writes the request (`head`, then `body`) and reads the response on `stream` (plain TCP or TLS
+// over it); one template, so the plain path pays no indirection.
 template <typename Stream>
 asio::awaitable<boost::system::error_code> write_and_read(
-    Stream& stream, ClientConnection& c, bhttp::request<bhttp::string_body>& out_req,
+    Stream& stream, ClientConnection& c, const std::string& head, const std::string& body,
     bhttp::response_parser<bhttp::string_body>& parser, ProgressDeadline& deadline) {
-  bhttp::request_serializer<bhttp::string_body> serializer(out_req);
   boost::system::error_code write_ec;
-  while (!serializer.is_done()) {
+  for (std::size_t written = 0; written < head.size() + body.size();) {
     deadline.arm();
-    auto [ec, n] = co_await bhttp::async_write_some(stream, serializer, kTuple);
-    (void)n;
+    std::array<asio::const_buffer, 2> rest;
+    if (written < head.size()) {
+      rest = {asio::buffer(head.data() + written, head.size() - written), asio::buffer(body)};
+    } else {
+      const std::size_t in_body = written - head.size();
+      rest = {asio::buffer(body.data() + in_body, body.size() - in_body), asio::const_buffer()};
+    }
+    auto [ec, n] = co_await stream.async_write_some(rest, kTuple);
     if (ec) {
       write_ec = ec;
       break;
     }
+    written += n;
   }
   if (write_ec) {
     if (write_ec == beast::error::timeout || !closed_before_response(write_ec)) co_return write_ec;
@@ -183,16 +240,17 @@ asio::awaitable<boost::system::error_code> write_and_read(
 
 asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u, const ClientRequest& req,
                                    Method method, const std::string& body, bool reused,
-                                   std::chrono::milliseconds read_timeout) {
-  auto out_req = make_request(u, req, method, body);
+                                   std::chrono::milliseconds read_timeout,
+                                   const telemetry::TraceContext* propagated) {
+  const std::string head = request_head(u, req, method, body.size(), propagated);
   ProgressDeadline deadline(c.stream, req, read_timeout);
   bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(boost::none);
   parser.header_limit(1u << 20);
   if (method == Method::head) parser.skip(true);
   const boost::system::error_code ec =
-      c.tls ? co_await write_and_read(*c.tls, c, out_req, parser, deadline)
-            : co_await write_and_read(c.stream, c, out_req, parser, deadline);
+      c.tls ? co_await write_and_read(*c.tls, c, head, body, parser, deadline)
+            : co_await write_and_read(c.stream, c, head, body, parser, deadline);
   Exchange out;
   if (ec) {
     const std::string timeout_text =

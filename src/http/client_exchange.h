@@ -29,10 +29,24 @@ struct Exchange {
 // response it sent before closing is read and returned. `reused`: `c` served earlier requests
 // (a failure before any byte of the response then means the server had closed it). On failure
 // `c` is to be closed; on success its deadline is cleared.
+// `propagated`: the trace context sent as traceparent/tracestate/baggage (none: null).
 boost::asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u,
                                           const ClientRequest& req, Method method,
                                           const std::string& body, bool reused,
-                                          std::chrono::milliseconds read_timeout);
+                                          std::chrono::milliseconds read_timeout,
+                                          const telemetry::TraceContext* propagated);
+
+// The request line and header block of a request for `u` (HTTP/1.1): Host (unless the caller's
+// headers have one), Content-Type application/json for a body (likewise), the caller's headers
+// (a later one replaces an earlier one of the same name; Content-Length and Transfer-Encoding
+// are the client's own), the cookies as one Cookie header, with `propagated` its traceparent and
+// (when not empty) its tracestate and baggage in place of the caller's (telemetry.md 8.2),
+// Content-Length as Beast's prepare_payload writes it, and the blank line. Written as one string
+// rather than Beast fields: each field costs Beast an allocation and a pass through its serializer
+// per request. Throws RequestError for a header that would end its line early.
+std::string request_head(const Url& u, const ClientRequest& req, Method method,
+                         std::size_t body_size,
+                         const telemetry::TraceContext* propagated = nullptr);
 
 // Refused, reset, or closed before a response (a TLS peer too that closed without
 // close_notify): retried for every call (runtime.md 8.3).

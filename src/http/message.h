@@ -21,6 +21,10 @@ struct Header {
   std::string value;
 };
 
+// Header names compared as HTTP compares them: ASCII letters case-insensitively, nothing else
+// folded (no locale).
+bool iequals(std::string_view a, std::string_view b) noexcept;
+
 // Case-insensitive header lookup; empty when absent.
 std::string_view find_header(const std::vector<Header>& headers, std::string_view name);
 

@@ -365,18 +365,31 @@ Request to_request(bhttp::request<bhttp::string_body>&& in) {
 telemetry::Span server_span(const Loop& loop, Request& req) {
   req.trace.rollout_id = std::string(rollout_id_of(req.target));
   if (!loop.tracer) return {};
-  telemetry::SpanContext parent;
-  if (auto extracted = telemetry::parse_traceparent(req.header("traceparent"))) {
-    parent = std::move(*extracted);
-    if (auto state = req.header("tracestate"); telemetry::acceptable_tracestate(state))
-      parent.trace_state = std::string(state);
+  // The three headers in one pass (most requests have none): a name is compared only when its
+  // length is one of theirs.
+  std::string_view traceparent, tracestate, baggage;
+  for (const Header& h : req.headers) {
+    const std::size_t n = h.name.size();
+    if (n == 11 && iequals(h.name, "traceparent")) {
+      if (traceparent.empty()) traceparent = h.value;
+    } else if (n == 10 && iequals(h.name, "tracestate")) {
+      if (tracestate.empty()) tracestate = h.value;
+    } else if (n == 7 && iequals(h.name, "baggage")) {
+      if (baggage.empty()) baggage = h.value;
+    }
   }
-  if (auto baggage = req.header("baggage"); telemetry::acceptable_baggage(baggage))
-    req.trace.baggage = std::string(baggage);
+  telemetry::SpanContext parent;
+  if (auto extracted = telemetry::parse_traceparent(traceparent)) {
+    parent = std::move(*extracted);
+    if (telemetry::acceptable_tracestate(tracestate)) parent.trace_state = std::string(tracestate);
+  }
+  if (telemetry::acceptable_baggage(baggage)) req.trace.baggage = std::string(baggage);
   const std::string_view method = to_string(req.method);
-  std::string name(method);
+  std::string name;
+  name.reserve(method.size() + 1 + req.route.size());
+  name += method;
   if (!req.route.empty()) (name += ' ') += req.route;
-  telemetry::Span span = loop.tracer->start(name, telemetry::SpanKind::server, parent);
+  telemetry::Span span = loop.tracer->start(std::move(name), telemetry::SpanKind::server, parent);
   if (span.recording()) {
     span.set_attribute("http.request.method", method);
     if (!req.route.empty()) span.set_attribute("http.route", req.route);

@@ -28,7 +28,7 @@ HandlerSpan::HandlerSpan(const ServerContext& ctx, telemetry::SpanGroup group,
                          std::string_view name, http::Request& req, std::string rollout_id) {
   if (!rollout_id.empty()) req.trace.rollout_id = std::move(rollout_id);
   if (!ctx.tracer || !ctx.tracer->on(group)) return;
-  span_ = ctx.tracer->start(name, telemetry::SpanKind::internal, req.trace.span);
+  span_ = ctx.tracer->start(std::string(name), telemetry::SpanKind::internal, req.trace.span);
   if (span_.recording()) {
     span_.set_attribute("nemo.gym.server.name", ctx.instance.name);
     if (!req.trace.rollout_id.empty())

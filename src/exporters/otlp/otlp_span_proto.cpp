@@ -1,5 +1,7 @@
 #include "exporters/otlp/otlp_span_proto.h"
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -52,6 +54,14 @@ class Writer {
     std::memcpy(p_, data, n);
     p_ += n;
   }
+  // An id: its size is known here, so the copy is a few moves, not a call.
+  template <std::size_t N>
+  void id(std::uint32_t field, const std::array<std::uint8_t, N>& bytes) noexcept {
+    tag(field, kLength);
+    *p_++ = static_cast<char>(N);
+    std::memcpy(p_, bytes.data(), N);
+    p_ += N;
+  }
   void string(std::uint32_t field, std::string_view s) noexcept {
     bytes(field, s.data(), s.size());
   }
@@ -65,8 +75,14 @@ class Writer {
   }
 
  private:
+  // One store on a little-endian machine (every span has two fixed64 and a fixed32).
   void little_endian(std::uint64_t v, int n) noexcept {
-    for (int i = 0; i < n; ++i) *p_++ = static_cast<char>(v >> (8 * i));
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(p_, &v, static_cast<std::size_t>(n));
+      p_ += n;
+    } else {
+      for (int i = 0; i < n; ++i) *p_++ = static_cast<char>(v >> (8 * i));
+    }
   }
   char* p_;
 };
@@ -116,19 +132,26 @@ std::size_t key_value_size(const Attribute& a, std::size_t value_size) noexcept 
   return (key.empty() ? 0 : length_field_size(1, key.size())) + length_field_size(2, value_size);
 }
 
-// Each attribute as field `field` of the enclosing message.
+// Each attribute as field `field` of the enclosing message. The sizing pass records each value's
+// size in `sizes` (when given) and the writing pass reads them back in the same order, so a value
+// is sized once.
 template <class Attributes>
-std::size_t attributes_size(std::uint32_t field, const Attributes& attributes) noexcept {
+std::size_t attributes_size(std::uint32_t field, const Attributes& attributes,
+                            std::vector<std::size_t>* sizes = nullptr) {
   std::size_t n = 0;
-  for (const auto& a : attributes)
-    n += length_field_size(field, key_value_size(a, any_value_size(a.value)));
+  for (const auto& a : attributes) {
+    const std::size_t value_size = any_value_size(a.value);
+    if (sizes) sizes->push_back(value_size);
+    n += length_field_size(field, key_value_size(a, value_size));
+  }
   return n;
 }
 
 template <class Attributes>
-void write_attributes(Writer& w, std::uint32_t field, const Attributes& attributes) noexcept {
+void write_attributes(Writer& w, std::uint32_t field, const Attributes& attributes,
+                      const std::size_t** sizes = nullptr) noexcept {
   for (const auto& a : attributes) {
-    const std::size_t value_size = any_value_size(a.value);
+    const std::size_t value_size = sizes ? *(*sizes)++ : any_value_size(a.value);
     w.length(field, key_value_size(a, value_size));
     const std::string_view key = a.key;
     if (!key.empty()) w.string(1, key);
@@ -149,12 +172,12 @@ std::size_t status_size(const telemetry::SpanData& s) noexcept {
                                                    : 1 + varint_size(static_cast<int>(s.status)));
 }
 
-std::size_t event_size(const telemetry::SpanEvent& e) noexcept {
+std::size_t event_size(const telemetry::SpanEvent& e, std::vector<std::size_t>* sizes = nullptr) {
   return (e.time_unix_nano ? 9 : 0) + (e.name.empty() ? 0 : length_field_size(2, e.name.size())) +
-         attributes_size(3, e.attributes);
+         attributes_size(3, e.attributes, sizes);
 }
 
-std::size_t span_size(const telemetry::SpanData& s) noexcept {
+std::size_t span_size(const telemetry::SpanData& s, std::vector<std::size_t>& sizes) {
   std::size_t n = length_field_size(1, s.trace_id.size()) + length_field_size(2, s.span_id.size());
   if (!s.trace_state.empty()) n += length_field_size(3, s.trace_state.size());
   if (!telemetry::is_zero(s.parent_span_id)) n += length_field_size(4, s.parent_span_id.size());
@@ -162,20 +185,20 @@ std::size_t span_size(const telemetry::SpanData& s) noexcept {
   if (s.kind != telemetry::SpanKind{}) n += 1 + varint_size(static_cast<int>(s.kind));
   if (s.start_time_unix_nano) n += 9;
   if (s.end_time_unix_nano) n += 9;
-  n += attributes_size(9, s.attributes);
-  for (const auto& e : s.events) n += length_field_size(11, event_size(e));
+  n += attributes_size(9, s.attributes, &sizes);
+  for (const auto& e : s.events) n += length_field_size(11, event_size(e, &sizes));
   if (has_status(s)) n += length_field_size(15, status_size(s));
   if (s.sampled) n += tag_size(16) + 4;
   return n;
 }
 
-void write_span(Writer& w, const telemetry::SpanData& s, std::size_t size) noexcept {
+void write_span(Writer& w, const telemetry::SpanData& s, std::size_t size,
+                const std::size_t** sizes) noexcept {
   w.length(2, size);  // ScopeSpans.spans
-  w.bytes(1, s.trace_id.data(), s.trace_id.size());
-  w.bytes(2, s.span_id.data(), s.span_id.size());
+  w.id(1, s.trace_id);
+  w.id(2, s.span_id);
   if (!s.trace_state.empty()) w.string(3, s.trace_state);
-  if (!telemetry::is_zero(s.parent_span_id))
-    w.bytes(4, s.parent_span_id.data(), s.parent_span_id.size());
+  if (!telemetry::is_zero(s.parent_span_id)) w.id(4, s.parent_span_id);
   if (!s.name.empty()) w.string(5, s.name);
   if (s.kind != telemetry::SpanKind{}) {
     w.tag(6, kVarint);
@@ -183,12 +206,12 @@ void write_span(Writer& w, const telemetry::SpanData& s, std::size_t size) noexc
   }
   if (s.start_time_unix_nano) w.fixed64(7, s.start_time_unix_nano);
   if (s.end_time_unix_nano) w.fixed64(8, s.end_time_unix_nano);
-  write_attributes(w, 9, s.attributes);
+  write_attributes(w, 9, s.attributes, sizes);
   for (const auto& e : s.events) {
-    w.length(11, event_size(e));
+    w.length(11, event_size(e));  // events are rare (exceptions): sized again here
     if (e.time_unix_nano) w.fixed64(1, e.time_unix_nano);
     if (!e.name.empty()) w.string(2, e.name);
-    write_attributes(w, 3, e.attributes);
+    write_attributes(w, 3, e.attributes, sizes);
   }
   if (has_status(s)) {
     w.length(15, status_size(s));
@@ -212,11 +235,12 @@ std::string encode_spans_protobuf(const telemetry::Resource& resource,
                                   const telemetry::InstrumentationScope& scope,
                                   std::span<const telemetry::SpanData> spans) {
   // Sizes inside out: spans, ScopeSpans, Resource, ResourceSpans, the request.
-  std::vector<std::size_t> span_sizes;
+  std::vector<std::size_t> span_sizes, value_sizes;
   span_sizes.reserve(spans.size());
+  value_sizes.reserve(spans.size() * 6);
   std::size_t scope_spans = length_field_size(1, scope_size(scope));
   for (const auto& s : spans) {
-    span_sizes.push_back(span_size(s));
+    span_sizes.push_back(span_size(s, value_sizes));
     scope_spans += length_field_size(2, span_sizes.back());
   }
   const std::size_t resource_body = attributes_size(1, resource.attributes);
@@ -233,7 +257,9 @@ std::string encode_spans_protobuf(const telemetry::Resource& resource,
   w.length(1, scope_size(scope));
   if (!scope.name.empty()) w.string(1, scope.name);
   if (!scope.version.empty()) w.string(2, scope.version);
-  for (std::size_t i = 0; i < spans.size(); ++i) write_span(w, spans[i], span_sizes[i]);
+  const std::size_t* next_value_size = value_sizes.data();
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    write_span(w, spans[i], span_sizes[i], &next_value_size);
   if (w.at() != out.data() + out.size())
     throw std::logic_error("encode_spans_protobuf: sizes and bytes written disagree");
   return out;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <random>
 
 namespace gym::telemetry {
@@ -32,16 +33,17 @@ std::mt19937_64& id_engine() {
   return engine;
 }
 
+// Whole words of the generator (never all zero: W3C ids must not be).
 template <std::size_t N>
 void fill_random(std::array<std::uint8_t, N>& bytes) {
+  static_assert(N % 8 == 0);
   auto& engine = id_engine();
   do {
     for (std::size_t i = 0; i < N; i += 8) {
-      std::uint64_t r = engine();
-      for (std::size_t j = 0; j < 8 && i + j < N; ++j)
-        bytes[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
+      const std::uint64_t r = engine();
+      std::memcpy(bytes.data() + i, &r, 8);
     }
-  } while (std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; }));
+  } while (is_zero(bytes));
 }
 
 // Room for every attribute a span of the catalogue sets (8.3: five at most, plus truncation),
@@ -93,7 +95,7 @@ Tracer::Tracer(SpanGroups groups, Sampler sampler, SpanProcessor* processor)
   if (!processor_) groups_ = SpanGroups{};
 }
 
-Span Tracer::start(std::string_view name, SpanKind kind, const SpanContext& parent) const {
+Span Tracer::start(std::string name, SpanKind kind, const SpanContext& parent) const {
   Span span;
   span.tracer_ = this;
   const bool has_parent = parent.valid();
@@ -111,7 +113,7 @@ Span Tracer::start(std::string_view name, SpanKind kind, const SpanContext& pare
   data->span_id = span.context_.span_id;
   if (has_parent) data->parent_span_id = parent.span_id;
   data->trace_state = span.context_.trace_state;
-  data->name = std::string(name);
+  data->name = std::move(name);
   data->kind = kind;
   data->start_time_unix_nano = unix_nanos();
   span.data_ = std::move(data);
@@ -153,29 +155,26 @@ Span::~Span() {
   data_.reset();
 }
 
-void Span::put(SpanKey key, AttributeValue&& value) {
-  for (auto& a : data_->attributes) {
-    if (a.key.key() == key.key()) {
-      a.value = std::move(value);
-      return;
-    }
-  }
+AttributeValue& Span::slot(SpanKey key) {
+  for (auto& a : data_->attributes)
+    if (a.key.key() == key.key()) return a.value;
   if (data_->attributes.empty()) data_->attributes.reserve(kExpectedAttributes);
-  data_->attributes.push_back({key, std::move(value)});
+  return data_->attributes.emplace_back(key).value;
 }
 
+// Each value is built in its slot: no temporary string or variant on the way.
 void Span::set_attribute(SpanKey key, std::string_view value) {
   if (!data_) return;
-  put(key, key.redacted() ? std::string("[REDACTED]") : std::string(value));
+  slot(key).emplace<std::string>(key.redacted() ? std::string_view("[REDACTED]") : value);
 }
 void Span::set_attribute(SpanKey key, std::int64_t value) {
-  if (data_) put(key, value);
+  if (data_) slot(key).emplace<std::int64_t>(value);
 }
 void Span::set_attribute(SpanKey key, double value) {
-  if (data_) put(key, value);
+  if (data_) slot(key).emplace<double>(value);
 }
 void Span::set_attribute(SpanKey key, bool value) {
-  if (data_) put(key, value);
+  if (data_) slot(key).emplace<bool>(value);
 }
 
 void Span::record_exception(std::string_view type, std::string_view message) {

@@ -58,7 +58,8 @@ class Tracer {
 
   // A span named `name` under `parent` (no valid parent: a new trace). Its sampled flag follows
   // the sampler; unsampled, it records nothing but still has ids to propagate.
-  Span start(std::string_view name, SpanKind kind, const SpanContext& parent) const;
+  // `name` by value: a site that builds it ("POST /verify") hands it over without a copy.
+  Span start(std::string name, SpanKind kind, const SpanContext& parent) const;
 
   // From now on spans that end because their handle is destroyed (requests cut off at shutdown)
   // are marked `nemo.span.truncated` (telemetry.md 7.6 step 2).
@@ -109,7 +110,8 @@ class Span {
 
  private:
   friend class Tracer;
-  void put(SpanKey key, AttributeValue&& value);
+  // The value of `key`: the one already set, else a new attribute's.
+  AttributeValue& slot(SpanKey key);
 
   const Tracer* tracer_ = nullptr;
   std::unique_ptr<SpanData> data_;  // null: not recording
