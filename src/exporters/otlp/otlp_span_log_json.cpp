@@ -39,7 +39,7 @@ json::object otlp_span(const SpanData& s) {
   o["kind"] = static_cast<int>(s.kind);
   o["startTimeUnixNano"] = u64(s.start_time_unix_nano);
   o["endTimeUnixNano"] = u64(s.end_time_unix_nano);
-  o["attributes"] = otlp_attributes(s.attributes);
+  o["attributes"] = otlp_attributes({s.attributes.data(), s.attributes.size()});
   json::array events;
   for (const auto& e : s.events) {
     events.push_back(json::object{{"timeUnixNano", u64(e.time_unix_nano)},
@@ -138,7 +138,7 @@ json::object console_span(const SpanData& s, const json::object& resource_attrib
   json::object status{{"code", std::string(telemetry::to_string(s.status))}};
   if (!s.status_message.empty()) status["message"] = s.status_message;
   o["status"] = std::move(status);
-  o["attributes"] = plain_attributes(s.attributes);
+  o["attributes"] = plain_attributes({s.attributes.data(), s.attributes.size()});
   json::array events;
   for (const auto& e : s.events) {
     events.push_back(json::object{{"name", e.name},

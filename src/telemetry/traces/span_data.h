@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "telemetry/metrics/attributes.h"
 #include "telemetry/traces/trace_context.h"
 
@@ -58,6 +60,10 @@ struct SpanAttribute {
   AttributeValue value;
 };
 
+// A span's attributes: the catalogue's spans set at most five (8.3), plus the truncation mark,
+// so they live in the span itself rather than in an allocation of their own.
+using SpanAttributes = boost::container::small_vector<SpanAttribute, 6>;
+
 struct SpanEvent {
   std::string name;
   std::uint64_t time_unix_nano = 0;
@@ -74,7 +80,7 @@ struct SpanData {
   SpanKind kind = SpanKind::internal;
   std::uint64_t start_time_unix_nano = 0;
   std::uint64_t end_time_unix_nano = 0;
-  std::vector<SpanAttribute> attributes;
+  SpanAttributes attributes;
   std::vector<SpanEvent> events;
   StatusCode status = StatusCode::unset;
   std::string status_message;

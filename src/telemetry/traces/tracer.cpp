@@ -46,10 +46,6 @@ void fill_random(std::array<std::uint8_t, N>& bytes) {
   } while (is_zero(bytes));
 }
 
-// Room for every attribute a span of the catalogue sets (8.3: five at most, plus truncation),
-// so recording them never grows the vector.
-constexpr std::size_t kExpectedAttributes = 6;
-
 }  // namespace
 
 std::uint64_t unix_nanos() noexcept {
@@ -158,7 +154,6 @@ Span::~Span() {
 AttributeValue& Span::slot(SpanKey key) {
   for (auto& a : data_->attributes)
     if (a.key.key() == key.key()) return a.value;
-  if (data_->attributes.empty()) data_->attributes.reserve(kExpectedAttributes);
   return data_->attributes.emplace_back(key).value;
 }
 

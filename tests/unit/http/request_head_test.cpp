@@ -2,9 +2,9 @@
 // the same fields, is the reference for the bytes.
 #include "http/client_exchange.h"
 
+#include <gtest/gtest.h>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http.hpp>
-#include <gtest/gtest.h>
 
 #include <string>
 
@@ -51,12 +51,11 @@ TEST(RequestHead, PostWithBodyHeadersAndCookiesMatchesBeast) {
 }
 
 TEST(RequestHead, EmptyBodiesGetALengthOnlyWhereBeastWritesOne) {
-  for (auto [method, verb] : {std::pair{Method::get, bhttp::verb::get},
-                              std::pair{Method::head, bhttp::verb::head},
-                              std::pair{Method::post, bhttp::verb::post},
-                              std::pair{Method::put, bhttp::verb::put},
-                              std::pair{Method::del, bhttp::verb::delete_},
-                              std::pair{Method::options, bhttp::verb::options}}) {
+  for (auto [method, verb] :
+       {std::pair{Method::get, bhttp::verb::get}, std::pair{Method::head, bhttp::verb::head},
+        std::pair{Method::post, bhttp::verb::post}, std::pair{Method::put, bhttp::verb::put},
+        std::pair{Method::del, bhttp::verb::delete_},
+        std::pair{Method::options, bhttp::verb::options}}) {
     bhttp::request<bhttp::string_body> ref{verb, "/health?x=1", 11};
     ref.set(bhttp::field::host, "localhost:80");
     EXPECT_EQ(request_head(url("localhost", "80", "/health?x=1"), {}, method, 0), beast_head(ref))
@@ -66,9 +65,10 @@ TEST(RequestHead, EmptyBodiesGetALengthOnlyWhereBeastWritesOne) {
 
 TEST(RequestHead, ALaterHeaderReplacesAnEarlierOneHostAndContentTypeIncluded) {
   ClientRequest req;
-  req.headers = {{"X-A", "1"},        {"content-type", "text/plain"}, {"Host", "api.example"},
-                 {"x-a", "2"},        {"Content-Length", "999"},      {"Transfer-Encoding", "chunked"},
-                 {"Cookie", "old=1"}};
+  req.headers = {
+      {"X-A", "1"},       {"content-type", "text/plain"}, {"Host", "api.example"},
+      {"x-a", "2"},       {"Content-Length", "999"},      {"Transfer-Encoding", "chunked"},
+      {"Cookie", "old=1"}};
   req.cookies = {{"session", "s"}};
   bhttp::request<bhttp::string_body> ref{bhttp::verb::post, "/run", 11};
   ref.set(bhttp::field::host, "127.0.0.1:8000");
@@ -99,6 +99,36 @@ TEST(RequestHead, ALineBreakInAHeaderOrCookieIsRefusedNotSent) {
   ClientRequest req;
   req.cookies = {{"session", "a\r\nX: y"}};
   EXPECT_THROW(request_head(url(), req, Method::post, 2), RequestError);
+}
+
+TEST(RequestHead, APropagatedContextReplacesTheCallersTraceHeaders) {
+  telemetry::TraceContext trace;
+  trace.span =
+      *telemetry::parse_traceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  trace.span.trace_state = "vendor=1";
+  trace.baggage = "user=alice";
+  ClientRequest req;
+  req.headers = {{"TraceParent", "00-11111111111111111111111111111111-2222222222222222-00"},
+                 {"tracestate", "old=1"},
+                 {"Baggage", "old=2"},
+                 {"X-Keep", "1"}};
+  const std::string head = request_head(url(), req, Method::post, 2, &trace);
+  EXPECT_EQ(head,
+            "POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+            "Content-Type: application/json\r\nX-Keep: 1\r\n"
+            "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"
+            "tracestate: vendor=1\r\nbaggage: user=alice\r\nContent-Length: 2\r\n\r\n");
+
+  // Without tracestate or baggage of its own, the caller's are sent as they are.
+  trace.span.trace_state.clear();
+  trace.baggage.clear();
+  trace.span.sampled = false;
+  const std::string plain = request_head(url(), req, Method::post, 2, &trace);
+  EXPECT_NE(plain.find("tracestate: old=1\r\n"), std::string::npos);
+  EXPECT_NE(plain.find("Baggage: old=2\r\n"), std::string::npos);
+  EXPECT_NE(plain.find("traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00\r\n"),
+            std::string::npos);
+  EXPECT_EQ(plain.find("TraceParent"), std::string::npos);
 }
 
 }  // namespace
