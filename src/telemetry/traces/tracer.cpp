@@ -154,7 +154,10 @@ Span::~Span() {
 AttributeValue& Span::slot(SpanKey key) {
   for (auto& a : data_->attributes)
     if (a.key.key() == key.key()) return a.value;
-  return data_->attributes.emplace_back(key).value;
+  // Braces, not emplace_back(key): clang before 16 has no parenthesised aggregate init (the
+  // fuzz build). Moving an empty string value costs next to nothing.
+  data_->attributes.push_back(SpanAttribute{key, AttributeValue{}});
+  return data_->attributes.back().value;
 }
 
 // Each value is built in its slot: no temporary string or variant on the way.
