@@ -5,9 +5,6 @@
 
 #include <boost/json.hpp>
 
-#include <algorithm>
-#include <cctype>
-
 namespace gym::http {
 namespace {
 

@@ -2,10 +2,10 @@
 
 #include <pthread.h>
 
-#include <algorithm>
 #include <array>
 #include <cstring>
 #include <random>
+#include <utility>
 
 namespace gym::telemetry {
 
