@@ -26,7 +26,7 @@ using gym::exporters::OtlpProtocol;
 class DiscardingExporter final : public SpanExporter {
  public:
   explicit DiscardingExporter(std::atomic<std::uint64_t>& seen) : seen_(seen) {}
-  ExportResult export_batch(std::span<const SpanData> spans, Deadline) noexcept override {
+  ExportResult export_batch(SpanBatch spans, Deadline) noexcept override {
     seen_ += spans.size();
     return ExportResult::success;
   }
@@ -131,10 +131,10 @@ void BM_SpanGroupOff(benchmark::State& state) {
 BENCHMARK(BM_SpanGroupOff);
 
 // 512 finished spans (a full OTEL_BSP_MAX_EXPORT_BATCH_SIZE batch): half CLIENT, half SERVER.
-std::vector<SpanData> batch_of_512() {
+std::vector<std::unique_ptr<SpanData>> batch_of_512() {
   struct Capture final : SpanProcessor {
-    std::vector<SpanData> spans;
-    void on_end(SpanData&& s) noexcept override { spans.push_back(std::move(s)); }
+    std::vector<std::unique_ptr<SpanData>> spans;
+    void on_end(std::unique_ptr<SpanData> s) noexcept override { spans.push_back(std::move(s)); }
     bool force_flush(std::chrono::milliseconds) noexcept override { return true; }
     bool shutdown(std::chrono::milliseconds) noexcept override { return true; }
   } capture;

@@ -33,14 +33,14 @@ ConsoleSpanExporter::ConsoleSpanExporter(const telemetry::Resource& resource,
       resource_(plain_attributes(std::span<const telemetry::Attribute>(
           resource.attributes.begin(), resource.attributes.end()))) {}
 
-ExportResult ConsoleSpanExporter::export_batch(std::span<const telemetry::SpanData> spans,
+ExportResult ConsoleSpanExporter::export_batch(telemetry::SpanBatch spans,
                                                Deadline /*deadline*/) noexcept {
   if (shut_down_) return ExportResult::failure;
   try {
     // One write per span: a line never mixes with another process's lines in a shared file.
     bool ok = true;
     for (const auto& s : spans) {
-      std::string line = boost::json::serialize(console_span(s, resource_));
+      std::string line = boost::json::serialize(console_span(*s, resource_));
       line += '\n';
       ok = sink_.write(line) && ok;
     }

@@ -35,7 +35,7 @@ class ConsoleSpanExporter final : public telemetry::SpanExporter {
   // lines of several processes out of one file).
   ConsoleSpanExporter(const telemetry::Resource& resource, std::optional<std::string> path);
 
-  telemetry::ExportResult export_batch(std::span<const telemetry::SpanData> spans,
+  telemetry::ExportResult export_batch(telemetry::SpanBatch spans,
                                        telemetry::Deadline deadline) noexcept override;
   void shutdown(telemetry::Deadline deadline) noexcept override;
 

@@ -33,7 +33,7 @@ void OtlpBatchExporter<Record>::shutdown(telemetry::Deadline deadline) noexcept 
   sender_.shutdown(deadline);
 }
 
-template class OtlpBatchExporter<telemetry::SpanData>;
+template class OtlpBatchExporter<std::unique_ptr<telemetry::SpanData>>;
 template class OtlpBatchExporter<telemetry::LogRecordData>;
 
 }  // namespace gym::exporters

@@ -32,7 +32,7 @@ class OtlpBatchExporter final : public telemetry::BatchExporter<Record> {
   OtlpSender sender_;
 };
 
-using OtlpSpanExporter = OtlpBatchExporter<telemetry::SpanData>;
+using OtlpSpanExporter = OtlpBatchExporter<std::unique_ptr<telemetry::SpanData>>;
 using OtlpLogExporter = OtlpBatchExporter<telemetry::LogRecordData>;
 
 }  // namespace gym::exporters

@@ -188,8 +188,8 @@ void fill_otlp_proto(const telemetry::Resource& resource,
 }
 
 std::string encode_request(const telemetry::Resource& resource,
-                           const telemetry::InstrumentationScope& scope,
-                           std::span<const telemetry::SpanData> spans, OtlpProtocol protocol) {
+                           const telemetry::InstrumentationScope& scope, telemetry::SpanBatch spans,
+                           OtlpProtocol protocol) {
   if (protocol == OtlpProtocol::http_json)
     return boost::json::serialize(otlp_trace_json(resource, scope, spans));
   return encode_spans_protobuf(resource, scope, spans);

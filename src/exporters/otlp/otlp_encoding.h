@@ -43,8 +43,8 @@ void fill_otlp_proto(const telemetry::Resource& resource,
                      std::span<const telemetry::LogRecordData> records,
                      ExportLogsServiceRequest& request);
 std::string encode_request(const telemetry::Resource& resource,
-                           const telemetry::InstrumentationScope& scope,
-                           std::span<const telemetry::SpanData> spans, OtlpProtocol protocol);
+                           const telemetry::InstrumentationScope& scope, telemetry::SpanBatch spans,
+                           OtlpProtocol protocol);
 std::string encode_request(const telemetry::Resource& resource,
                            const telemetry::InstrumentationScope& scope,
                            std::span<const telemetry::LogRecordData> records,

@@ -76,10 +76,10 @@ json::object plain_attributes(std::span<const telemetry::SpanAttribute> attribut
 
 json::value otlp_trace_json(const telemetry::Resource& resource,
                             const telemetry::InstrumentationScope& scope,
-                            std::span<const SpanData> spans) {
+                            telemetry::SpanBatch spans) {
   json::array list;
   list.reserve(spans.size());
-  for (const auto& s : spans) list.push_back(otlp_span(s));
+  for (const auto& s : spans) list.push_back(otlp_span(*s));
   json::object scope_spans{
       {"scope", json::object{{"name", scope.name}, {"version", scope.version}}},
       {"spans", std::move(list)}};

@@ -16,7 +16,7 @@ namespace gym::exporters {
 
 boost::json::value otlp_trace_json(const telemetry::Resource& resource,
                                    const telemetry::InstrumentationScope& scope,
-                                   std::span<const telemetry::SpanData> spans);
+                                   telemetry::SpanBatch spans);
 
 boost::json::value otlp_logs_json(const telemetry::Resource& resource,
                                   const telemetry::InstrumentationScope& scope,

@@ -233,14 +233,14 @@ std::size_t scope_size(const telemetry::InstrumentationScope& scope) noexcept {
 
 std::string encode_spans_protobuf(const telemetry::Resource& resource,
                                   const telemetry::InstrumentationScope& scope,
-                                  std::span<const telemetry::SpanData> spans) {
+                                  telemetry::SpanBatch spans) {
   // Sizes inside out: spans, ScopeSpans, Resource, ResourceSpans, the request.
   std::vector<std::size_t> span_sizes, value_sizes;
   span_sizes.reserve(spans.size());
   value_sizes.reserve(spans.size() * 6);
   std::size_t scope_spans = length_field_size(1, scope_size(scope));
   for (const auto& s : spans) {
-    span_sizes.push_back(span_size(s, value_sizes));
+    span_sizes.push_back(span_size(*s, value_sizes));
     scope_spans += length_field_size(2, span_sizes.back());
   }
   const std::size_t resource_body = attributes_size(1, resource.attributes);
@@ -259,7 +259,7 @@ std::string encode_spans_protobuf(const telemetry::Resource& resource,
   if (!scope.version.empty()) w.string(2, scope.version);
   const std::size_t* next_value_size = value_sizes.data();
   for (std::size_t i = 0; i < spans.size(); ++i)
-    write_span(w, spans[i], span_sizes[i], &next_value_size);
+    write_span(w, *spans[i], span_sizes[i], &next_value_size);
   if (w.at() != out.data() + out.size())
     throw std::logic_error("encode_spans_protobuf: sizes and bytes written disagree");
   return out;

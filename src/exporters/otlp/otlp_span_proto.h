@@ -17,6 +17,6 @@ namespace gym::exporters {
 // One ResourceSpans (`resource`) with one ScopeSpans (`scope`) holding `spans` in order.
 std::string encode_spans_protobuf(const telemetry::Resource& resource,
                                   const telemetry::InstrumentationScope& scope,
-                                  std::span<const telemetry::SpanData> spans);
+                                  telemetry::SpanBatch spans);
 
 }  // namespace gym::exporters

@@ -155,7 +155,7 @@ typename BatchProcessor<Record>::Stats BatchProcessor<Record>::stats() const {
 }
 
 // The two kinds of record there are.
-template class BatchProcessor<SpanData>;
+template class BatchProcessor<std::unique_ptr<SpanData>>;
 template class BatchProcessor<LogRecordData>;
 
 }  // namespace gym::telemetry

@@ -1,6 +1,6 @@
 #pragma once
 // The tracer's span processor (telemetry.md 7.3): a BatchProcessor of spans with the OTEL_BSP_*
-// settings.
+// settings, queueing each span by its pointer (span_data.h).
 #include <chrono>
 #include <memory>
 
@@ -10,17 +10,17 @@
 
 namespace gym::telemetry {
 
-using SpanExporter = BatchExporter<SpanData>;
+using SpanExporter = BatchExporter<std::unique_ptr<SpanData>>;
 
 class BatchSpanProcessor final : public SpanProcessor {
  public:
-  using Stats = BatchProcessor<SpanData>::Stats;
+  using Stats = BatchProcessor<std::unique_ptr<SpanData>>::Stats;
 
   BatchSpanProcessor(std::unique_ptr<SpanExporter> exporter, BatchSettings settings,
                      std::chrono::milliseconds log_interval = std::chrono::seconds(10))
       : batches_(std::move(exporter), settings, "span", "OTEL_BSP_MAX_QUEUE_SIZE", log_interval) {}
 
-  void on_end(SpanData&& span) noexcept override { batches_.push(std::move(span)); }
+  void on_end(std::unique_ptr<SpanData> span) noexcept override { batches_.push(std::move(span)); }
   bool force_flush(std::chrono::milliseconds wait) noexcept override {
     return batches_.force_flush(wait);
   }
@@ -30,7 +30,7 @@ class BatchSpanProcessor final : public SpanProcessor {
   Stats stats() const { return batches_.stats(); }
 
  private:
-  BatchProcessor<SpanData> batches_;
+  BatchProcessor<std::unique_ptr<SpanData>> batches_;
 };
 
 }  // namespace gym::telemetry

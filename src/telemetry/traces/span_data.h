@@ -2,6 +2,8 @@
 // A finished span as plain data (telemetry.md 8.3): what the processor queues and the exporters
 // encode. No behaviour; the tracer fills it.
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +89,11 @@ struct SpanData {
 
   const AttributeValue* attribute(std::string_view key) const noexcept;
 };
+
+// Finished spans travel by pointer from the Span that recorded them through the processor's queue
+// to the exporter: a SpanData is never moved on the way (moving one member by member cost ~800
+// instructions per span, a quarter of what the `default` span groups added to a rollout).
+using SpanBatch = std::span<const std::unique_ptr<SpanData>>;
 
 // "internal", "server", "client" (the console exporter's `kind`, telemetry.md 7.1).
 std::string_view to_string(SpanKind kind) noexcept;

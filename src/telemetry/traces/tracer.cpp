@@ -116,12 +116,12 @@ Span Tracer::start(std::string name, SpanKind kind, const SpanContext& parent) c
   return span;
 }
 
-void Tracer::finish(SpanData&& data, bool truncated) const noexcept {
+void Tracer::finish(std::unique_ptr<SpanData> data, bool truncated) const noexcept {
   if (truncated) {
-    data.attributes.push_back({"nemo.span.truncated", true});
-    data.events.push_back({"nemo.span.truncated",
-                           data.end_time_unix_nano,
-                           {{"reason", std::string("still open at telemetry shutdown")}}});
+    data->attributes.push_back({"nemo.span.truncated", true});
+    data->events.push_back({"nemo.span.truncated",
+                            data->end_time_unix_nano,
+                            {{"reason", std::string("still open at telemetry shutdown")}}});
   }
   processor_->on_end(std::move(data));
 }
@@ -147,8 +147,7 @@ Span::~Span() {
   if (!data_) return;
   const bool truncated = tracer_ && tracer_->shutting_down_.load(std::memory_order_relaxed);
   data_->end_time_unix_nano = unix_nanos();
-  tracer_->finish(std::move(*data_), truncated);
-  data_.reset();
+  tracer_->finish(std::move(data_), truncated);
 }
 
 AttributeValue& Span::slot(SpanKey key) {
@@ -193,8 +192,7 @@ void Span::set_status(StatusCode code, std::string_view message) {
 void Span::end() noexcept {
   if (!data_) return;
   data_->end_time_unix_nano = unix_nanos();
-  tracer_->finish(std::move(*data_), false);
-  data_.reset();
+  tracer_->finish(std::move(data_), false);
 }
 
 }  // namespace gym::telemetry

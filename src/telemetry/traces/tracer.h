@@ -37,7 +37,7 @@ class SpanProcessor {
   SpanProcessor(const SpanProcessor&) = delete;
   SpanProcessor& operator=(const SpanProcessor&) = delete;
 
-  virtual void on_end(SpanData&& span) noexcept = 0;
+  virtual void on_end(std::unique_ptr<SpanData> span) noexcept = 0;
   // Exports what is queued; true when nothing is left by `wait`.
   virtual bool force_flush(std::chrono::milliseconds wait) noexcept = 0;
   // force_flush, then stop; later spans are dropped.
@@ -67,7 +67,7 @@ class Tracer {
 
  private:
   friend class Span;
-  void finish(SpanData&& data, bool truncated) const noexcept;
+  void finish(std::unique_ptr<SpanData> data, bool truncated) const noexcept;
 
   SpanGroups groups_;
   Sampler sampler_;

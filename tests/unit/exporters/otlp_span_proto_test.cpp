@@ -90,10 +90,17 @@ telemetry::Resource a_resource() {
   return r;
 }
 
+// The batch an exporter is handed: each span behind its own pointer, as the processor queues them.
+std::vector<std::unique_ptr<SpanData>> batch(const std::vector<SpanData>& spans) {
+  std::vector<std::unique_ptr<SpanData>> out;
+  for (const auto& s : spans) out.push_back(std::make_unique<SpanData>(s));
+  return out;
+}
+
 void expect_same_as_libprotobuf(const telemetry::Resource& resource,
                                 const telemetry::InstrumentationScope& scope,
                                 const std::vector<SpanData>& spans) {
-  const std::string ours = encode_spans_protobuf(resource, scope, spans);
+  const std::string ours = encode_spans_protobuf(resource, scope, batch(spans));
   const ExportTraceServiceRequest expected = reference(resource, scope, spans);
   EXPECT_EQ(ours, expected.SerializeAsString());
   ExportTraceServiceRequest parsed;
@@ -208,7 +215,7 @@ TEST(OtlpSpanProto, RandomBatchesMatchLibprotobuf) {
 
 // What the exporters send for http/protobuf and grpc is these bytes.
 TEST(OtlpSpanProto, EncodeRequestSendsTheseBytesForBothBinaryProtocols) {
-  const std::vector<SpanData> spans{a_span(9)};
+  const auto spans = batch({a_span(9)});
   const std::string bytes = encode_spans_protobuf(a_resource(), telemetry::gym_scope(), spans);
   EXPECT_EQ(
       encode_request(a_resource(), telemetry::gym_scope(), spans, OtlpProtocol::http_protobuf),

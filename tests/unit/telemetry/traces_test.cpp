@@ -186,9 +186,9 @@ TEST(Sampler, CheckedOnlyWhenTracesAreActive) {
 // Keeps every finished span.
 class Recorder final : public SpanProcessor {
  public:
-  void on_end(SpanData&& span) noexcept override {
+  void on_end(std::unique_ptr<SpanData> span) noexcept override {
     std::lock_guard lock(mu);
-    spans.push_back(std::move(span));
+    spans.push_back(std::move(*span));
   }
   bool force_flush(std::chrono::milliseconds) noexcept override { return true; }
   bool shutdown(std::chrono::milliseconds) noexcept override { return true; }
@@ -305,14 +305,14 @@ TEST(Tracer, AForkedWorkerNeverRepeatsItsParentsIds) {
 // Records batches; can be held (a hung collector) until released.
 class HoldingExporter final : public SpanExporter {
  public:
-  ExportResult export_batch(std::span<const SpanData> spans, Deadline deadline) noexcept override {
+  ExportResult export_batch(SpanBatch spans, Deadline deadline) noexcept override {
     std::unique_lock lock(mu);
     entered = true;
     cv.notify_all();
     cv.wait_until(lock, deadline, [&] { return !hold || closed; });
     if (closed && hold) return ExportResult::failure;
     batches.push_back(spans.size());
-    for (const auto& s : spans) names.push_back(s.name);
+    for (const auto& s : spans) names.push_back(s->name);
     return ExportResult::success;
   }
   void shutdown(Deadline) noexcept override {
@@ -327,9 +327,9 @@ class HoldingExporter final : public SpanExporter {
   std::vector<std::string> names;
 };
 
-SpanData named(std::string name) {
-  SpanData s;
-  s.name = std::move(name);
+std::unique_ptr<SpanData> named(std::string name) {
+  auto s = std::make_unique<SpanData>();
+  s->name = std::move(name);
   return s;
 }
 
