@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
@@ -58,6 +59,12 @@ class SpanKey {
 
 // An attribute of a span or span event.
 struct SpanAttribute {
+  SpanAttribute(SpanKey k, AttributeValue v) : key(k), value(std::move(v)) {}
+  // The value built in place, as a span's attributes are (Span::set_attribute).
+  template <class T, class... Args>
+  SpanAttribute(SpanKey k, std::in_place_type_t<T> type, Args&&... args)
+      : key(k), value(type, std::forward<Args>(args)...) {}
+
   SpanKey key;
   AttributeValue value;
 };

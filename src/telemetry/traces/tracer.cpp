@@ -150,28 +150,28 @@ Span::~Span() {
   tracer_->finish(std::move(data_), truncated);
 }
 
-AttributeValue& Span::slot(SpanKey key) {
-  for (auto& a : data_->attributes)
-    if (a.key.key() == key.key()) return a.value;
-  // Braces, not emplace_back(key): clang before 16 has no parenthesised aggregate init (the
-  // fuzz build). Moving an empty string value costs next to nothing.
-  data_->attributes.push_back(SpanAttribute{key, AttributeValue{}});
-  return data_->attributes.back().value;
+template <class T, class... Args>
+void Span::put(SpanKey key, Args&&... args) {
+  for (auto& a : data_->attributes) {
+    if (a.key.key() == key.key()) {
+      a.value.emplace<T>(std::forward<Args>(args)...);
+      return;
+    }
+  }
+  data_->attributes.emplace_back(key, std::in_place_type<T>, std::forward<Args>(args)...);
 }
 
-// Each value is built in its slot: no temporary string or variant on the way.
 void Span::set_attribute(SpanKey key, std::string_view value) {
-  if (!data_) return;
-  slot(key).emplace<std::string>(key.redacted() ? std::string_view("[REDACTED]") : value);
+  if (data_) put<std::string>(key, key.redacted() ? std::string_view("[REDACTED]") : value);
 }
 void Span::set_attribute(SpanKey key, std::int64_t value) {
-  if (data_) slot(key).emplace<std::int64_t>(value);
+  if (data_) put<std::int64_t>(key, value);
 }
 void Span::set_attribute(SpanKey key, double value) {
-  if (data_) slot(key).emplace<double>(value);
+  if (data_) put<double>(key, value);
 }
 void Span::set_attribute(SpanKey key, bool value) {
-  if (data_) slot(key).emplace<bool>(value);
+  if (data_) put<bool>(key, value);
 }
 
 void Span::record_exception(std::string_view type, std::string_view message) {

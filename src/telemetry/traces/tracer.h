@@ -110,8 +110,10 @@ class Span {
 
  private:
   friend class Tracer;
-  // The value of `key`: the one already set, else a new attribute's.
-  AttributeValue& slot(SpanKey key);
+  // Sets `key` to a T made of `args`: replaces the value already set, else builds a new
+  // attribute in place (no temporary string or variant on the way).
+  template <class T, class... Args>
+  void put(SpanKey key, Args&&... args);
 
   const Tracer* tracer_ = nullptr;
   std::unique_ptr<SpanData> data_;  // null: not recording
