@@ -10,6 +10,10 @@
 # to warm up, counters zeroed in all three servers (`callgrind_control -z`), REQS rollouts each,
 # then SIGTERM: each server flushes its telemetry (queued spans included) and callgrind writes its
 # totals at exit, so the figures cover the measured rollouts and one shutdown.
+# The warm-up is a whole number of span batches (CONNS x WARM a multiple of 512, the batch size)
+# and the counters are zeroed once its last batch has reached the receiver: every warm-up span has
+# left by then and the measured window exports the measured rollouts' spans, no more (a warm-up
+# that left a partial batch behind added up to 511 spans to each server's exports).
 # Variants (OTLP/HTTP protobuf to tests/support/gym_test_server --otlp-mode ok, which decodes
 # everything and is not counted; the periodic metric export is pushed past the run so every
 # enabled variant exports metrics exactly once, at shutdown, and so is the span processor's
@@ -22,7 +26,7 @@
 # Allocations are calls to malloc, calloc, realloc, posix_memalign, aligned_alloc and operator new
 # (not those made by operator new itself); locks are calls to pthread_mutex_lock.
 #
-# Usage: GYM_BUILD_DIR=build [CONNS=8] [WARM=20] [REQS=100] [VARIANTS="off metrics default
+# Usage: GYM_BUILD_DIR=build [CONNS=8] [WARM=64] [REQS=100] [VARIANTS="off metrics default
 #        per_rollout"] [VALGRIND_ARGS=--separate-threads=yes] bash bench/trace_callgrind.sh
 # (KEEP_TMP=1 keeps the callgrind files: <variant>.<server>.out, for callgrind_annotate.)
 set -euo pipefail
@@ -34,12 +38,15 @@ GYM=$BUILD/src/cli/gym
 BENCH=$BUILD/bench/http_client_bench
 RECEIVER=$BUILD/tests/support/gym_test_server
 CONNS=${CONNS:-8}
-WARM=${WARM:-20}
+WARM=${WARM:-64}
 REQS=${REQS:-100}
 VARIANTS=${VARIANTS:-off metrics default per_rollout}
 PYTHON=${PYTHON:-python3}
 [[ -x $GYM && -x $BENCH && -x $RECEIVER ]] ||
   die "build gym, http_client_bench and gym_test_server in $BUILD first"
+((CONNS * WARM % 512 == 0)) ||
+  die "CONNS x WARM must be a multiple of 512 (the span batch size), not $((CONNS * WARM))"
+command -v curl >/dev/null || die "curl not found (apt-get install curl)"
 command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
   die "valgrind (callgrind) is not installed"
 bench_tmpdir trace_callgrind
@@ -122,6 +129,21 @@ print(ir, allocs, locks)
 EOF
 }
 
+# wait_exports_settled: returns once the receiver's count of span exports has not moved for a
+# second (the warm-up's last batches are encoded and sent after its last response).
+wait_exports_settled() {
+  local last=-1 now
+  for _ in $(seq 60); do
+    now=$(curl -sf "http://127.0.0.1:$P_RECV/stats" | "$PYTHON" -c \
+      'import json, sys; print(json.load(sys.stdin)["trace_requests"])') ||
+      die "GET /stats of the OTLP receiver failed"
+    [[ $now == "$last" ]] && return 0
+    last=$now
+    sleep 1
+  done
+  die "the span exports of the warm-up did not settle within 60 s"
+}
+
 declare -A IR ALLOCS LOCKS
 SERVERS=("$RES" "$AGENT" policy_model)
 for variant in $VARIANTS; do
@@ -143,6 +165,7 @@ for variant in $VARIANTS; do
   done
   "$BENCH" "$URL" "$CONNS" "$WARM" "$TMP/row.json" >"$TMP/$variant.warm" ||
     die "warm-up of $variant failed: $(cat "$TMP/$variant.warm")"
+  wait_exports_settled
   for name in "${SERVERS[@]}"; do callgrind_control -z "${SPID[$name]}" >/dev/null 2>&1; done
   "$BENCH" "$URL" "$CONNS" "$REQS" "$TMP/row.json" >"$TMP/$variant.measured" ||
     die "measured run of $variant failed: $(cat "$TMP/$variant.measured")"

@@ -9,7 +9,8 @@
 // request the total (sums of sum points, counts of histogram points); under "instances", per
 // service.instance.id of the decoded requests, how many requests carried it, its
 // nemo.gym.server.name, nemo.run.id and process.pid, and the same per-metric totals of its
-// last request (bench/telemetry_overhead.sh checks that every process exported).
+// last request (bench/telemetry_overhead.sh checks that every process exported); under
+// "trace_requests" how many POST /v1/traces came (bench/trace_callgrind.sh waits for them).
 //
 // `--responses-delay-ms <ms>` makes POST /v1/responses a slow model instead of a failing one: it
 // waits that long, then answers a minimal valid Response (one assistant message, which ends a
@@ -25,7 +26,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
 
   gym::http::Router router;
   static gym::http::HttpServer* server = nullptr;
+  static std::atomic<std::uint64_t> trace_requests{0};
   static std::map<std::string, int> hits;
 
   router.get("/", [](Request&) -> asio::awaitable<Response> {
@@ -222,7 +226,8 @@ int main(int argc, char** argv) {
                                           {"max_connections_open", s.max_connections_open},
                                           {"requests", s.requests},
                                           {"pid", ::getpid()},
-                                          {"otlp", collector.stats()}});
+                                          {"otlp", collector.stats()},
+                                          {"trace_requests", trace_requests.load()}});
   });
   router.post("/status",
               gym::http::json_route([](Request&, json::value& body) -> asio::awaitable<Response> {
@@ -293,13 +298,16 @@ int main(int argc, char** argv) {
   // Spans and log records are accepted and not read (the telemetry overhead benchmark's spans
   // variant): 200 with an empty Export*ServiceResponse.
   for (const char* path : {"/v1/traces", "/v1/logs"})
-    router.post(path, [](Request& req) -> asio::awaitable<Response> {
-      Response res;
-      const bool json_body = req.header("content-type") == "application/json";
-      res.content_type = json_body ? "application/json" : "application/x-protobuf";
-      res.body = json_body ? "{}" : "";
-      co_return res;
-    });
+    router.post(path,
+                [traces = std::string_view(path) ==
+                          "/v1/traces"](Request& req) -> asio::awaitable<Response> {
+                  if (traces) ++trace_requests;
+                  Response res;
+                  const bool json_body = req.header("content-type") == "application/json";
+                  res.content_type = json_body ? "application/json" : "application/x-protobuf";
+                  res.body = json_body ? "{}" : "";
+                  co_return res;
+                });
   // A head server (runtime.md 4.4): the config YAML as a JSON string.
   if (config_yaml)
     router.get("/global_config_dict_yaml",

@@ -51,8 +51,7 @@ class Writer {
   }
   void bytes(std::uint32_t field, const void* data, std::size_t n) noexcept {
     length(field, n);
-    std::memcpy(p_, data, n);
-    p_ += n;
+    copy(static_cast<const char*>(data), n);
   }
   // An id: its size is known here, so the copy is a few moves, not a call.
   template <std::size_t N>
@@ -75,6 +74,26 @@ class Writer {
   }
 
  private:
+  // Keys and most values are 4 to 32 bytes: two overlapping fixed-size moves each, rather than a
+  // call to memcpy (a span has a dozen such strings).
+  void copy(const char* s, std::size_t n) noexcept {
+    if (n >= 16 && n <= 32) {
+      overlapping<16>(s, n);
+    } else if (n >= 8 && n < 16) {
+      overlapping<8>(s, n);
+    } else if (n >= 4 && n < 8) {
+      overlapping<4>(s, n);
+    } else {
+      std::memcpy(p_, s, n);
+    }
+    p_ += n;
+  }
+  // The first and the last K of the n >= K bytes (the buffers are distinct).
+  template <std::size_t K>
+  void overlapping(const char* s, std::size_t n) noexcept {
+    std::memcpy(p_, s, K);
+    std::memcpy(p_ + n - K, s + n - K, K);
+  }
   // One store on a little-endian machine (every span has two fixed64 and a fixed32).
   void little_endian(std::uint64_t v, int n) noexcept {
     if constexpr (std::endian::native == std::endian::little) {

@@ -71,6 +71,29 @@ TEST(TraceParent, MalformedHeadersAreIgnored) {
   EXPECT_TRUE(parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"));
 }
 
+// Every byte value at every digit of both ids: accepted exactly when it is a lowercase hex digit,
+// and then read as that digit's value.
+TEST(TraceParent, EveryDigitPositionAcceptsExactlyLowercaseHex) {
+  const std::string valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  constexpr std::string_view digits = "0123456789abcdef";
+  for (std::size_t pos = 3; pos < 52; ++pos) {
+    if (pos == 35) continue;  // the separator
+    for (int c = 0; c < 256; ++c) {
+      std::string header = valid;
+      header[pos] = static_cast<char>(c);
+      const auto ctx = parse_traceparent(header);
+      const auto digit = digits.find(static_cast<char>(c));
+      if (digit == std::string_view::npos) {
+        EXPECT_FALSE(ctx) << "byte " << c << " at " << pos;
+        continue;
+      }
+      ASSERT_TRUE(ctx) << "digit " << static_cast<char>(c) << " at " << pos;
+      const std::string trace = to_hex(ctx->trace_id), span = to_hex(ctx->span_id);
+      EXPECT_EQ(pos < 35 ? trace : span, header.substr(pos < 35 ? 3 : 36, pos < 35 ? 32 : 16));
+    }
+  }
+}
+
 TEST(TraceState, OnlyPrintableBoundedValuesArePassedOn) {
   EXPECT_TRUE(acceptable_tracestate("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"));
   EXPECT_FALSE(acceptable_tracestate(""));
