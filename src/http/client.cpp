@@ -313,8 +313,10 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   // or not.
   telemetry::Span client_span(ClientRequest& req) const {
     const std::string_view method = to_string(req.method);
+    std::string name = "HTTP ";  // within the short-string buffer: no allocation
+    name += method;
     telemetry::Span span =
-        tracer->start("HTTP " + std::string(method), telemetry::SpanKind::client, req.trace.span);
+        tracer->start(std::move(name), telemetry::SpanKind::client, req.trace.span);
     if (span.recording()) {
       span.set_attribute("http.request.method", method);
       span.set_attribute("url.full", std::string_view(req.url).substr(0, req.url.find('?')));

@@ -127,9 +127,9 @@ std::string request_head(const Url& u, const ClientRequest& req, Method method,
     append_field(out, h.name, h.value);
   }
   if (propagated) {
-    out += "traceparent: ";
+    out.append("traceparent: ", 13);
     telemetry::append_traceparent(out, propagated->span);
-    out += "\r\n";
+    out.append("\r\n", 2);
     if (trace_state) append_field(out, "tracestate", propagated->span.trace_state);
     if (baggage) append_field(out, "baggage", propagated->baggage);
   }

@@ -366,15 +366,18 @@ telemetry::Span server_span(const Loop& loop, Request& req) {
   req.trace.rollout_id = std::string(rollout_id_of(req.target));
   if (!loop.tracer) return {};
   // The three headers in one pass (most requests have none): a name is compared only when its
-  // length is one of theirs.
+  // length and first letter are one of theirs (Connection and User-Agent are as long as
+  // tracestate).
+  const auto is = [](std::string_view name, std::string_view lower) {
+    return name.size() == lower.size() && (name[0] | 0x20) == lower[0] && iequals(name, lower);
+  };
   std::string_view traceparent, tracestate, baggage;
   for (const Header& h : req.headers) {
-    const std::size_t n = h.name.size();
-    if (n == 11 && iequals(h.name, "traceparent")) {
+    if (is(h.name, "traceparent")) {
       if (traceparent.empty()) traceparent = h.value;
-    } else if (n == 10 && iequals(h.name, "tracestate")) {
+    } else if (is(h.name, "tracestate")) {
       if (tracestate.empty()) tracestate = h.value;
-    } else if (n == 7 && iequals(h.name, "baggage")) {
+    } else if (is(h.name, "baggage")) {
       if (baggage.empty()) baggage = h.value;
     }
   }

@@ -40,9 +40,9 @@ constexpr std::array<std::uint8_t, 256> kDigitValue = [] {
   return t;
 }();
 
+// The 2N digits at `text` (the caller has checked they are there).
 template <std::size_t N>
-bool read_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
-  if (text.size() != 2 * N) return false;
+bool read_hex(const char* text, std::array<std::uint8_t, N>& out) noexcept {
   std::uint8_t bad = 0;
   for (std::size_t i = 0; i < N; ++i) {
     const std::uint8_t hi = kDigitValue[static_cast<unsigned char>(text[2 * i])];
@@ -62,18 +62,6 @@ bool printable_ascii(std::string_view s) noexcept {
 std::string to_hex(const TraceId& id) { return hex_of(id); }
 std::string to_hex(const SpanId& id) { return hex_of(id); }
 
-// Word loads rather than byte loops: every span and every extraction tests its ids.
-bool is_zero(const TraceId& id) noexcept {
-  std::uint64_t words[2];
-  std::memcpy(words, id.data(), sizeof words);
-  return (words[0] | words[1]) == 0;
-}
-bool is_zero(const SpanId& id) noexcept {
-  std::uint64_t word;
-  std::memcpy(&word, id.data(), sizeof word);
-  return word == 0;
-}
-
 std::optional<SpanContext> parse_traceparent(std::string_view header) {
   // Optional whitespace around the value (HTTP field values).
   while (!header.empty() && (header.front() == ' ' || header.front() == '\t'))
@@ -82,14 +70,14 @@ std::optional<SpanContext> parse_traceparent(std::string_view header) {
     header.remove_suffix(1);
   // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55.
   if (header.size() < 55) return std::nullopt;
+  const char* p = header.data();
   std::array<std::uint8_t, 1> version{}, flags{};
-  if (!read_hex(header.substr(0, 2), version) || version[0] == 0xff) return std::nullopt;
-  if (header[2] != '-' || header[35] != '-' || header[52] != '-') return std::nullopt;
+  if (!read_hex(p, version) || version[0] == 0xff) return std::nullopt;
+  if (p[2] != '-' || p[35] != '-' || p[52] != '-') return std::nullopt;
   // Version 00 is exactly 55 characters; a later version may append "-..." fields.
-  if (header.size() > 55 && (version[0] == 0 || header[55] != '-')) return std::nullopt;
+  if (header.size() > 55 && (version[0] == 0 || p[55] != '-')) return std::nullopt;
   SpanContext ctx;
-  if (!read_hex(header.substr(3, 32), ctx.trace_id) ||
-      !read_hex(header.substr(36, 16), ctx.span_id) || !read_hex(header.substr(53, 2), flags))
+  if (!read_hex(p + 3, ctx.trace_id) || !read_hex(p + 36, ctx.span_id) || !read_hex(p + 53, flags))
     return std::nullopt;
   if (!ctx.valid()) return std::nullopt;
   ctx.sampled = (flags[0] & 0x01) != 0;

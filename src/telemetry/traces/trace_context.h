@@ -4,6 +4,7 @@
 // it makes (TraceContext). Pure functions and plain data: no I/O, no shared state.
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,8 +17,17 @@ using SpanId = std::array<std::uint8_t, 8>;
 // Lowercase hex of the bytes (32 digits for a trace id, 16 for a span id).
 std::string to_hex(const TraceId& id);
 std::string to_hex(const SpanId& id);
-bool is_zero(const TraceId& id) noexcept;
-bool is_zero(const SpanId& id) noexcept;
+// Word loads rather than byte loops, inline: every span and every extraction tests its ids.
+inline bool is_zero(const TraceId& id) noexcept {
+  std::uint64_t words[2];
+  std::memcpy(words, id.data(), sizeof words);
+  return (words[0] | words[1]) == 0;
+}
+inline bool is_zero(const SpanId& id) noexcept {
+  std::uint64_t word;
+  std::memcpy(&word, id.data(), sizeof word);
+  return word == 0;
+}
 
 // The identity of one span as it crosses process boundaries.
 struct SpanContext {
