@@ -40,9 +40,13 @@ std::string_view to_string(Method m) {
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
-  const auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (fold(a[i]) != fold(b[i])) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const unsigned x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (x == y) continue;  // names mostly arrive in the case they are looked up in
+    // Otherwise equal only as the two cases of one letter (bit 5 apart).
+    const unsigned lower = x | 0x20;
+    if (lower != (y | 0x20) || lower - 'a' > 'z' - 'a') return false;
+  }
   return true;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace gym::telemetry {
 
@@ -16,9 +17,15 @@ constexpr std::array<std::array<char, 2>, 256> kHexPairs = [] {
   return t;
 }();
 
+// Unrolled: a load and a store per byte, no loop.
+template <std::size_t N, std::size_t... I>
+void write_hex(const std::array<std::uint8_t, N>& bytes, char* out,
+               std::index_sequence<I...> /*bytes*/) noexcept {
+  (std::memcpy(out + 2 * I, kHexPairs[bytes[I]].data(), 2), ...);
+}
 template <std::size_t N>
 void write_hex(const std::array<std::uint8_t, N>& bytes, char* out) noexcept {
-  for (std::size_t i = 0; i < N; ++i) std::memcpy(out + 2 * i, kHexPairs[bytes[i]].data(), 2);
+  write_hex(bytes, out, std::make_index_sequence<N>{});
 }
 
 template <std::size_t N>

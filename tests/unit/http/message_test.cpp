@@ -19,6 +19,26 @@ TEST(RoutingPath, StripsRolloutPrefixAndQuery) {
   EXPECT_EQ(routing_path("/ng-rollout/"), "/ng-rollout/");  // no id: nothing to strip
 }
 
+// Header names compare case-insensitively in ASCII only: every pair of byte values, against the
+// definition (equal after mapping 'A'-'Z' onto 'a'-'z'), and at every position of a longer name.
+TEST(Iequals, FoldsAsciiLettersAndNothingElse) {
+  const auto fold = [](int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; };
+  for (int x = 0; x < 256; ++x) {
+    for (int y = 0; y < 256; ++y) {
+      const char a = static_cast<char>(x), b = static_cast<char>(y);
+      const bool expected = fold(x) == fold(y);
+      ASSERT_EQ(iequals(std::string_view(&a, 1), std::string_view(&b, 1)), expected)
+          << x << " " << y;
+      std::string left = "Trace-Parent", right = "trace-parent";
+      left[5] = a;
+      right[5] = b;
+      ASSERT_EQ(iequals(left, right), expected) << x << " " << y;
+    }
+  }
+  EXPECT_FALSE(iequals("traceparent", "traceparen"));
+  EXPECT_TRUE(iequals("", ""));
+}
+
 TEST(Cookies, ParsesCookieHeader) {
   auto c = parse_cookie_header("a=1; b=\"two\";  c = 3;junk");
   ASSERT_EQ(c.size(), 3u);
