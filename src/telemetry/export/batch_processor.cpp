@@ -7,10 +7,24 @@
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/logs/log_record.h"
 #include "telemetry/traces/span_data.h"
+#include "telemetry/traces/span_pool.h"
 
 #include <spdlog/spdlog.h>
 
 namespace gym::telemetry {
+
+namespace {
+
+// What becomes of an exported batch: freed, or for spans, recycled (span_pool.h).
+template <class Record>
+void release(std::vector<Record>& batch) noexcept {
+  batch.clear();
+}
+void release(std::vector<std::unique_ptr<SpanData>>& batch) noexcept {
+  SpanPool::instance().give(batch);
+}
+
+}  // namespace
 
 template <class Record>
 BatchProcessor<Record>::BatchProcessor(std::unique_ptr<BatchExporter<Record>> exporter,
@@ -106,7 +120,7 @@ void BatchProcessor<Record>::export_batch(std::unique_lock<std::mutex>& lock) {
   if (stopping_) deadline = std::min(deadline, stop_deadline_);
   lock.unlock();
   const auto result = exporter_->export_batch(batch, deadline);
-  batch.clear();  // the records are freed outside the lock
+  release(batch);  // outside the lock
   lock.lock();
   spare_ = std::move(batch);
   in_flight_ = 0;

@@ -7,6 +7,8 @@
 #include <random>
 #include <utility>
 
+#include "telemetry/traces/span_pool.h"
+
 namespace gym::telemetry {
 
 namespace {
@@ -104,7 +106,7 @@ Span Tracer::start(std::string name, SpanKind kind, const SpanContext& parent) c
   fill_random(span.context_.span_id);
   span.context_.sampled = sampler_.sample(has_parent ? &parent : nullptr, span.context_.trace_id);
   if (!span.context_.sampled) return span;
-  auto data = std::make_unique<SpanData>();
+  auto data = SpanPool::instance().take();
   data->trace_id = span.context_.trace_id;
   data->span_id = span.context_.span_id;
   if (has_parent) data->parent_span_id = parent.span_id;
