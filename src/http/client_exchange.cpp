@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 
 namespace gym::http {
 namespace asio = boost::asio;
@@ -127,9 +128,14 @@ std::string request_head(const Url& u, const ClientRequest& req, Method method,
     append_field(out, h.name, h.value);
   }
   if (propagated) {
-    out.append("traceparent: ", 13);
-    telemetry::append_traceparent(out, propagated->span);
-    out.append("\r\n", 2);
+    // The whole line in one append, the value written into it.
+    constexpr std::string_view line =
+        "traceparent: 00-00000000000000000000000000000000-0000000000000000-00\r\n";
+    constexpr std::string_view name = "traceparent: ";
+    static_assert(line.size() == name.size() + telemetry::kTraceparentSize + 2);
+    const std::size_t at = out.size();
+    out += line;
+    telemetry::write_traceparent(out.data() + at + name.size(), propagated->span);
     if (trace_state) append_field(out, "tracestate", propagated->span.trace_state);
     if (baggage) append_field(out, "baggage", propagated->baggage);
   }

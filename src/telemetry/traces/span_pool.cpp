@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 
 namespace gym::telemetry {
 
@@ -27,10 +28,13 @@ std::unique_ptr<SpanData> SpanPool::take() {
 }
 
 void SpanPool::give(std::vector<std::unique_ptr<SpanData>>& spans) noexcept {
-  // Reset outside the lock: a span's attribute strings are freed here, on the caller's thread.
-  // Move-assigning a default SpanData keeps the strings' buffers (a long name is not
-  // reallocated next time) and follows SpanData as it grows.
-  for (auto& s : spans) *s = SpanData{};
+  // Reset outside the lock, by destroying and default-constructing each in place: a span's
+  // attribute strings are freed here, on the caller's thread, and a new field of SpanData is
+  // reset without anyone remembering to.
+  for (auto& s : spans) {
+    std::destroy_at(s.get());
+    std::construct_at(s.get());
+  }
   {
     std::lock_guard lock(mutex_);
     const std::size_t keep = std::min(spans.size(), kCapacity - std::min(kCapacity, free_.size()));

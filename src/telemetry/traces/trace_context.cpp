@@ -47,17 +47,25 @@ constexpr std::array<std::uint8_t, 256> kDigitValue = [] {
   return t;
 }();
 
-// The 2N digits at `text` (the caller has checked they are there).
+// The byte of the two digits at `text`; a non-digit sets high bits in `bad` (only 0xff has them).
+inline std::uint8_t hex_pair(const char* text, std::uint8_t& bad) noexcept {
+  const std::uint8_t hi = kDigitValue[static_cast<unsigned char>(text[0])];
+  const std::uint8_t lo = kDigitValue[static_cast<unsigned char>(text[1])];
+  bad |= (hi | lo) & 0xf0;
+  return static_cast<std::uint8_t>(hi << 4 | lo);
+}
+
+// The 2N digits at `text` (the caller has checked they are there), unrolled.
+template <std::size_t N, std::size_t... I>
+bool read_hex(const char* text, std::array<std::uint8_t, N>& out,
+              std::index_sequence<I...> /*bytes*/) noexcept {
+  std::uint8_t bad = 0;
+  ((out[I] = hex_pair(text + 2 * I, bad)), ...);
+  return bad == 0;
+}
 template <std::size_t N>
 bool read_hex(const char* text, std::array<std::uint8_t, N>& out) noexcept {
-  std::uint8_t bad = 0;
-  for (std::size_t i = 0; i < N; ++i) {
-    const std::uint8_t hi = kDigitValue[static_cast<unsigned char>(text[2 * i])];
-    const std::uint8_t lo = kDigitValue[static_cast<unsigned char>(text[2 * i + 1])];
-    bad |= (hi | lo) & 0xf0;  // only 0xff has high bits
-    out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
-  }
-  return bad == 0;
+  return read_hex(text, out, std::make_index_sequence<N>{});
 }
 
 bool printable_ascii(std::string_view s) noexcept {
@@ -92,18 +100,17 @@ std::optional<SpanContext> parse_traceparent(std::string_view header) {
   return ctx;
 }
 
-void append_traceparent(std::string& out, const SpanContext& context) {
-  const std::size_t at = out.size();
-  out += "00-________________________________-________________-00";
-  write_hex(context.trace_id, out.data() + at + 3);
-  write_hex(context.span_id, out.data() + at + 36);
-  if (context.sampled) out[at + 54] = '1';
+void write_traceparent(char* out, const SpanContext& context) noexcept {
+  std::memcpy(out, "00-", 3);
+  write_hex(context.trace_id, out + 3);
+  out[35] = '-';
+  write_hex(context.span_id, out + 36);
+  std::memcpy(out + 52, context.sampled ? "-01" : "-00", 3);
 }
 
 std::string format_traceparent(const SpanContext& context) {
-  std::string out;  // one allocation for the 55 characters
-  out.reserve(55);
-  append_traceparent(out, context);
+  std::string out(kTraceparentSize, '0');
+  write_traceparent(out.data(), context);
   return out;
 }
 

@@ -47,8 +47,9 @@ struct SpanContext {
 std::optional<SpanContext> parse_traceparent(std::string_view header);
 // The traceparent header of `context` (version 00).
 std::string format_traceparent(const SpanContext& context);
-// The same 55 characters appended to `out` (an outgoing request's head).
-void append_traceparent(std::string& out, const SpanContext& context);
+// The same 55 characters written at `out` (into an outgoing request's head, in place).
+inline constexpr std::size_t kTraceparentSize = 55;
+void write_traceparent(char* out, const SpanContext& context) noexcept;
 
 // A tracestate header worth passing on: at most 512 characters (the W3C limit below which no
 // entry may be dropped) of printable ASCII. Anything else is dropped rather than forwarded.
