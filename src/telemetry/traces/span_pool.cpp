@@ -24,27 +24,32 @@ std::unique_ptr<SpanData> SpanPool::take() {
   if (cache.empty()) return std::make_unique<SpanData>();
   auto span = std::move(cache.back());
   cache.pop_back();
+  // Reset by destroying and default-constructing in place: a field added to SpanData is reset
+  // without anyone remembering to.
+  std::destroy_at(span.get());
+  std::construct_at(span.get());
   return span;
 }
 
 void SpanPool::give(std::vector<std::unique_ptr<SpanData>>& spans) noexcept {
-  // Reset outside the lock, by destroying and default-constructing each in place: a span's
-  // attribute strings are freed here, on the caller's thread, and a new field of SpanData is
-  // reset without anyone remembering to.
-  for (auto& s : spans) {
-    std::destroy_at(s.get());
-    std::construct_at(s.get());
-  }
+  // Not reset here: take() resets a span on the thread that fills it, so its attribute strings
+  // are freed by the thread that allocated them (malloc's fast path) and this thread, the
+  // processor's, never writes to a span again.
   {
     std::lock_guard lock(mutex_);
-    const std::size_t keep = std::min(spans.size(), kCapacity - std::min(kCapacity, free_.size()));
-    try {
-      free_.insert(free_.end(), std::make_move_iterator(spans.begin()),
-                   std::make_move_iterator(spans.begin() + static_cast<std::ptrdiff_t>(keep)));
-    } catch (...) {  // out of memory for the list: the spans are freed below
+    if (free_.empty() && spans.size() <= kCapacity) {
+      free_.swap(spans);  // the usual case (takers keep the list short): no copy under the lock
+    } else {
+      const std::size_t keep =
+          std::min(spans.size(), kCapacity - std::min(kCapacity, free_.size()));
+      try {
+        free_.insert(free_.end(), std::make_move_iterator(spans.begin()),
+                     std::make_move_iterator(spans.begin() + static_cast<std::ptrdiff_t>(keep)));
+      } catch (...) {  // out of memory for the list: the spans are freed below
+      }
     }
   }
-  spans.clear();
+  spans.clear();  // what was not kept
 }
 
 std::size_t SpanPool::free_count() const {
