@@ -15,8 +15,9 @@
 # left by then and the measured window exports the measured rollouts' spans, no more (a warm-up
 # that left a partial batch behind added up to 511 spans to each server's exports).
 # Variants (OTLP/HTTP protobuf to tests/support/gym_test_server --otlp-mode ok, which decodes
-# everything and is not counted; the periodic metric export is pushed past the run so every
-# enabled variant exports metrics exactly once, at shutdown, and so is the span processor's
+# the metrics, accepts the spans unread and is not counted; the periodic metric export is pushed
+# past the run so every enabled variant exports metrics exactly once, at shutdown, and so is the
+# span processor's
 # schedule (OTEL_BSP_SCHEDULE_DELAY), so spans leave in full batches of 512 and at shutdown, as
 # in a busy run; under valgrind a 5 s schedule would send many small batches instead):
 #   off          no telemetry variable (the default);

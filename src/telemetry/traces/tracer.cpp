@@ -146,6 +146,7 @@ Span Tracer::start(std::string name, SpanKind kind, const SpanContext& parent) c
 }
 
 void Tracer::finish(std::unique_ptr<SpanData> data, bool truncated) const noexcept {
+  data->end_time_unix_nano = unix_nanos();
   if (truncated) {
     data->attributes.push_back({"nemo.span.truncated", true});
     data->events.push_back({"nemo.span.truncated",
@@ -173,10 +174,8 @@ Span& Span::operator=(Span&& other) noexcept {
 }
 
 Span::~Span() {
-  if (!data_) return;
-  const bool truncated = tracer_ && tracer_->shutting_down_.load(std::memory_order_relaxed);
-  data_->end_time_unix_nano = unix_nanos();
-  tracer_->finish(std::move(data_), truncated);
+  if (data_)
+    tracer_->finish(std::move(data_), tracer_->shutting_down_.load(std::memory_order_relaxed));
 }
 
 template <class T, class... Args>
@@ -219,9 +218,7 @@ void Span::set_status(StatusCode code, std::string_view message) {
 }
 
 void Span::end() noexcept {
-  if (!data_) return;
-  data_->end_time_unix_nano = unix_nanos();
-  tracer_->finish(std::move(data_), false);
+  if (data_) tracer_->finish(std::move(data_), false);
 }
 
 }  // namespace gym::telemetry

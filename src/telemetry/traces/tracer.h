@@ -67,6 +67,8 @@ class Tracer {
 
  private:
   friend class Span;
+  // Ends `data` now (its end time; the truncation mark when `truncated`) and hands it to the
+  // processor: the one way a span ends, explicitly or with its handle.
   void finish(std::unique_ptr<SpanData> data, bool truncated) const noexcept;
 
   SpanGroups groups_;
