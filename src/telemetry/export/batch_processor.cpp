@@ -6,6 +6,7 @@
 
 #include "telemetry/export/periodic_reader.h"
 #include "telemetry/logs/log_record.h"
+#include "telemetry/short_lock.h"
 #include "telemetry/traces/span_data.h"
 #include "telemetry/traces/span_pool.h"
 
@@ -52,7 +53,7 @@ void BatchProcessor<Record>::push(Record&& record) noexcept {
   bool wake = false;
   std::uint64_t log_drops = 0;
   {
-    std::lock_guard lock(mutex_);
+    const auto lock = short_lock(mutex_);
     if (stopping_) {
       ++stats_.dropped_closed;
       return;

@@ -1,5 +1,7 @@
 #include "telemetry/traces/span_pool.h"
 
+#include "telemetry/short_lock.h"
+
 #include <algorithm>
 #include <iterator>
 #include <memory>
@@ -21,13 +23,15 @@ std::unique_ptr<SpanData> SpanPool::take() {
     cache.insert(cache.end(), std::make_move_iterator(first), std::make_move_iterator(free_.end()));
     free_.erase(first, free_.end());
   }
-  if (cache.empty()) return std::make_unique<SpanData>();
+  if (cache.empty()) return std::make_unique_for_overwrite<SpanData>();  // as above
   auto span = std::move(cache.back());
   cache.pop_back();
   // Reset by destroying and default-constructing in place: a field added to SpanData is reset
-  // without anyone remembering to.
+  // without anyone remembering to. Default- rather than value-initialised (no `()`): every member
+  // has its initialiser, and value-initialisation would first zero all ~600 bytes, the inline
+  // attribute storage included (a third of what take() cost).
   std::destroy_at(span.get());
-  std::construct_at(span.get());
+  ::new (static_cast<void*>(span.get())) SpanData;
   return span;
 }
 
