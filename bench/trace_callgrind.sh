@@ -25,7 +25,8 @@
 #   default      metrics + traces with the `default` span groups and OTEL_TRACES_SAMPLER=always_on;
 #   per_rollout  metrics + traces with NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout, always_on.
 # Allocations are calls to malloc, calloc, realloc, posix_memalign, aligned_alloc and operator new
-# (not those made by operator new itself); locks are calls to pthread_mutex_lock.
+# (not those made by operator new itself); locks are calls to pthread_mutex_lock and
+# pthread_mutex_trylock (short_lock.h tries first).
 #
 # Usage: GYM_BUILD_DIR=build [CONNS=8] [WARM=64] [REQS=100] [VARIANTS="off metrics default
 #        per_rollout"] [VALGRIND_ARGS=--separate-threads=yes] bash bench/trace_callgrind.sh
@@ -124,7 +125,7 @@ for line in open(sys.argv[1], errors="replace"):
         n = int(line[6:].split()[0])
         if alloc.match(cfn) and not fn.startswith("operator new"):
             allocs += n
-        elif cfn.startswith("pthread_mutex_lock"):
+        elif cfn.startswith(("pthread_mutex_lock", "pthread_mutex_trylock")):
             locks += n
 print(ir, allocs, locks)
 EOF
