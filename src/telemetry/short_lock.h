@@ -3,8 +3,8 @@
 // pool), on the path of every span. std::mutex sleeps in the kernel as soon as it finds the lock
 // taken; with the processor's thread on the other core that happened often enough that a thread
 // making spans slept and was woken about once per batch, and starting plus ending a span took
-// 160-200 ns instead of 120-140. Spinning briefly first waits out a holder that is running; one that
-// was preempted is waited for by sleeping, as before.
+// 160-200 ns instead of 120-140. Spinning briefly first waits out a holder that is running; one
+// that was preempted is waited for by sleeping, as before.
 #include <mutex>
 
 namespace gym::telemetry {
