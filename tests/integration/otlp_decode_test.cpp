@@ -964,6 +964,31 @@ TEST(OtlpGrpc, TracesAndLogsDecodeOverHttpProtobufToo) {
   receiver.stop();
 }
 
+// TLS is the sender's, shared by the three signals; spans and log records cross it too.
+TEST(OtlpGrpc, TracesAndLogsDecodeOverGrpcWithTlsAndOverHttps) {
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  TrustStore trust(pki().ca);
+  {
+    auto receiver = grpc_tls_receiver(pki().key, pki().cert);
+    ASSERT_TRUE(listening(*receiver));
+    send_traces_and_logs(*receiver,
+                         grpc_settings(fmt::format("https://localhost:{}", receiver->port())),
+                         "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                         "/opentelemetry.proto.collector.logs.v1.LogsService/Export");
+    EXPECT_EQ(receiver->output().find("HANDSHAKE_FAILED"), std::string::npos) << receiver->output();
+    receiver->stop();
+  }
+  {
+    auto receiver = https_receiver(pki().key, pki().cert);
+    ASSERT_TRUE(listening(*receiver));
+    OtlpSettings s;
+    s.protocol = OtlpProtocol::http_protobuf;
+    s.url = fmt::format("https://localhost:{}/v1/traces", receiver->port());
+    send_traces_and_logs(*receiver, s, "/v1/traces", "/v1/logs");
+    receiver->stop();
+  }
+}
+
 TEST(OtlpGrpc, PartialSuccessIsCountedAndLoggedForEverySignal) {
   OtlpReceiver::Options options;
   options.partial_success = {{3, "too old"}};
