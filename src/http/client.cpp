@@ -117,7 +117,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   Host& host_for(const Url& u) {
     auto& slot = hosts[(u.tls ? "https://" : "") + u.host + ":" + u.port];
     if (!slot) {
-      if (u.tls && !tls_context) tls_context = make_tls_context();
+      if (u.tls && !tls_context) tls_context = make_tls_context(params.tls);
       slot = std::make_unique<Host>();
       slot->tls = u.tls;
       slot->host = u.host;

@@ -25,6 +25,14 @@ class Tracer;
 
 namespace gym::http {
 
+// TLS material beyond the system trust store, as PEM files (empty: not used). The OTLP exporter
+// fills it from OTEL_EXPORTER_OTLP_CERTIFICATE, _CLIENT_CERTIFICATE and _CLIENT_KEY.
+struct TlsFiles {
+  std::string ca_file;           // the CAs trusted instead of the system trust store
+  std::string certificate_file;  // this client's certificate chain (mutual TLS), with key_file
+  std::string key_file;
+};
+
 // Pool parameters (telemetry.md 6.7). Defaults are upstream's; every field is per process.
 struct PoolParams {
   std::size_t total_limit = 102400;                // connections in use; 0 = unlimited
@@ -42,6 +50,7 @@ struct PoolParams {
   // take many minutes before its first byte.
   std::chrono::milliseconds read_timeout{3'600'000};
   bool request_debug = false;  // global_aiohttp_client_request_debug
+  TlsFiles tls;                // https:// peers: whom to trust, what to present
 
   // Sizing inputs of the startup capacity report (telemetry.md 6.7); not enforced.
   int workers = 1;                       // max(1, num_workers)

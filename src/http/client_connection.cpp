@@ -95,13 +95,32 @@ ClientConnection::ClientConnection(asio::any_io_executor ex) : stream(std::move(
   buffer.reserve(8192);
 }
 
-std::unique_ptr<ssl::context> make_tls_context() {
+std::unique_ptr<ssl::context> make_tls_context(const TlsFiles& files) {
   auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
   SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
   ctx->set_verify_mode(ssl::verify_peer);
   boost::system::error_code ec;
-  ctx->set_default_verify_paths(ec);
-  if (ec) spdlog::warn("TLS: cannot load the system trust store: {}", ec.message());
+  auto fail = [&](std::string_view what, const std::string& file) {
+    throw TlsError("TLS: cannot load " + std::string(what) + " from " + file + ": " + ec.message());
+  };
+  if (files.ca_file.empty()) {
+    ctx->set_default_verify_paths(ec);
+    if (ec) spdlog::warn("TLS: cannot load the system trust store: {}", ec.message());
+  } else if (ctx->load_verify_file(files.ca_file, ec); ec) {
+    fail("the trusted CA certificates", files.ca_file);
+  }
+  if (!files.certificate_file.empty() || !files.key_file.empty()) {
+    if (ctx->use_certificate_chain_file(files.certificate_file, ec); ec) {
+      fail("the client certificate", files.certificate_file);
+    }
+    if (ctx->use_private_key_file(files.key_file, ssl::context::pem, ec); ec) {
+      fail("the client key", files.key_file);
+    }
+    if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+      throw TlsError("TLS: the client key " + files.key_file + " does not match the certificate " +
+                     files.certificate_file);
+    }
+  }
   return ctx;
 }
 

@@ -50,8 +50,10 @@ struct TransportError {
 
 // The client side of TLS (telemetry.md 7.2): TLS 1.2 or newer, the peer's certificate verified
 // against the system trust store (OpenSSL's default paths, so SSL_CERT_FILE and SSL_CERT_DIR
-// work as in any OpenSSL program).
-std::unique_ptr<boost::asio::ssl::context> make_tls_context();
+// work as in any OpenSSL program), or against `files.ca_file` alone when it is set; with
+// `files.certificate_file` and `key_file`, this client's certificate for servers that ask for one.
+// Throws TlsError naming the file that cannot be loaded.
+std::unique_ptr<boost::asio::ssl::context> make_tls_context(const TlsFiles& files = {});
 
 // Resolves the name of `d` unless it already was. Returns the error ("cannot resolve <host>:
 // ...") when that failed.

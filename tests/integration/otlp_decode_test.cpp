@@ -989,6 +989,72 @@ TEST(OtlpGrpc, TracesAndLogsDecodeOverGrpcWithTlsAndOverHttps) {
   }
 }
 
+// OTEL_EXPORTER_OTLP_CERTIFICATE trusts a private CA with no help from SSL_CERT_FILE, and
+// OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE / _CLIENT_KEY present this process to a collector that
+// demands a client certificate (mutual TLS), over https and over gRPC alike: the settings are
+// resolved from the variables as a process resolves them.
+TEST(OtlpTlsFiles, CertificateAndClientCertificateOverHttpsAndGrpc) {
+  ASSERT_TRUE(pki().error.empty()) << pki().error;
+  // The system trust store only (a machine may point SSL_CERT_FILE elsewhere): restored below.
+  const char* set = std::getenv("SSL_CERT_FILE");
+  const std::optional<std::string> old_cert_file =
+      set ? std::optional<std::string>(set) : std::nullopt;
+  ::unsetenv("SSL_CERT_FILE");
+  struct Restore {
+    const std::optional<std::string>& value;
+    ~Restore() {
+      if (value) ::setenv("SSL_CERT_FILE", value->c_str(), 1);
+    }
+  } restore{old_cert_file};
+  for (auto transport : {OtlpReceiver::Transport::http, OtlpReceiver::Transport::grpc}) {
+    const bool grpc = transport == OtlpReceiver::Transport::grpc;
+    SCOPED_TRACE(grpc ? "grpc" : "http/protobuf");
+    OtlpReceiver::Options options;
+    options.transport = transport;
+    options.tls = OtlpReceiver::Tls{pki().key, pki().cert, pki().ca};
+    OtlpReceiver receiver(options);
+    ASSERT_TRUE(listening(receiver));
+    auto send = [&](std::map<std::string, std::string> vars) {
+      vars["OTEL_EXPORTER_OTLP_PROTOCOL"] = grpc ? "grpc" : "http/protobuf";
+      vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = fmt::format("https://localhost:{}", receiver.port());
+      const GetEnv getenv = [&](const std::string& name) -> std::optional<std::string> {
+        auto it = vars.find(name);
+        return it == vars.end() ? std::nullopt : std::optional(it->second);
+      };
+      const OtlpSettings settings =
+          gym::exporters::resolve_otlp(TelemetrySettings{}, getenv, Signal::traces);
+      OtlpSender sender(settings, Signal::traces);
+      return sender.send(trace_request().SerializeAsString(), 1,
+                         std::chrono::steady_clock::now() + std::chrono::seconds(3));
+    };
+    const std::map<std::string, std::string> trusted{
+        {"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", pki().ca},
+        {"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", pki().client_cert},
+        {"OTEL_EXPORTER_OTLP_CLIENT_KEY", pki().client_key}};
+    ASSERT_TRUE(send(trusted)) << receiver.output();
+    ASSERT_TRUE(receiver.wait_for(1, std::chrono::seconds(30))) << receiver.output();
+    const OtlpRequest r = receiver.requests().at(0);
+    check_trace(r);
+    EXPECT_EQ(header(r, "x-client-cert-cn"), "gym-test-client");
+
+    // What the collector refuses: no client certificate, one another CA signed; and what this
+    // process refuses: a collector whose CA it was not told to trust.
+    auto without_client = trusted;
+    without_client.erase("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE");
+    without_client.erase("OTEL_EXPORTER_OTLP_CLIENT_KEY");
+    EXPECT_FALSE(send(without_client));
+    auto other_client = trusted;
+    other_client["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"] = pki().other_client_cert;
+    other_client["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = pki().other_client_key;
+    EXPECT_FALSE(send(other_client));
+    auto untrusted = trusted;
+    untrusted.erase("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE");
+    EXPECT_FALSE(send(untrusted));
+    EXPECT_EQ(receiver.size(), 1u) << receiver.output();
+    receiver.stop();
+  }
+}
+
 TEST(OtlpGrpc, PartialSuccessIsCountedAndLoggedForEverySignal) {
   OtlpReceiver::Options options;
   options.partial_success = {{3, "too old"}};

@@ -73,6 +73,8 @@ OtlpReceiver::OtlpReceiver(Options options) : options_(std::move(options)) {
   }
   if (options_.tls) {
     argv.insert(argv.end(), {"--tls", options_.tls->key, options_.tls->cert});
+    if (!options_.tls->client_ca.empty())
+      argv.insert(argv.end(), {"--client-ca", options_.tls->client_ca});
   }
   child_ = std::make_unique<ChildProcess>(std::move(argv), std::vector<std::string>{},
                                           /*merge_stderr=*/true);

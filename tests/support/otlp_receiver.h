@@ -31,6 +31,7 @@ namespace gym::test {
 struct OtlpRequest {
   // {"connection": n-th connection, "path", "user-agent", "x-gym-test"}; gRPC adds "grpc-status",
   // the status code the call was answered with. Header (metadata) values are null when absent.
+  // With Tls::client_ca also "x-client-cert-cn": the CN of the client's certificate (null: none).
   boost::json::object headers;
   // application/x-protobuf, application/json or application/grpc (decoded only); "control" for
   // the gRPC receiver's sync requests.
@@ -62,6 +63,9 @@ class OtlpReceiver {
  public:
   struct Tls {
     std::string key, cert;  // PEM files: the receiver speaks https (or gRPC over TLS) with them
+    // PEM file; when set, mutual TLS: every client must present a certificate this CA signed, or
+    // its handshake fails (HANDSHAKE_FAILED in output()). `{}`: Tls{key, cert} stays warning-free.
+    std::string client_ca{};
   };
   enum class Transport { http, grpc };
   struct Options {

@@ -32,6 +32,9 @@ const TestPki& test_pki(const std::string& name) {
     std::ofstream(at("wrong.ext")) << "basicConstraints=CA:FALSE\n"
                                       "extendedKeyUsage=serverAuth\n"
                                       "subjectAltName=DNS:elsewhere.invalid\n";
+    std::ofstream(at("client.ext")) << "basicConstraints=CA:FALSE\n"
+                                       "keyUsage=digitalSignature\n"
+                                       "extendedKeyUsage=clientAuth\n";
     const std::string openssl = GYM_OPENSSL;
     const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     const std::string ca_ext =
@@ -53,6 +56,18 @@ const TestPki& test_pki(const std::string& name) {
         fmt::format("'{}' x509 -req -in wrong.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
                     "-days 2 -extfile wrong.ext -out wrong.pem",
                     openssl),
+        fmt::format("'{}' req {} -keyout client.key -out client.csr -subj '/CN=gym-test-client'",
+                    openssl, ec),
+        fmt::format("'{}' x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                    "-days 2 -extfile client.ext -out client.pem",
+                    openssl),
+        // The same subject, so that only the signing CA tells the two apart.
+        fmt::format("'{}' req {} -keyout other_client.key -out other_client.csr "
+                    "-subj '/CN=gym-test-client'",
+                    openssl, ec),
+        fmt::format("'{}' x509 -req -in other_client.csr -CA other_ca.pem -CAkey other_ca.key "
+                    "-CAcreateserial -days 2 -extfile client.ext -out other_client.pem",
+                    openssl),
     };
     for (const auto& command : commands) {
       const auto r = run_command("cd '" + dir.string() + "' && " + command + " 2>&1");
@@ -67,6 +82,10 @@ const TestPki& test_pki(const std::string& name) {
     p.cert = at("server.pem");
     p.wrong_key = at("wrong.key");
     p.wrong_cert = at("wrong.pem");
+    p.client_key = at("client.key");
+    p.client_cert = at("client.pem");
+    p.other_client_key = at("other_client.key");
+    p.other_client_cert = at("other_client.pem");
     return p;
   }();
   return made;

@@ -149,6 +149,8 @@ class HttpTransport final : public OtlpSender::Transport {
     params.aggregate_total = 2;
     params.aggregate_per_host = 2;
     params.retry_budget_seconds = 0;  // retries are the sender's (D9), not the client's
+    const OtlpSettings& s = owner.settings;
+    params.tls = {s.certificate, s.client_certificate, s.client_key};
     client_.emplace(io_.get_executor(), params);
     thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "gym-otlp-http");
@@ -447,8 +449,15 @@ class GrpcTransport final : public OtlpSender::Transport {
       target_ = where.target;
       std::shared_ptr<grpc::ChannelCredentials> credentials;
       if (where.tls) {
+        const OtlpSettings& s = owner_.settings;
         grpc::SslCredentialsOptions options;
-        options.pem_root_certs = pem_root_certs();
+        // The CERTIFICATE file replaces the roots, as it replaces the trust store over HTTP.
+        options.pem_root_certs =
+            s.certificate.empty() ? pem_root_certs() : read_file(s.certificate);
+        if (!s.client_certificate.empty()) {
+          options.pem_cert_chain = read_file(s.client_certificate);
+          options.pem_private_key = read_file(s.client_key);
+        }
         credentials = grpc::SslCredentials(options);
       } else {
         credentials = grpc::InsecureChannelCredentials();

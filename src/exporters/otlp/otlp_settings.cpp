@@ -10,6 +10,7 @@
 #include <boost/url/parse.hpp>
 
 #include "core/config.h"
+#include "http/client_connection.h"
 
 namespace gym::exporters {
 
@@ -27,6 +28,15 @@ bool is_http_url(std::string_view url) {
   if (!u || !u->has_authority()) return false;
   return u->scheme_id() == boost::urls::scheme::http ||
          u->scheme_id() == boost::urls::scheme::https;
+}
+
+// A ConfigError naming `source` when the TLS context of `files` cannot be made.
+void check_tls_files(const std::string& source, const http::TlsFiles& files) {
+  try {
+    http::make_tls_context(files);
+  } catch (const http::TlsError& e) {
+    throw ConfigError(fmt::format("config error: {}: {}", source, e.what()));
+  }
 }
 
 std::string lower(std::string_view s) {
@@ -178,6 +188,29 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
   // Insecure (gRPC only, but a bad spelling is an error whatever the protocol).
   if (auto e = first_env(getenv, {var("INSECURE"), generic("INSECURE")})) {
     out.insecure = telemetry::parse_bool(e->name, e->value);
+  }
+
+  // TLS files, loaded here as the HTTP exporter loads them, so a file that would fail every
+  // export (missing, not PEM, a key that is not the certificate's) stops the process at startup.
+  if (auto e = first_env(getenv, {var("CERTIFICATE"), generic("CERTIFICATE")})) {
+    check_tls_files(e->name, {e->value, {}, {}});
+    out.certificate = e->value;
+  }
+  auto client_cert = first_env(getenv, {var("CLIENT_CERTIFICATE"), generic("CLIENT_CERTIFICATE")});
+  auto client_key = first_env(getenv, {var("CLIENT_KEY"), generic("CLIENT_KEY")});
+  if (client_cert.has_value() != client_key.has_value()) {
+    const EnvValue& given = client_cert ? *client_cert : *client_key;
+    throw ConfigError(fmt::format(
+        "config error: {} is set but {} is not: a client certificate and its key go together",
+        given.name,
+        client_cert ? generic("CLIENT_KEY") + " (or " + var("CLIENT_KEY") + ")"
+                    : generic("CLIENT_CERTIFICATE") + " (or " + var("CLIENT_CERTIFICATE") + ")"));
+  }
+  if (client_cert) {
+    check_tls_files(client_cert->name + " and " + client_key->name,
+                    {{}, client_cert->value, client_key->value});
+    out.client_certificate = client_cert->value;
+    out.client_key = client_key->value;
   }
 
   // Endpoint: the URL of http/*, the channel endpoint of grpc.

@@ -38,6 +38,13 @@ struct OtlpSettings {
   Compression compression = Compression::none;
   // grpc only: OTEL_EXPORTER_OTLP_<SIGNAL>_INSECURE / OTEL_EXPORTER_OTLP_INSECURE, when set.
   std::optional<bool> insecure;
+  // PEM files for a TLS connection (empty: not set), from
+  // OTEL_EXPORTER_OTLP_[<SIGNAL>_]CERTIFICATE, _CLIENT_CERTIFICATE and _CLIENT_KEY: the CAs trusted
+  // instead of the system's, and this process's certificate and key for a collector that asks for
+  // one (mutual TLS).
+  std::string certificate;
+  std::string client_certificate;
+  std::string client_key;
 };
 
 // The gRPC channel an endpoint means (grpc only).
@@ -70,7 +77,9 @@ std::string grpc_metadata_problem(std::string_view key, std::string_view value);
 // ConfigErrors: an unknown protocol (the message lists the three valid values), a URL that is not
 // http(s) (for grpc also host:port) or a grpc endpoint with a path, a header entry that is not
 // key=value (for grpc also a key or value gRPC metadata cannot carry), a non-positive timeout, an
-// unknown compression, an INSECURE value that is not a boolean spelling (telemetry.md 3.2).
+// unknown compression, an INSECURE value that is not a boolean spelling (telemetry.md 3.2), a
+// CERTIFICATE, CLIENT_CERTIFICATE or CLIENT_KEY file that cannot be loaded, a client certificate
+// without its key or a key without its certificate.
 OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
                           const telemetry::GetEnv& getenv, Signal signal = Signal::metrics);
 

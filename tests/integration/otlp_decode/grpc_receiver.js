@@ -4,18 +4,20 @@
 // OTLP/HTTP.
 //
 // Usage: node grpc_receiver.js <otlp-transformer node_modules> <grpc-js node_modules>
-//            [--tls <key.pem> <cert.pem>] [--fail <n> <code>] [--partial <rejected> <message>]
-//            [--hang]
-//   --tls      serve TLS with that key and certificate (else plaintext HTTP/2)
-//   --fail     answer the first <n> Export calls with gRPC status <code> (e.g. 14, UNAVAILABLE)
-//              after decoding them; <n> = -1: every call
-//   --partial  answer every accepted call with that partial_success
-//   --hang     decode every Export call and never answer it (the client's deadline ends it)
+//            [--tls <key.pem> <cert.pem> [--client-ca <ca.pem>]] [--fail <n> <code>]
+//            [--partial <rejected> <message>] [--hang]
+//   --tls        serve TLS with that key and certificate (else plaintext HTTP/2)
+//   --client-ca  mutual TLS: every client must present a certificate that CA signed
+//   --fail       answer the first <n> Export calls with gRPC status <code> (e.g. 14,
+//                UNAVAILABLE) after decoding them; <n> = -1: every call
+//   --partial    answer every accepted call with that partial_success
+//   --hang       decode every Export call and never answer it (the client's deadline ends it)
 // Prints "CONTROL <port>" and "LISTENING <port>", then for every Export call two lines, in the
 // format of receiver.js:
 //   HEADERS <json>: {"connection": <n-th HTTP/2 connection, from 1>, "path": <the gRPC method
 //                    path>, "user-agent": ..., "x-gym-test": ... (metadata values, or null),
-//                    "grpc-status": <the status code answered>}
+//                    "grpc-status": <the status code answered>; with --client-ca
+//                    "x-client-cert-cn": the subject CN of the client's certificate}
 //   DECODED <content-type> <gzip|identity> <json>: the content-type and grpc-encoding request
 //           headers as they came over the wire, and the decoded Export<Signal>ServiceRequest
 //           (64-bit integers as strings, enums as numbers, bytes as base64).
@@ -37,6 +39,7 @@ const root = require(path.join(otlpModules, '@opentelemetry/otlp-transformer/bui
 const grpc = require(path.join(grpcModules, '@grpc/grpc-js'));
 
 let tls = null;
+let clientCa = null;
 let failLeft = 0;
 let failCode = 0;
 let partial = null;
@@ -45,6 +48,8 @@ for (let i = 4; i < process.argv.length; ++i) {
   const a = process.argv[i];
   if (a === '--tls') {
     tls = { key: fs.readFileSync(process.argv[++i]), cert: fs.readFileSync(process.argv[++i]) };
+  } else if (a === '--client-ca') {
+    clientCa = fs.readFileSync(process.argv[++i]);
   } else if (a === '--fail') {
     failLeft = Number(process.argv[++i]);
     failCode = Number(process.argv[++i]);
@@ -56,6 +61,10 @@ for (let i = 4; i < process.argv.length; ++i) {
     process.stderr.write(`unknown argument ${a}\n`);
     process.exit(2);
   }
+}
+if (clientCa && !tls) {
+  process.stderr.write('--client-ca needs --tls\n');
+  process.exit(2);
 }
 
 const line = (text) => process.stdout.write(`${String(text).replace(/\n/g, ' ')}\n`);
@@ -74,7 +83,11 @@ const wire = (server) => {
     headers['x-gym-wire-path'] = headers[':path'] ?? '';
     headers['x-gym-wire-connection'] = String(stream.session?.gymConnection ?? 0);
   });
-  server.on('tlsClientError', (e) => line(`HANDSHAKE_FAILED ${e.message}`));
+  // A refused client certificate only shows as "socket hang up": its verification error is added.
+  server.on('tlsClientError', (e, socket) => {
+    const why = socket?.authorizationError ? ` (client certificate: ${socket.authorizationError})` : '';
+    line(`HANDSHAKE_FAILED ${e.message}${why}`);
+  });
   return server;
 };
 const createServer = http2.createServer;
@@ -117,13 +130,16 @@ for (const [pkg, name, Request, Response, rejectedKey] of services) {
         status = failCode;
         if (failLeft > 0) --failLeft;
       }
-      line(`HEADERS ${JSON.stringify({
+      const headers = {
         connection: Number(first(md, 'x-gym-wire-connection')),
         path: first(md, 'x-gym-wire-path'),
         'user-agent': first(md, 'user-agent'),
         'x-gym-test': first(md, 'x-gym-test'),
         'grpc-status': status,
-      })}`);
+      };
+      // Only under mutual TLS, so that the other receivers' headers stay as they were.
+      if (clientCa) headers['x-client-cert-cn'] = call.getAuthContext()?.sslPeerCertificate?.subject?.CN ?? null;
+      line(`HEADERS ${JSON.stringify(headers)}`);
       let decoded;
       try {
         decoded = Request.toObject(Request.decode(call.request), { longs: String, enums: Number, bytes: String, defaults: false, oneofs: false });
@@ -161,8 +177,10 @@ const control = http.createServer((req, res) => {
   });
 });
 
+// checkClientCertificate with a client CA: a client without a certificate it signed fails the
+// handshake.
 const credentials = tls
-  ? grpc.ServerCredentials.createSsl(null, [{ private_key: tls.key, cert_chain: tls.cert }], false)
+  ? grpc.ServerCredentials.createSsl(clientCa, [{ private_key: tls.key, cert_chain: tls.cert }], clientCa !== null)
   : grpc.ServerCredentials.createInsecure();
 control.listen(0, '127.0.0.1', () => {
   line(`CONTROL ${control.address().port}`);

@@ -1,11 +1,13 @@
 // A tiny OTLP/HTTP receiver built on the OpenTelemetry JavaScript project's own
 // generated protobuf root (@opentelemetry/otlp-transformer, build/src/generated/root.js).
-// Usage: node receiver.js <node_modules dir> [--tls <key.pem> <cert.pem>]. With --tls it
-// speaks https (Node's https module with that key and certificate), else plain http. Prints
-// "LISTENING <port>", then for every POST /v1/metrics, /v1/traces or /v1/logs two lines:
+// Usage: node receiver.js <node_modules dir> [--tls <key.pem> <cert.pem> [--client-ca <ca.pem>]].
+// With --tls it speaks https (Node's https module with that key and certificate), else plain
+// http; --client-ca makes it mutual TLS: every client must present a certificate that CA signed.
+// Prints "LISTENING <port>", then for every POST /v1/metrics, /v1/traces or /v1/logs two lines:
 //   HEADERS <json>: {"connection": <n-th connection of the server, from 1>, "path": the request
 //                    path, "user-agent": ..., "x-gym-test": ...} (header values, or null when
-//                    absent)
+//                    absent); with --client-ca also "x-client-cert-cn": the subject CN of the
+//                    client's certificate
 //   DECODED <content-type> <gzip|identity> <json>, where <json> is the decoded
 //           Export<Signal>ServiceRequest of that path as an object (64-bit integers as strings,
 //           enums as numbers, bytes as base64; OTLP/JSON's hex trace and span ids are read as hex).
@@ -27,7 +29,23 @@ const signals = {
   '/v1/logs': [collector.logs.v1.ExportLogsServiceRequest, collector.logs.v1.ExportLogsServiceResponse],
 };
 
-const tls = process.argv[3] === '--tls';
+let tls = null;
+let clientCa = null;
+for (let i = 3; i < process.argv.length; ++i) {
+  const a = process.argv[i];
+  if (a === '--tls') {
+    tls = { key: fs.readFileSync(process.argv[++i]), cert: fs.readFileSync(process.argv[++i]) };
+  } else if (a === '--client-ca') {
+    clientCa = fs.readFileSync(process.argv[++i]);
+  } else {
+    process.stderr.write(`unknown argument ${a}\n`);
+    process.exit(2);
+  }
+}
+if (clientCa && !tls) {
+  process.stderr.write('--client-ca needs --tls\n');
+  process.exit(2);
+}
 let connections = 0;
 
 // OTLP/JSON writes trace and span ids as hex strings (telemetry.md 7.2), where the protobuf JSON
@@ -49,12 +67,15 @@ const handler = (req, res) => {
   req.on('end', () => {
     const type = (req.headers['content-type'] || '').split(';')[0].trim();
     const encoding = req.headers['content-encoding'] === 'gzip' ? 'gzip' : 'identity';
-    process.stdout.write(`HEADERS ${JSON.stringify({
+    const headers = {
       connection: req.socket.gymConnection,
       path: req.url,
       'user-agent': req.headers['user-agent'] ?? null,
       'x-gym-test': req.headers['x-gym-test'] ?? null,
-    })}\n`);
+    };
+    // Only under mutual TLS, so that the other receivers' headers stay as they were.
+    if (clientCa) headers['x-client-cert-cn'] = req.socket.getPeerCertificate()?.subject?.CN ?? null;
+    process.stdout.write(`HEADERS ${JSON.stringify(headers)}\n`);
     try {
       if (req.method !== 'POST' || !signals[req.url]) throw new Error(`unexpected ${req.method} ${req.url}`);
       const [Request, Response] = signals[req.url];
@@ -85,14 +106,18 @@ const handler = (req, res) => {
   });
 };
 
+// rejectUnauthorized: a client without a certificate the CA signed fails its handshake (never a
+// request), as a collector requiring client certificates does.
 const server = tls
-  ? https.createServer({ key: fs.readFileSync(process.argv[4]), cert: fs.readFileSync(process.argv[5]) }, handler)
+  ? https.createServer(clientCa ? { ...tls, ca: clientCa, requestCert: true, rejectUnauthorized: true } : tls, handler)
   : http.createServer(handler);
 server.on(tls ? 'secureConnection' : 'connection', (socket) => {
   socket.gymConnection = ++connections;
 });
-server.on('tlsClientError', (e) => {
-  process.stdout.write(`HANDSHAKE_FAILED ${String(e.message).replace(/\n/g, ' ')}\n`);
+// A refused client certificate only shows as "socket hang up": its verification error is added.
+server.on('tlsClientError', (e, socket) => {
+  const why = socket?.authorizationError ? ` (client certificate: ${socket.authorizationError})` : '';
+  process.stdout.write(`HANDSHAKE_FAILED ${String(e.message).replace(/\n/g, ' ')}${why}\n`);
 });
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`LISTENING ${server.address().port}\n`);

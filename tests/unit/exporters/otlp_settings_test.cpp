@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include <boost/json.hpp>
@@ -309,6 +310,48 @@ TEST(OtlpSettings, CheckExporterSettingsThrowsWhatThePipelineWould) {
   env.set("NEMO_GYM_OTEL_METRICS_ENABLED", "0");
   EXPECT_NO_THROW(
       check_exporter_settings(telemetry::resolve_settings(config("{}"), env.get()), env.get()));
+}
+
+// TLS files are loaded at startup: one that would fail every export stops the process with a
+// message naming its variable (the working files are exercised end to end by otlp_decode_test).
+TEST(OtlpSettings, TlsFilesThatCannotBeLoadedAreConfigErrors) {
+  const std::string dir = ::testing::TempDir();
+  const std::string not_pem = dir + "/gym_not_a_certificate.pem";
+  {
+    std::FILE* f = std::fopen(not_pem.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("this is not a certificate\n", f);
+    std::fclose(f);
+  }
+  TelemetrySettings s;
+  for (const std::string& file : {dir + "/gym_no_such_file.pem", not_pem}) {
+    SCOPED_TRACE(file);
+    FakeEnv env;
+    env.set("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", file);
+    std::string message = config_error_of([&] { resolve_otlp(s, env.get(), Signal::traces); });
+    EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE");
+    EXPECT_CONTAINS(message, file);
+    // Another signal does not read the traces' variable.
+    EXPECT_TRUE(resolve_otlp(s, env.get(), Signal::metrics).certificate.empty());
+
+    FakeEnv pair;
+    pair.set("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", file);
+    pair.set("OTEL_EXPORTER_OTLP_CLIENT_KEY", file);
+    message = config_error_of([&] { resolve_otlp(s, pair.get()); });
+    EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE");
+    EXPECT_CONTAINS(message, "client certificate");
+  }
+  // A certificate without its key, and a key without its certificate.
+  FakeEnv env;
+  env.set("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", not_pem);
+  std::string message = config_error_of([&] { resolve_otlp(s, env.get()); });
+  EXPECT_CONTAINS(message,
+                  "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE is set but OTEL_EXPORTER_OTLP_CLIENT_KEY");
+  FakeEnv key_only;
+  key_only.set("OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY", not_pem);
+  message = config_error_of([&] { resolve_otlp(s, key_only.get(), Signal::logs); });
+  EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY is set but");
+  EXPECT_CONTAINS(message, "OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE");
 }
 
 }  // namespace
