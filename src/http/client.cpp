@@ -393,6 +393,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
           why = std::move(a.error.message);
         }
+        if (d.action == RetryAction::budget_exhausted && a.response && span.recording())
+          span.set_attribute("http.response.status_code", a.response->status);  // the final one
         if (d.action == RetryAction::budget_exhausted)
           throw RequestError("retry budget exhausted (" +
                              std::to_string(params.retry_budget_seconds) + " s, " +
@@ -450,5 +452,9 @@ const ClientStats& HttpClient::stats() const { return pool_->stats; }
 const PoolParams& HttpClient::params() const { return pool_->params; }
 std::size_t HttpClient::in_use() const { return pool_->ledger.in_use(); }
 std::size_t HttpClient::open_connections() const { return pool_->open; }
+
+bool HttpClient::traced() const {
+  return pool_->tracer && pool_->tracer->on(telemetry::SpanGroup::http_client);
+}
 
 }  // namespace gym::http

@@ -156,6 +156,9 @@ class HttpClient {
   const PoolParams& params() const;
   std::size_t in_use() const;
   std::size_t open_connections() const;
+  // Whether requests get CLIENT spans (the tracer's `http_client` group is on): what a caller
+  // checks before building span attributes such as the rollout id (telemetry.md 8.1).
+  bool traced() const;
 
   struct Pool;
 

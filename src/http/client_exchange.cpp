@@ -56,8 +56,10 @@ TransportError exchange_failure(const boost::system::error_code& ec, bool reused
               : reused && nothing_received && closed ? AttemptFailure::stale
               : closed                               ? AttemptFailure::refused_or_closed
                                                      : AttemptFailure::other;
+  // Without the query string: the message reaches failure rows, spans and logs (telemetry.md
+  // 8.3: query strings are never attached), and a query may hold a key.
   e.message = (ec == beast::error::timeout ? timeout_text : ec.message()) + " (" +
-              to_string(method).data() + " " + url + ")";
+              to_string(method).data() + " " + url.substr(0, url.find('?')) + ")";
   return e;
 }
 

@@ -407,7 +407,8 @@ telemetry::Span server_span(const Loop& loop, Request& req) {
 void end_server_span(telemetry::Span& span, int status) {
   if (!span.recording()) return;
   span.set_attribute("http.response.status_code", status);
-  if (status >= 500) span.set_status(telemetry::StatusCode::error);
+  // A handler's exception already set ERROR with its message (record_exception): kept.
+  if (status >= 500 && !span.failed()) span.set_status(telemetry::StatusCode::error);
   span.end();
 }
 

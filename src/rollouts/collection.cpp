@@ -67,6 +67,8 @@ class CollectionThread {
       io_->stop();
     });
     thread_.join();
+    // The run's span ends marked as cut off, so the rollouts already exported keep their parent.
+    job_.cut_off();
     (void)collector_.release();
     (void)client_.release();
     (void)pool_metrics_.release();
@@ -99,15 +101,14 @@ class CollectionThread {
     outcome_.total = rows_.size();
     Progress progress(rows_, options_.progress_summaries);
     // telemetry.md 8.1: with `job` on, every rollout of the run nests under one gym.job span.
-    telemetry::Span job;
     if (tracer_.on(telemetry::SpanGroup::job))
-      job = tracer_.start("gym.job", telemetry::SpanKind::internal, {});
+      job_ = tracer_.start("gym.job", telemetry::SpanKind::internal, {});
     telemetry::TraceContext in_job;
-    job.enter(in_job);
+    job_.enter(in_job);
     collector_ = std::make_unique<Collector>(*client_, urls_, paths_,
                                              options_.route_failures_to_sidecar, in_job);
     co_await collector_->run(std::move(rows_), options_.concurrency, progress);
-    job.end();
+    job_.end();
     progress.finish();
     outcome_.counts = collector_->counts();
     std::puts("Sorting results to ensure consistent ordering");
@@ -137,6 +138,7 @@ class CollectionThread {
   OutputPaths paths_;
   telemetry::GymMetrics& metrics_;
   const telemetry::Tracer& tracer_;
+  telemetry::Span job_;  // gym.job: the loop's until it stops, then cancel()'s
   std::unique_ptr<asio::io_context> io_ = std::make_unique<asio::io_context>(1);
   std::unique_ptr<http::PoolMetrics> pool_metrics_;  // outlives client_ and its pool
   std::unique_ptr<http::HttpClient> client_;

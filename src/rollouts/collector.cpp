@@ -133,6 +133,7 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     req.body = core::render_json(row);
     req.destination = agent;
     req.trace = trace_;
+    if (client_.traced()) req.trace.rollout_id = telemetry::rollout_id_of_row(row);
     req.started = &call;
     auto resp = co_await client_.request(std::move(req));
     status = resp.status;

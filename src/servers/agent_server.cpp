@@ -30,8 +30,7 @@ void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler r
                     HandlerTimer timer([&ctx](double ms) {
                       if (ctx.metrics) ctx.metrics->record_rollout(ms);
                     });
-                    HandlerSpan span(ctx, telemetry::SpanGroup::rollout, "gym.rollout", req,
-                                     rollout_id_of_row(body));
+                    HandlerSpan span(ctx, telemetry::SpanGroup::rollout, "gym.rollout", req, &body);
                     co_return co_await answer_in(span, rollout, req, body);
                   },
                   std::move(schema)));

@@ -18,16 +18,12 @@
 
 namespace gym::servers {
 
-// The rollout id of a row (upstream's rule): `_ng_rollout_id` when it is a string, else
-// "<_ng_task_index>-<_ng_rollout_index>" when both are integers; "-a<n>" is appended for a
-// `_ng_attempt_index` n > 0. Empty when neither is there (or `row` is no object).
-std::string rollout_id_of_row(const boost::json::value& row);
-
 class HandlerSpan {
  public:
-  // `rollout_id`: the one the handler established (empty: the request's, if any).
+  // `row`: the row the handler runs, whose rollout id (telemetry::rollout_id_of_row) names this
+  // span and the calls the handler makes; null: the request's id, if any.
   HandlerSpan(const ServerContext& ctx, telemetry::SpanGroup group, std::string_view name,
-              http::Request& req, std::string rollout_id = {});
+              http::Request& req, const boost::json::value* row = nullptr);
   HandlerSpan(const HandlerSpan&) = delete;
   HandlerSpan& operator=(const HandlerSpan&) = delete;
 

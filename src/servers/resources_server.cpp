@@ -46,7 +46,7 @@ void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandle
                                  if (ctx.metrics) ctx.metrics->record_verify(ms, completed);
                                });
                                HandlerSpan span(ctx, telemetry::SpanGroup::verify, "gym.verify",
-                                                req, rollout_id_of_row(body));
+                                                req, &body);
                                Response res = co_await answer_in(span, verifier, req, body);
                                completed = res.status >= 200 && res.status < 300;
                                co_return res;

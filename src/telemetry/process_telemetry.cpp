@@ -1,6 +1,10 @@
 #include "telemetry/process_telemetry.h"
 
 #include <algorithm>
+#include <functional>
+#include <future>
+#include <system_error>
+#include <vector>
 
 namespace gym::telemetry {
 
@@ -57,34 +61,55 @@ ProcessTelemetry::~ProcessTelemetry() { shutdown(); }
 
 namespace {
 
-// What is left of one bound shared by the span and metric pipelines (never negative).
+// What is left of one bound (never negative).
 std::chrono::milliseconds time_left(std::chrono::steady_clock::time_point end) {
   return std::max(
       std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()),
       std::chrono::milliseconds(0));
 }
 
+// Runs `first` on this thread and `others` each on a thread of its own, side by side; true when
+// all returned true. The signals flush in parallel within one bound (telemetry.md 7.6 step 3), so
+// a traces collector that hangs does not spend the time of the last metrics export, nor the
+// reverse. Without a thread to spare, a step runs in turn.
+bool side_by_side(const std::function<bool()>& first,
+                  std::initializer_list<std::function<bool()>> others) {
+  std::vector<std::future<bool>> started;
+  bool ok = true;
+  for (const auto& step : others) {
+    try {
+      started.push_back(std::async(std::launch::async, step));
+    } catch (const std::system_error&) {
+      ok = step() && ok;
+    }
+  }
+  ok = first() && ok;
+  for (auto& f : started) ok = f.get() && ok;
+  return ok;
+}
+
 }  // namespace
 
 bool ProcessTelemetry::force_flush(std::chrono::milliseconds wait) {
-  const auto end = std::chrono::steady_clock::now() + wait;
-  const bool spans = spans_ ? spans_->force_flush(wait) : true;
-  const bool metrics = pipeline_ ? pipeline_->force_flush(time_left(end)) : true;
-  return spans && metrics;
+  return side_by_side([&] { return pipeline_ ? pipeline_->force_flush(wait) : true; },
+                      {[&] { return spans_ ? spans_->force_flush(wait) : true; },
+                       [&] { return logs_ ? logs_->force_flush(wait) : true; }});
 }
 
 bool ProcessTelemetry::shutdown(std::chrono::milliseconds wait) {
   if (shut_down_) return true;
   shut_down_ = true;
-  // D5: spans still open are ended as truncated; the queue and the last metrics go out within
-  // one bound.
+  // D5: spans still open are ended as truncated; the span queue, the log records and the last
+  // metrics go out within one bound. The final collection runs the facade's observable
+  // callbacks: on this thread, before it goes.
   const auto end = std::chrono::steady_clock::now() + wait;
   tracer_->begin_shutdown();
-  const bool spans = spans_ ? spans_->shutdown(wait) : true;
-  // The final collection runs the facade's observable callbacks: export before
-  // it goes.
-  const bool metrics = pipeline_ ? pipeline_->shutdown(time_left(end)) : true;
-  return spans && metrics;
+  const bool flushed = side_by_side([&] { return pipeline_ ? pipeline_->shutdown(wait) : true; },
+                                    {[&] { return spans_ ? spans_->shutdown(wait) : true; },
+                                     [&] { return logs_ ? logs_->force_flush(wait) : true; }});
+  // What the shutdown itself logged (a failed final export, dropped spans) in what is left.
+  const bool logs = logs_ ? logs_->shutdown(time_left(end)) : true;
+  return flushed && logs;
 }
 
 }  // namespace gym::telemetry

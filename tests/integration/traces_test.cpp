@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "demo_data/demo_data.h"
@@ -23,6 +24,7 @@
 #include "otlp_receiver.h"
 #include "process.h"
 #include "reserved_port.h"
+#include "rollout_rows.h"
 #include "temp_dir.h"
 
 namespace {
@@ -174,6 +176,12 @@ TEST(Traces, PerRolloutEveryRolloutIsOneConnectedTreeWithASpanPairPerRequest) {
     EXPECT_EQ(str(root, "kind"), "client");
     EXPECT_EQ(server_of(root), "orchestrator");
     EXPECT_TRUE(attribute(root, "url.full").ends_with("/run")) << attribute(root, "url.full");
+    // The collector knows the row: its call carries the rollout's id, as the agent's span does.
+    for (const auto& s : trace) {
+      if (str(s, "name") == "gym.rollout") {
+        EXPECT_EQ(attribute(root, "nemo.gym.rollout.id"), attribute(s, "nemo.gym.rollout.id"));
+      }
+    }
     EXPECT_EQ(count_named(trace, "gym.rollout"), 1u);
     EXPECT_EQ(count_named(trace, "POST /run"), 1u);
     EXPECT_EQ(count_named(trace, "POST /seed_session"), 1u);
@@ -228,6 +236,43 @@ TEST(Traces, PerRolloutEveryRolloutIsOneConnectedTreeWithASpanPairPerRequest) {
   std::set<std::string> expected;
   for (const auto& row : results) expected.insert(rollout_id(row));
   EXPECT_EQ(rollout_ids, expected);
+}
+
+// Ctrl-C in the middle of a run (default preset): the run's gym.job span still goes out, marked
+// as cut off (telemetry.md 7.6), and the rollouts that finished keep it as their trace's root.
+TEST(Traces, AnInterruptedRunStillExportsItsJobSpanMarkedCutOff) {
+  TempDir tmp;
+  const Demo d = demo(tmp, 20);
+  const std::string file = tmp.file("telemetry.jsonl");
+  const std::string out = tmp.file("out.jsonl");
+  std::string command = "env";
+  for (const auto& e : console_env(file, "default")) command += " '" + e + "'";
+  command += " " + gym_binary() + " eval run" + d.selectors + " --model-type replay_model" +
+             " ++policy_model.responses_api_models.replay_model.replay_latency_ms=100" +
+             " --input " + d.data.input.string() + " --output " + out +
+             " --num-repeats 8 --concurrency 4 ++head_server.port=0";
+  LoggedProcess run(command, tmp.file("eval.log"));
+  for (int i = 0; i < 6000 && gym::test::complete_lines(out) == 0 && run.child().running(); ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_GT(gym::test::complete_lines(out), 0u) << run.output();
+  run.child().signal(SIGINT);
+  ASSERT_EQ(run.child().wait_exit(std::chrono::seconds(60)), 130) << run.output();
+  const auto written = read_jsonl(out);
+  ASSERT_LT(written.size(), d.rows.size() * 8) << "the run finished before the interrupt";
+
+  const auto spans = spans_in(file);
+  ASSERT_EQ(count_named(spans, "gym.job"), 1u) << run.output();
+  const auto job = std::find_if(spans.begin(), spans.end(),
+                                [](const Span& s) { return s.at("name") == "gym.job"; });
+  EXPECT_EQ(attribute(*job, "nemo.span.truncated"), "true") << json::serialize(*job);
+  ASSERT_EQ(job->at("events").as_array().size(), 1u) << json::serialize(*job);
+  EXPECT_EQ(job->at("events").as_array()[0].at("name"), "nemo.span.truncated");
+  // Every rollout written: its agent's gym.rollout is in the job's trace.
+  std::set<std::string> in_job;
+  for (const auto& s : spans)
+    if (s.at("name") == "gym.rollout" && s.at("trace_id") == job->at("trace_id"))
+      in_job.insert(attribute(s, "nemo.gym.rollout.id"));
+  for (const auto& row : written) EXPECT_TRUE(in_job.count(rollout_id(row))) << rollout_id(row);
 }
 
 // default: one run-long gym.job span holds every rollout; verify spans are not in the preset.

@@ -141,10 +141,13 @@ template <class Record>
 bool BatchProcessor<Record>::shutdown(std::chrono::milliseconds wait) noexcept {
   const auto deadline = Clock::now() + wait;
   bool drained = false;
+  std::uint64_t unlogged_drops = 0;
   {
     std::unique_lock lock(mutex_);
     if (stopped_) return queue_.empty();
     stopping_ = true;
+    // Drops since the last summary would otherwise never be told (it waits for another drop).
+    unlogged_drops = std::exchange(unlogged_drops_, 0);
     stop_deadline_ = deadline;
     wake_.notify_one();
     drained = idle_.wait_until(lock, deadline, [&] { return queue_.empty() && in_flight_ == 0; });
@@ -158,6 +161,9 @@ bool BatchProcessor<Record>::shutdown(std::chrono::milliseconds wait) noexcept {
     }
     stopped_ = true;
   }
+  if (unlogged_drops)
+    spdlog::warn("telemetry: the {} queue was full ({}={}); dropped {} {}(s)", what_,
+                 queue_variable_, settings_.max_queue_size, unlogged_drops, what_);
   exporter_->shutdown(deadline);  // a stuck export returns now
   if (thread_.joinable()) thread_.join();
   return drained;

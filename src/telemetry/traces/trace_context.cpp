@@ -1,6 +1,9 @@
 #include "telemetry/traces/trace_context.h"
 
 #include <algorithm>
+#include <string>
+
+#include <boost/json.hpp>
 #include <cstring>
 #include <utility>
 
@@ -120,6 +123,23 @@ bool acceptable_tracestate(std::string_view header) noexcept {
 
 bool acceptable_baggage(std::string_view header) noexcept {
   return !header.empty() && header.size() <= 8192 && printable_ascii(header);
+}
+
+std::string rollout_id_of_row(const boost::json::object& row) {
+  std::string id;
+  if (const auto* explicit_id = row.if_contains("_ng_rollout_id");
+      explicit_id && explicit_id->is_string()) {
+    id = std::string(explicit_id->get_string());
+  } else {
+    const auto* task = row.if_contains("_ng_task_index");
+    const auto* rollout = row.if_contains("_ng_rollout_index");
+    if (!task || !rollout || !task->is_int64() || !rollout->is_int64()) return {};
+    id = std::to_string(task->get_int64()) + "-" + std::to_string(rollout->get_int64());
+  }
+  if (const auto* attempt = row.if_contains("_ng_attempt_index");
+      attempt && attempt->is_int64() && attempt->get_int64() > 0)
+    id += "-a" + std::to_string(attempt->get_int64());
+  return id;
 }
 
 }  // namespace gym::telemetry

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/json/fwd.hpp>
+
 namespace gym::telemetry {
 
 using TraceId = std::array<std::uint8_t, 16>;
@@ -65,5 +67,10 @@ struct TraceContext {
   std::string baggage;
   std::string rollout_id;
 };
+
+// The rollout id of a row, upstream's rule for `nemo.gym.rollout.id`: `_ng_rollout_id` when it is
+// a string, else "<_ng_task_index>-<_ng_rollout_index>" when both are integers; "-a<n>" is
+// appended for an `_ng_attempt_index` n > 0. Empty when neither is there.
+std::string rollout_id_of_row(const boost::json::object& row);
 
 }  // namespace gym::telemetry

@@ -221,4 +221,8 @@ void Span::end() noexcept {
   if (data_) tracer_->finish(std::move(data_), false);
 }
 
+void Span::cut_off() noexcept {
+  if (data_) tracer_->finish(std::move(data_), true);
+}
+
 }  // namespace gym::telemetry

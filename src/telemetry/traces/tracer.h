@@ -87,6 +87,8 @@ class Span {
   ~Span();  // end(), marked truncated when the tracer is shutting down
 
   bool recording() const noexcept { return data_ != nullptr; }
+  // Status ERROR was set (record_exception or set_status).
+  bool failed() const noexcept { return data_ && data_->status == StatusCode::error; }
   // The ids to propagate: valid whenever the span was started (sampled or not).
   const SpanContext& context() const noexcept { return context_; }
   // Makes this span the current one of `trace`, in place (unchanged when no span was started).
@@ -109,6 +111,9 @@ class Span {
   void set_status(StatusCode code, std::string_view message = {});
   // Ends the span now; later calls do nothing.
   void end() noexcept;
+  // Ends it as work that never finished: marked `nemo.span.truncated`, as spans still open at
+  // telemetry shutdown are (telemetry.md 7.6 step 2).
+  void cut_off() noexcept;
 
  private:
   friend class Tracer;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,10 @@
 #include "telemetry/traces/sampler.h"
 #include "telemetry/traces/trace_context.h"
 #include "telemetry/traces/tracer.h"
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 namespace gym::telemetry {
 namespace {
@@ -394,15 +399,40 @@ TEST(BatchSpanProcessor, AFullQueueDropsAndCountsNeverBlocks) {
     std::unique_lock lock(ex->mu);
     ASSERT_TRUE(ex->cv.wait_for(lock, 10s, [&] { return ex->entered; }));
   }
+  // The drop warnings, as the process logs them.
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
   for (int i = 0; i < 100; ++i) p.on_end(named("more"));  // returns at once every time
   const auto stats = p.stats();
   EXPECT_EQ(stats.dropped_full, 100u - 8u);
   // Bounded: the held export is given up at the bound and what waited is dropped.
   EXPECT_FALSE(p.shutdown(200ms));
+  spdlog::default_logger()->sinks().pop_back();
+  // One line at the first drop (the interval is an hour), the rest told at shutdown: every drop
+  // is reported once.
+  EXPECT_NE(log.str().find("dropped 1 span(s)"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("was full (OTEL_BSP_MAX_QUEUE_SIZE=8); dropped 91 span(s)"),
+            std::string::npos)
+      << log.str();
   const auto after = p.stats();
   EXPECT_EQ(after.exported + after.export_failed + after.dropped_full, 101u);
   p.on_end(named("late"));
   EXPECT_EQ(p.stats().dropped_closed, 1u);
+}
+
+TEST(RolloutId, FollowsUpstreamsRule) {
+  auto id = [](const char* row) { return rollout_id_of_row(boost::json::parse(row).as_object()); };
+  EXPECT_EQ(id(R"({"_ng_task_index": 3, "_ng_rollout_index": 1})"), "3-1");
+  EXPECT_EQ(id(R"({"_ng_task_index": 3, "_ng_rollout_index": 1, "_ng_attempt_index": 2})"),
+            "3-1-a2");
+  EXPECT_EQ(id(R"({"_ng_task_index": 3, "_ng_rollout_index": 1, "_ng_attempt_index": 0})"), "3-1");
+  EXPECT_EQ(id(R"({"_ng_rollout_id": "mine", "_ng_task_index": 3, "_ng_rollout_index": 1})"),
+            "mine");
+  EXPECT_EQ(id(R"({"_ng_rollout_id": 7, "_ng_task_index": 3, "_ng_rollout_index": 1})"), "3-1");
+  EXPECT_EQ(id(R"({"_ng_task_index": 3})"), "");
+  EXPECT_EQ(id(R"({"_ng_task_index": "3", "_ng_rollout_index": 1})"), "");
+  EXPECT_EQ(id("{}"), "");
 }
 
 TEST(BatchSpanProcessor, ShutdownExportsWhatIsQueued) {
