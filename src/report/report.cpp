@@ -9,6 +9,8 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -480,8 +482,21 @@ bool ReportReader::take_span(const json::object& line) {
              *name = text("name"), *kind = text("kind");
   const auto start = nanos("start_time_unix_nano"), end = nanos("end_time_unix_nano");
   if (!trace || !id || !parent || !name || !start || !end || *end < *start) return false;
+  auto member = [&](std::string_view object, std::string_view key) -> std::string {
+    const auto* o = line.if_contains(object);
+    const auto* v = o && o->is_object() ? o->get_object().if_contains(key) : nullptr;
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+  };
+  std::string server = member("resource", "nemo.gym.server.name");
+  if (server.empty()) server = member("resource", "service.name");
+  std::string path = member("attributes", "url.full");
+  if (const auto scheme = path.find("://"); scheme != std::string::npos) {
+    const auto slash = path.find('/', scheme + 3);
+    path = slash == std::string::npos ? "/" : path.substr(slash, path.find('?', slash) - slash);
+  }
   spans_.push_back({std::string(*trace), std::string(*id), std::string(*parent), std::string(*name),
-                    kind ? std::string(*kind) : std::string(), *start, *end});
+                    kind ? std::string(*kind) : std::string(), std::move(server), std::move(path),
+                    *start, *end});
   return true;
 }
 
@@ -558,8 +573,23 @@ TraceSection ReportReader::trace_section(const std::vector<SpanRecord>& spans) {
   out.rollout_p50_ms = nearest_rank(walls, 0.5);
   out.rollout_p99_ms = nearest_rank(walls, 0.99);
   out.slow_threshold_ms = nearest_rank(walls, 0.9);
-  // Every span inside the slowest rollouts, by name.
-  std::map<std::pair<std::string, std::string>, std::vector<double>> by_name;
+  // What a span's row is called: a CLIENT span's also says where the call went.
+  auto label = [&](const SpanRecord& s) {
+    if (s.kind != "client") return s.name;
+    std::string out = s.name;
+    if (!s.path.empty()) out += " " + s.path;
+    if (auto it = children.find({s.trace_id, s.span_id}); it != children.end()) {
+      for (const auto* c : it->second) {
+        if (c->kind == "server" && !c->server.empty()) {
+          out += " -> " + c->server;
+          break;
+        }
+      }
+    }
+    return out;
+  };
+  // Every span inside the slowest rollouts, by (label, kind, server).
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by_name;
   double wall_total = 0;
   for (const auto* r : rollouts) {
     if (ms(*r) < *out.slow_threshold_ms) continue;
@@ -569,7 +599,7 @@ TraceSection ReportReader::trace_section(const std::vector<SpanRecord>& spans) {
     while (!stack.empty()) {
       const SpanRecord* s = stack.back();
       stack.pop_back();
-      if (s != r) by_name[{s->name, s->kind}].push_back(ms(*s));
+      if (s != r) by_name[{label(*s), s->kind, s->server}].push_back(ms(*s));
       if (auto it = children.find({s->trace_id, s->span_id}); it != children.end())
         for (const auto* c : it->second) stack.push_back(c);
     }
@@ -578,8 +608,9 @@ TraceSection ReportReader::trace_section(const std::vector<SpanRecord>& spans) {
     std::sort(durations.begin(), durations.end());
     double total = 0;
     for (double d : durations) total += d;
-    out.rows.push_back({key.first, key.second, durations.size(), nearest_rank(durations, 0.5),
-                        nearest_rank(durations, 0.99), wall_total > 0 ? total / wall_total : 0});
+    out.rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), durations.size(),
+                        nearest_rank(durations, 0.5), nearest_rank(durations, 0.99),
+                        wall_total > 0 ? total / wall_total : 0});
   }
   std::stable_sort(out.rows.begin(), out.rows.end(),
                    [](const SpanTimeRow& a, const SpanTimeRow& b) { return a.share > b.share; });

@@ -140,10 +140,14 @@ struct HostMemoryRow {
 // all rollouts ("the slowest"), and per span name the spans inside them (their descendants in
 // the trace): how many, their exact p50/p99 duration, and the share of those rollouts' wall time
 // they cover. Shares are inclusive (a SERVER span contains the gym.* span of its handler), so
-// they do not add up to 100 %.
+// they do not add up to 100 %. Spans are told apart by name, kind and the server that recorded
+// them; a CLIENT span's name also says where it went, "HTTP POST /v1/responses -> policy_model"
+// (the path of its url.full, the server of the SERVER span it caused), so calls to the model,
+// to tools and to /verify get rows of their own.
 struct SpanTimeRow {
   std::string name;
-  std::string kind;  // internal, server, client
+  std::string kind;    // internal, server, client
+  std::string server;  // nemo.gym.server.name (else service.name) of the recording process
   std::size_t count = 0;
   double p50_ms = 0;
   double p99_ms = 0;
@@ -217,6 +221,8 @@ class ReportReader {
   // What the trace section needs of one span.
   struct SpanRecord {
     std::string trace_id, span_id, parent_span_id, name, kind;
+    std::string server;  // the recording process's nemo.gym.server.name, else service.name
+    std::string path;    // a CLIENT span's url.full without scheme, authority and query
     std::uint64_t start = 0, end = 0;
   };
   static TraceSection trace_section(const std::vector<SpanRecord>& spans);

@@ -316,17 +316,18 @@ void format_traces(std::string& out, const TraceSection& t) {
       format_ms(*t.slow_threshold_ms));
   TextTable table({{"span", Align::left},
                    {"kind", Align::left},
+                   {"server", Align::left},
                    {"count", Align::right},
                    {"p50 ms", Align::right},
                    {"p99 ms", Align::right},
                    {"share", Align::right}});
   for (const auto& r : t.rows)
-    table.add_row({r.name, r.kind, std::to_string(r.count), format_ms(r.p50_ms),
+    table.add_row({r.name, r.kind, r.server, std::to_string(r.count), format_ms(r.p50_ms),
                    format_ms(r.p99_ms), fmt::format("{:.1f}%", r.share * 100)});
   table.render(out);
   out +=
-      "  (share: time inside spans of that name over the rollouts' wall time; nested spans "
-      "overlap)\n";
+      "  (share: time inside such spans over the rollouts' wall time; nested spans overlap;\n"
+      "   a client span names the path it called and the server that answered)\n";
 }
 
 }  // namespace
@@ -362,6 +363,7 @@ json::object traces_json(const TraceSection& t) {
   for (const auto& r : t.rows)
     rows.push_back(json::object{{"name", r.name},
                                 {"kind", r.kind},
+                                {"server", r.server},
                                 {"count", r.count},
                                 {"p50_ms", r.p50_ms},
                                 {"p99_ms", r.p99_ms},

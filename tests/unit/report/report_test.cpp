@@ -358,22 +358,24 @@ void write_run(const TempFile& file) {
   // fast one (10 ms).
   auto span = [&](std::string_view trace, std::string_view id, std::string_view parent,
                   std::string_view name, std::string_view kind, std::uint64_t start_ms,
-                  std::uint64_t end_ms) {
+                  std::uint64_t end_ms, std::string_view server, std::string_view url = {}) {
     file.append(fmt::format(
         R"({{"trace_id":"{}","span_id":"{}","parent_span_id":"{}","name":"{}","kind":"{}",)"
         R"("start_time_unix_nano":{},"end_time_unix_nano":{},"status":{{"code":"unset"}},)"
-        R"("attributes":{{}},"events":[],"resource":{{"nemo.gym.server.name":"x"}}}})",
-        trace, id, parent, name, kind, start_ms * 1000000, end_ms * 1000000));
+        R"("attributes":{{{}}},"events":[],"resource":{{"nemo.gym.server.name":"{}"}}}})",
+        trace, id, parent, name, kind, start_ms * 1000000, end_ms * 1000000,
+        url.empty() ? std::string() : fmt::format(R"("url.full":"{}")", url), server));
   };
-  span("a1", "r", "", "gym.rollout", "internal", 0, 100);
-  span("a1", "c1", "r", "HTTP POST", "client", 1, 81);
-  span("a1", "s1", "c1", "POST /v1/responses", "server", 2, 80);
-  span("a1", "m1", "s1", "gym.model.responses", "internal", 5, 75);
-  span("a1", "c2", "r", "HTTP POST", "client", 82, 97);
-  span("a1", "s2", "c2", "POST /verify", "server", 83, 97);
-  span("a1", "v2", "s2", "gym.verify", "internal", 84, 96);
-  span("b2", "r", "", "gym.rollout", "internal", 0, 10);
-  span("b2", "v", "r", "gym.verify", "internal", 1, 2);
+  span("a1", "r", "", "gym.rollout", "internal", 0, 100, "agent");
+  span("a1", "c1", "r", "HTTP POST", "client", 1, 81, "agent",
+       "http://127.0.0.1:9001/v1/responses?api-version=1");
+  span("a1", "s1", "c1", "POST /v1/responses", "server", 2, 80, "policy_model");
+  span("a1", "m1", "s1", "gym.model.responses", "internal", 5, 75, "policy_model");
+  span("a1", "c2", "r", "HTTP POST", "client", 82, 97, "agent", "http://127.0.0.1:9002/verify");
+  span("a1", "s2", "c2", "POST /verify", "server", 83, 97, "resources");
+  span("a1", "v2", "s2", "gym.verify", "internal", 84, 96, "resources");
+  span("b2", "r", "", "gym.rollout", "internal", 0, 10, "agent");
+  span("b2", "v", "r", "gym.verify", "internal", 1, 2, "resources");
   // Shutdown (telemetry.md 7.6): final memory sample, gym.servers.active = 0, flush. The agent's
   // tree had no PSS in that sample (T5: no pss point).
   orchestrator.connect("mcqa_simple_agent", 6);
@@ -630,18 +632,26 @@ TEST_F(ReportOfARun, TracesShowWhereTheSlowestRolloutsSpentTheirTime) {
   EXPECT_DOUBLE_EQ(*t.slow_threshold_ms, 100.0);
   std::map<std::string, SpanTimeRow> rows;
   for (const auto& r : t.rows) rows[r.name] = r;
-  ASSERT_EQ(rows.size(), 5u);  // only what ran inside the slow one
-  EXPECT_EQ(rows["HTTP POST"].count, 2u);
-  EXPECT_DOUBLE_EQ(rows["HTTP POST"].p50_ms, 15.0);
-  EXPECT_DOUBLE_EQ(rows["HTTP POST"].p99_ms, 80.0);
+  ASSERT_EQ(rows.size(), 6u);  // only what ran inside the slow one
+  // Each call has its row, named by the path it called (no query) and the server that answered.
+  const std::string to_model = "HTTP POST /v1/responses -> policy_model";
+  const std::string to_verify = "HTTP POST /verify -> resources";
+  ASSERT_TRUE(rows.count(to_model) && rows.count(to_verify));
+  EXPECT_EQ(rows[to_model].count, 1u);
+  EXPECT_DOUBLE_EQ(rows[to_model].p50_ms, 80.0);
+  EXPECT_NEAR(rows[to_model].share, 0.80, 1e-9);
+  EXPECT_EQ(rows[to_model].server, "agent");
+  EXPECT_NEAR(rows[to_verify].share, 0.15, 1e-9);
   EXPECT_NEAR(rows["gym.model.responses"].share, 0.70, 1e-9);
+  EXPECT_EQ(rows["gym.model.responses"].server, "policy_model");
   EXPECT_NEAR(rows["gym.verify"].share, 0.12, 1e-9);
-  EXPECT_EQ(rows["gym.verify"].count, 1u);      // the fast rollout's is not among them
-  EXPECT_EQ(t.rows.front().name, "HTTP POST");  // largest share first (95 %)
+  EXPECT_EQ(rows["gym.verify"].count, 1u);   // the fast rollout's is not among them
+  EXPECT_EQ(t.rows.front().name, to_model);  // largest share first
   const std::string text = format_report(report());
   EXPECT_NE(text.find("the slowest 1 (>= p90, 100 ms) spent it in:"), std::string::npos) << text;
-  EXPECT_EQ(row_cells(text, "traces", "gym.model.responses"),
-            (Cells{"gym.model.responses", "internal", "1", "70.0", "70.0", "70.0%"}));
+  EXPECT_EQ(
+      row_cells(text, "traces", "gym.model.responses"),
+      (Cells{"gym.model.responses", "internal", "policy_model", "1", "70.0", "70.0", "70.0%"}));
 }
 
 TEST_F(ReportOfARun, FormatsEverySectionInOrder) {
