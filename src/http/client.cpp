@@ -374,9 +374,11 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           const int st = a.response->status;
           d = policy.after_response(st, Clock::now());
           if (d.action == RetryAction::done) {
-            if (params.request_debug && st >= 400)
+            if (params.request_debug && st >= 400) {
+              const telemetry::ScopedLogTrace in_span(req.trace.span);
               spdlog::info("request {} {} failed with {}: {}", to_string(method), url, st,
                            a.response->body);
+            }
             end_client_span(span, st);
             co_return std::move(*a.response);
           }
@@ -385,8 +387,10 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
                        to_string(d.reason), d.try_number, RetryPolicy::kExternalMaxTries);
           why = "HTTP " + std::to_string(st);
         } else {
-          if (params.request_debug)
+          if (params.request_debug) {
+            const telemetry::ScopedLogTrace in_span(req.trace.span);
             spdlog::info("request {} {} failed: {}", to_string(method), url, a.error.message);
+          }
           d = policy.after_failure(a.error.failure, Clock::now());
           if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
           if (d.action == RetryAction::fail) throw RequestError(a.error.message);

@@ -443,10 +443,12 @@ asio::awaitable<Response> handle(Loop& loop, Request& req, telemetry::Span& span
 }
 
 // Writes the response, keep-alive when the request asked for it and the server is not
-// stopping, and ends the request: its duration sample once written, the access log. Returns
-// whether the connection stays open for the next request.
+// stopping, and ends the request: its duration sample once written, the access log (carrying
+// the ids of `server_span`, the request's SERVER span). Returns whether the connection stays open
+// for the next request.
 asio::awaitable<bool> write_response(Session& s, const Request& req, Response& res, bool keep_alive,
-                                     const RequestMetrics& metrics) {
+                                     const RequestMetrics& metrics,
+                                     const telemetry::SpanContext& server_span) {
   bhttp::response<bhttp::string_body> out{static_cast<bhttp::status>(res.status), 11};
   out.set(bhttp::field::content_type, res.content_type);
   for (auto& h : res.headers) out.insert(h.name, h.value);
@@ -459,8 +461,10 @@ asio::awaitable<bool> write_response(Session& s, const Request& req, Response& r
   (void)n;
   if (!ec) metrics.responded(req.route, res.status);
   s.loop.request_finished();
-  if (s.loop.opt.access_log)
+  if (s.loop.opt.access_log) {
+    const telemetry::ScopedLogTrace in_span(server_span);  // no co_await while it lives
     spdlog::info("{} {} {}", to_string(req.method), req.target, res.status);
+  }
   co_return !ec && keep_alive;
 }
 
@@ -478,7 +482,7 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     Response res = co_await handle(loop, req, span);
     s.release_body();  // the handler is done with it
     const int status = res.status;
-    const bool more = co_await write_response(s, req, res, keep_alive, *metrics);
+    const bool more = co_await write_response(s, req, res, keep_alive, *metrics, span.context());
     end_server_span(span, status);
     if (!more) break;
   }

@@ -570,7 +570,8 @@ TEST_P(OtlpTraces, EveryRolloutIsOneTreeDecodedByOpenTelemetrysOwnCode) {
   for (const auto& e : env) command += " '" + e + "'";
   command += " timeout 300 " + gym_binary() + " eval run" + d.selectors +
              " --model-type replay_model --input " + d.data.input.string() + " --output " +
-             tmp.file("out.jsonl") + " --concurrency 4 ++head_server.port=0 >" +
+             tmp.file("out.jsonl") +
+             " --concurrency 4 ++head_server.port=0 ++uvicorn_logging_show_200_ok=true >" +
              tmp.file("eval.log") + " 2>&1";
   ASSERT_EQ(gym::test::run_command(command).code, 0) << gym::test::read_text(tmp.file("eval.log"));
   ASSERT_TRUE(receiver.sync());
@@ -609,6 +610,21 @@ TEST_P(OtlpTraces, EveryRolloutIsOneTreeDecodedByOpenTelemetrysOwnCode) {
     if (server_of(s) != "orchestrator") serving.insert(server_of(s));
   EXPECT_EQ(serving.size(), 7u);  // three agents, three resources servers, the model
   EXPECT_EQ(logging, serving);
+
+  // An access-log line (uvicorn_logging_show_200_ok) carries the ids of its request's SERVER span.
+  std::map<std::string, const Span*> by_id;
+  for (const auto& s : spans) by_id[str(s, "span_id")] = &s;
+  std::size_t verify_lines = 0;
+  for (const auto& rec : logs) {
+    if (rec.at("body").at("stringValue") != "POST /verify 200") continue;
+    ++verify_lines;
+    ASSERT_TRUE(rec.contains("spanId") && rec.contains("traceId")) << json::serialize(rec);
+    const auto it = by_id.find(hex_of_base64(rec.at("spanId").as_string()));
+    ASSERT_NE(it, by_id.end()) << json::serialize(rec);
+    EXPECT_EQ(str(*it->second, "name"), "POST /verify");
+    EXPECT_EQ(str(*it->second, "trace_id"), hex_of_base64(rec.at("traceId").as_string()));
+  }
+  EXPECT_EQ(verify_lines, d.rows.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, OtlpTraces,
