@@ -19,7 +19,6 @@ MetricsPipeline::MetricsPipeline(const telemetry::TelemetrySettings& settings,
   }
   provider_ = std::make_unique<telemetry::MeterProvider>(std::move(options));
   if (!settings.metrics_active()) return;
-  for (const auto& w : settings.warnings) spdlog::warn("{}", w);
 
   std::unique_ptr<telemetry::MetricExporter> exporter;
   if (settings.exporter == telemetry::ExporterKind::console) {

@@ -6,6 +6,8 @@
 #include <system_error>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 namespace gym::telemetry {
 
 TelemetrySettings resolve_checked_settings(const boost::json::object& config, const GetEnv& getenv,
@@ -19,6 +21,10 @@ ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySett
                                    ProcessIdentity identity, std::string run_id, ProcessRole role,
                                    const GetEnv& getenv)
     : settings_(std::move(settings)), identity_(std::move(identity)), run_id_(std::move(run_id)) {
+  // The settings' warnings (unknown keys, ignored options), whichever signals are on: a
+  // traces-only process says them too.
+  if (settings_.active())
+    for (const auto& w : settings_.warnings) spdlog::warn("{}", w);
   if (settings_.metrics_active() && factory.build) {
     pipeline_ = factory.build(settings_, identity_, run_id_, getenv);
   }

@@ -8,8 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
+
+#include "telemetry/process_telemetry.h"
 
 namespace gym::exporters {
 namespace {
@@ -103,6 +108,33 @@ TEST(MetricsPipeline, StatsCountExportsAndOtlpDropsAndOutliveShutdown) {
                            {"mcqa", "resources_servers"}, "r", env_of({}));
   EXPECT_FALSE(inactive.stats().otlp.has_value());
   EXPECT_EQ(inactive.stats().reader.exports, 0u);
+}
+
+// `metrics_enabled: false` (traces only): the process still says what its settings ignore.
+TEST(ProcessTelemetry, ATracesOnlyProcessStillWarnsAboutItsSettings) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gym_traces_only_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto env = env_of({{"NEMO_GYM_OTEL_CONSOLE_PATH", (dir / "t.jsonl").string()}});
+  const auto config = boost::json::parse(
+                          R"({"telemetry": {"enabled": true, "exporter": "console",
+                              "metrics_enabled": false, "span_groups": "all",
+                              "no_such_key": 1}})")
+                          .as_object();
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  {
+    ProcessTelemetry telemetry(metrics_pipelines(), resolve_settings(config, env),
+                               {"mcqa", "resources_servers"}, "run", ProcessRole::resources_server,
+                               env);
+    EXPECT_TRUE(telemetry.tracer().on(SpanGroup::verify));
+  }
+  spdlog::default_logger()->sinks().pop_back();
+  EXPECT_NE(log.str().find("ignoring unknown config keys: telemetry.no_such_key"),
+            std::string::npos)
+      << log.str();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MetricsPipeline, OtlpSettingsAreCheckedAtConstruction) {
