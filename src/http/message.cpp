@@ -119,6 +119,33 @@ std::string routing_path(std::string_view target) {
   return std::string(path);
 }
 
+void find_trace_headers(const std::vector<Header>& headers, TraceHeaders& out) {
+  // Most requests have none of the three: a name is compared only when its length and first
+  // letter are one of theirs (Connection and User-Agent are as long as tracestate).
+  const auto is = [](std::string_view name, std::string_view lower) {
+    return name.size() == lower.size() && (name[0] | 0x20) == lower[0] && iequals(name, lower);
+  };
+  // A repeat is rare: the joined list is built only then.
+  const auto add = [](std::string_view& list, std::string& joined, std::string_view value) {
+    if (list.empty()) {
+      list = value;
+      return;
+    }
+    if (joined.empty()) joined = list;
+    (joined += ',') += value;
+    list = joined;
+  };
+  for (const Header& h : headers) {
+    if (is(h.name, "traceparent")) {
+      if (out.traceparent.empty()) out.traceparent = h.value;
+    } else if (is(h.name, "tracestate")) {
+      add(out.tracestate, out.joined_tracestate, h.value);
+    } else if (is(h.name, "baggage")) {
+      add(out.baggage, out.joined_baggage, h.value);
+    }
+  }
+}
+
 std::string_view rollout_id_of(std::string_view target) {
   constexpr std::string_view kPrefix = "/ng-rollout/";
   const std::string_view path = target.substr(0, target.find('?'));

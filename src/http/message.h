@@ -28,6 +28,19 @@ bool iequals(std::string_view a, std::string_view b) noexcept;
 // Case-insensitive header lookup; empty when absent.
 std::string_view find_header(const std::vector<Header>& headers, std::string_view name);
 
+// The W3C trace context headers of a request (telemetry.md 8.2), found in one pass: the first
+// `traceparent`, and every `tracestate` and every `baggage` header joined by commas, as W3C reads
+// repeated ones. The views point into the headers or into this object (not copyable).
+struct TraceHeaders {
+  TraceHeaders() = default;
+  TraceHeaders(const TraceHeaders&) = delete;
+  TraceHeaders& operator=(const TraceHeaders&) = delete;
+
+  std::string_view traceparent, tracestate, baggage;
+  std::string joined_tracestate, joined_baggage;  // only when a header repeats
+};
+void find_trace_headers(const std::vector<Header>& headers, TraceHeaders& out);
+
 using Cookies = std::vector<std::pair<std::string, std::string>>;
 
 // Parses a `Cookie:` header value ("a=1; b=2").

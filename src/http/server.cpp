@@ -365,28 +365,15 @@ Request to_request(bhttp::request<bhttp::string_body>&& in) {
 telemetry::Span server_span(const Loop& loop, Request& req) {
   req.trace.rollout_id = std::string(rollout_id_of(req.target));
   if (!loop.tracer) return {};
-  // The three headers in one pass (most requests have none): a name is compared only when its
-  // length and first letter are one of theirs (Connection and User-Agent are as long as
-  // tracestate).
-  const auto is = [](std::string_view name, std::string_view lower) {
-    return name.size() == lower.size() && (name[0] | 0x20) == lower[0] && iequals(name, lower);
-  };
-  std::string_view traceparent, tracestate, baggage;
-  for (const Header& h : req.headers) {
-    if (is(h.name, "traceparent")) {
-      if (traceparent.empty()) traceparent = h.value;
-    } else if (is(h.name, "tracestate")) {
-      if (tracestate.empty()) tracestate = h.value;
-    } else if (is(h.name, "baggage")) {
-      if (baggage.empty()) baggage = h.value;
-    }
-  }
+  TraceHeaders in;
+  find_trace_headers(req.headers, in);
   telemetry::SpanContext parent;
-  if (auto extracted = telemetry::parse_traceparent(traceparent)) {
+  if (auto extracted = telemetry::parse_traceparent(in.traceparent)) {
     parent = std::move(*extracted);
-    if (telemetry::acceptable_tracestate(tracestate)) parent.trace_state = std::string(tracestate);
+    if (telemetry::acceptable_tracestate(in.tracestate))
+      parent.trace_state = std::string(in.tracestate);
   }
-  if (telemetry::acceptable_baggage(baggage)) req.trace.baggage = std::string(baggage);
+  if (telemetry::acceptable_baggage(in.baggage)) req.trace.baggage = std::string(in.baggage);
   const std::string_view method = to_string(req.method);
   std::string name;
   name.reserve(method.size() + 1 + req.route.size());

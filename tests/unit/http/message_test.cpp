@@ -21,6 +21,28 @@ TEST(RoutingPath, StripsRolloutPrefixAndQuery) {
 
 // Header names compare case-insensitively in ASCII only: every pair of byte values, against the
 // definition (equal after mapping 'A'-'Z' onto 'a'-'z'), and at every position of a longer name.
+TEST(TraceHeaders, FirstTraceparentAndRepeatedListsJoined) {
+  const std::vector<Header> headers{
+      {"Content-Type", "application/json"},
+      {"TraceParent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+      {"tracestate", "a=1"},
+      {"Connection", "keep-alive"},  // as long as tracestate, not it
+      {"traceparent", "00-11111111111111111111111111111111-2222222222222222-01"},
+      {"TRACESTATE", "b=2,c=3"},
+      {"baggage", "user=7"},
+      {"tracestatex", "d=4"}};
+  TraceHeaders in;
+  find_trace_headers(headers, in);
+  EXPECT_EQ(in.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  EXPECT_EQ(in.tracestate, "a=1,b=2,c=3");
+  EXPECT_EQ(in.baggage, "user=7");  // one header: a view of it, nothing joined
+  EXPECT_TRUE(in.joined_baggage.empty());
+
+  TraceHeaders none;
+  find_trace_headers({{"Host", "x"}, {"User-Agent", "y"}}, none);
+  EXPECT_TRUE(none.traceparent.empty() && none.tracestate.empty() && none.baggage.empty());
+}
+
 TEST(Iequals, FoldsAsciiLettersAndNothingElse) {
   const auto fold = [](int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; };
   for (int x = 0; x < 256; ++x) {
