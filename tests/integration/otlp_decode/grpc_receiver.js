@@ -28,7 +28,6 @@
 // ({"path": "/sync", "x-gym-test": ...}) and "DECODED control identity {}" once every call answered
 // before it has been printed (one Node.js thread prints in order), and answers 200.
 'use strict';
-const fs = require('fs');
 const http = require('http');
 const http2 = require('http2');
 const path = require('path');
@@ -38,34 +37,13 @@ const grpcModules = process.argv[3];
 const root = require(path.join(otlpModules, '@opentelemetry/otlp-transformer/build/src/generated/root.js'));
 const grpc = require(path.join(grpcModules, '@grpc/grpc-js'));
 
-let tls = null;
-let clientCa = null;
-let failLeft = 0;
-let failCode = 0;
-let partial = null;
-let hang = false;
-for (let i = 4; i < process.argv.length; ++i) {
-  const a = process.argv[i];
-  if (a === '--tls') {
-    tls = { key: fs.readFileSync(process.argv[++i]), cert: fs.readFileSync(process.argv[++i]) };
-  } else if (a === '--client-ca') {
-    clientCa = fs.readFileSync(process.argv[++i]);
-  } else if (a === '--fail') {
-    failLeft = Number(process.argv[++i]);
-    failCode = Number(process.argv[++i]);
-  } else if (a === '--hang') {
-    hang = true;
-  } else if (a === '--partial') {
-    partial = { rejected: process.argv[++i], message: process.argv[++i] };
-  } else {
-    process.stderr.write(`unknown argument ${a}\n`);
-    process.exit(2);
-  }
-}
-if (clientCa && !tls) {
-  process.stderr.write('--client-ca needs --tls\n');
-  process.exit(2);
-}
+const { tls, clientCa, options } =
+  require('./args.js').parseArgs(process.argv, 4, { '--fail': 2, '--hang': 0, '--partial': 2 });
+let failLeft = options['--fail'] ? Number(options['--fail'][0]) : 0;
+const failCode = options['--fail'] ? Number(options['--fail'][1]) : 0;
+const partial = options['--partial']
+  ? { rejected: options['--partial'][0], message: options['--partial'][1] } : null;
+const hang = '--hang' in options;
 
 const line = (text) => process.stdout.write(`${String(text).replace(/\n/g, ' ')}\n`);
 

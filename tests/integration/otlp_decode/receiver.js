@@ -14,7 +14,6 @@
 // Decoding errors print "ERROR <message>" and answer 400. A refused TLS handshake prints
 // "HANDSHAKE_FAILED <message>". (grpc_receiver.js is the OTLP/gRPC counterpart.)
 'use strict';
-const fs = require('fs');
 const http = require('http');
 const https = require('https');
 const path = require('path');
@@ -29,23 +28,7 @@ const signals = {
   '/v1/logs': [collector.logs.v1.ExportLogsServiceRequest, collector.logs.v1.ExportLogsServiceResponse],
 };
 
-let tls = null;
-let clientCa = null;
-for (let i = 3; i < process.argv.length; ++i) {
-  const a = process.argv[i];
-  if (a === '--tls') {
-    tls = { key: fs.readFileSync(process.argv[++i]), cert: fs.readFileSync(process.argv[++i]) };
-  } else if (a === '--client-ca') {
-    clientCa = fs.readFileSync(process.argv[++i]);
-  } else {
-    process.stderr.write(`unknown argument ${a}\n`);
-    process.exit(2);
-  }
-}
-if (clientCa && !tls) {
-  process.stderr.write('--client-ca needs --tls\n');
-  process.exit(2);
-}
+const { tls, clientCa } = require('./args.js').parseArgs(process.argv, 3);
 let connections = 0;
 
 // OTLP/JSON writes trace and span ids as hex strings (telemetry.md 7.2), where the protobuf JSON
