@@ -397,12 +397,13 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
           why = std::move(a.error.message);
         }
-        if (d.action == RetryAction::budget_exhausted && a.response && span.recording())
-          span.set_attribute("http.response.status_code", a.response->status);  // the final one
-        if (d.action == RetryAction::budget_exhausted)
+        if (d.action == RetryAction::budget_exhausted) {
+          if (a.response && span.recording())  // the final attempt's status (8.3)
+            span.set_attribute("http.response.status_code", a.response->status);
           throw RequestError("retry budget exhausted (" +
                              std::to_string(params.retry_budget_seconds) + " s, " +
                              std::to_string(attempts) + " attempts): " + why);
+        }
         ++stats.retries;
         if (d.action == RetryAction::retry_now) continue;
         asio::steady_timer t(ex, d.wait);

@@ -75,10 +75,14 @@ void BatchProcessor<Record>::push(Record&& record) noexcept {
       wake = queue_.size() == settings_.max_export_batch_size;
     }
   }
-  if (log_drops)
-    spdlog::warn("telemetry: the {} queue is full ({}={}); dropped {} {}(s)", what_,
-                 queue_variable_, settings_.max_queue_size, log_drops, what_);
+  if (log_drops) warn_dropped(log_drops, "is");
   if (wake) wake_.notify_one();
+}
+
+template <class Record>
+void BatchProcessor<Record>::warn_dropped(std::uint64_t n, const char* is_or_was) const {
+  spdlog::warn("telemetry: the {} queue {} full ({}={}); dropped {} {}(s)", what_, is_or_was,
+               queue_variable_, settings_.max_queue_size, n, what_);
 }
 
 template <class Record>
@@ -161,9 +165,7 @@ bool BatchProcessor<Record>::shutdown(std::chrono::milliseconds wait) noexcept {
     }
     stopped_ = true;
   }
-  if (unlogged_drops)
-    spdlog::warn("telemetry: the {} queue was full ({}={}); dropped {} {}(s)", what_,
-                 queue_variable_, settings_.max_queue_size, unlogged_drops, what_);
+  if (unlogged_drops) warn_dropped(unlogged_drops, "was");
   exporter_->shutdown(deadline);  // a stuck export returns now
   if (thread_.joinable()) thread_.join();
   return drained;

@@ -65,6 +65,8 @@ class BatchProcessor {
 
  private:
   void run();
+  // The drop summary: "the span queue is full (...); dropped n span(s)" ("was" at shutdown).
+  void warn_dropped(std::uint64_t n, const char* is_or_was) const;
   // Exports up to one batch; called with the lock held, returns with it held.
   void export_batch(std::unique_lock<std::mutex>& lock);
 
