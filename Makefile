@@ -10,7 +10,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGYM_WERROR=ON
 export GYM_CONFORMANCE_DIR ?= $(abspath ../shared/data/conformance)
 
 .PHONY: setup setup-demo setup-bench configure configure-gym build test test-sanitize fuzz demo \
-	install bench bench-e2e bench-telemetry format clean
+	install wheel bench bench-e2e bench-telemetry format clean
 
 setup:
 	bash scripts/setup.sh test
@@ -81,6 +81,16 @@ demo: configure-gym
 install: configure-gym
 	cmake --build $(BUILD) -j$(JOBS) --target gym
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A wheel of the `nemo_gym` Python package (python/) that carries the gym binary (stripped), in
+# dist/: `pip install dist/nemo_gym-*.whl` gives trainers both (docs/training.md).
+WHEEL_DIR ?= dist
+wheel: configure-gym
+	cmake --build $(BUILD) -j$(JOBS) --target gym
+	strip -o $(BUILD)/gym-for-wheel $(BUILD)/src/cli/gym
+	cd python && GYM_WHEEL_BINARY=$(abspath $(BUILD))/gym-for-wheel /usr/bin/python3 -c \
+	  "import sys; sys.path.insert(0, 'build_backend'); import gym_wheel; \
+	  print('$(WHEEL_DIR)/' + gym_wheel.build_wheel('$(abspath $(WHEEL_DIR))'))"
 
 bench: setup-bench build
 	GYM_BUILD_DIR=$(BUILD) bash bench/http_load.sh

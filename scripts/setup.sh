@@ -55,6 +55,10 @@ if [[ $profile != demo ]]; then
     # the Python template environment (environments/python_example) that the external-server
     # tests run beside the built-in ones, and the venv they make for it (runtime.md R1)
     python3 python3-fastapi python3-uvicorn python3-yaml python3-itsdangerous python3-venv
+    # the `nemo_gym` Python package (python/) and its tests, in a venv made with
+    # --system-site-packages: its dependencies come from Debian (aiohttp, PyYAML; omegaconf for
+    # callers that pass a DictConfig)
+    python3-aiohttp python3-omegaconf
     # the throw-away multi-node Slurm cluster of tests/support/slurm_cluster.sh (the `gym eval
     # submit` tests, label `root`): controller, node daemon, sbatch/srun/scontrol, the munge
     # authentication daemon, and `ip` for the network namespace per node (unshare, nsenter and
@@ -73,8 +77,7 @@ if [[ $profile == bench ]]; then
     # load-test peers (bench/): wrk, nginx ceiling, the FastAPI/uvicorn peer (FastAPI and
     # uvicorn come with the test profile) at its fastest
     wrk nginx-light python3-uvloop python3-httptools
-    # end-to-end peer (bench/e2e_peer.py): NeMo Gym's aiohttp client and Starlette sessions
-    python3-aiohttp
+    # (the end-to-end peer bench/e2e_peer.py also uses python3-aiohttp, from the test profile)
   )
 fi
 

@@ -1,0 +1,60 @@
+"""Rollouts from Python: each row posted to its agent's `/run`, results as they complete."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Awaitable, Optional
+
+from nemo_gym.config_types import BaseServerConfig
+from nemo_gym.global_config import AGENT_REF_KEY_NAME
+from nemo_gym.server_utils import (
+    ServerClient,
+    get_response_json,
+    raise_for_status,
+    setup_server_client,
+)
+
+
+def agent_name_of(row: Any) -> str:
+    """The agent instance a row is for: `row["agent_ref"]["name"]`."""
+    ref = row.get(AGENT_REF_KEY_NAME) if isinstance(row, Mapping) else None
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError(
+            f'a row needs agent_ref: {{"name": "<agent instance>"}} to say which agent runs it; got '
+            f"agent_ref={ref!r}"
+        )
+    return name
+
+
+class RolloutCollectionHelper:
+    """Runs rows against a running deployment (`RunHelper.start`, or `gym env start`)."""
+
+    def run_examples(
+        self,
+        examples: Iterable[dict],
+        head_server_config: Optional[BaseServerConfig] = None,
+        semaphore: Optional[asyncio.Semaphore] = None,
+    ) -> Iterator[Awaitable[tuple[dict, dict]]]:
+        """One awaitable per row, in completion order: each gives `(row, result)`, where `row`
+        is the caller's own object and `result` the agent's `/run` answer (reward, response
+        with its token ids, ...). An answer outside 2xx raises `server_utils.RequestFailedError`
+        (an aiohttp.ClientResponseError: `.status` int, `.response_content` the body); a row
+        without `agent_ref.name`, or naming no agent of the deployment, raises ValueError. The
+        rows start at once; `semaphore` bounds how many are in flight (the connection limits
+        of the config bound them otherwise)."""
+        server_client = self.setup_server_client(head_server_config)
+        limit = semaphore if semaphore is not None else contextlib.nullcontext()
+
+        async def run_one(row: dict) -> tuple[dict, dict]:
+            async with limit:
+                response = await server_client.post(server_name=agent_name_of(row), url_path="/run", json=row)
+                await raise_for_status(response)
+                return row, await get_response_json(response)
+
+        return asyncio.as_completed([run_one(row) for row in examples])
+
+    def setup_server_client(self, head_server_config: Optional[BaseServerConfig] = None) -> ServerClient:
+        return setup_server_client(head_server_config)
