@@ -141,11 +141,19 @@ def get_global_aiohttp_client(*_: Any, **__: Any) -> aiohttp.ClientSession:
 
 
 def global_aiohttp_client_exit() -> None:
-    """Closes every shared client whose loop can still run (at interpreter exit too)."""
+    """Closes every shared client (at interpreter exit too): on its loop when that can still
+    run, else by closing its connections directly (the loop of `asyncio.run` is closed by then)."""
     global _CLIENT_CONFIG
     for loop, session in list(_CLIENTS.items()):
-        if not session.closed and not loop.is_closed() and not loop.is_running():
-            loop.run_until_complete(session.close())
+        if session.closed:
+            continue
+        try:
+            if not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(session.close())
+            else:
+                session.connector.close()
+        except Exception:  # exiting: nothing useful to do with a failure to close
+            pass
     _CLIENTS.clear()
     _CLIENT_CONFIG = None
 
