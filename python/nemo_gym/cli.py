@@ -193,6 +193,8 @@ class RunHelper:
                 _kill_group(pid)
         if self._reader is not None:
             self._reader.join(timeout=5)
+        if process.stdout is not None and (self._reader is None or not self._reader.is_alive()):
+            process.stdout.close()
         self._server_pids = {}
         self._server_client = None
 

@@ -123,7 +123,7 @@ def to_plain(value: Any) -> Any:
         from omegaconf import DictConfig, ListConfig, OmegaConf
 
         if isinstance(value, (DictConfig, ListConfig)):
-            return OmegaConf.to_container(value, resolve=False)
+            value = OmegaConf.to_container(value, resolve=False)  # may still hold Paths
     except ImportError:
         pass
     if isinstance(value, Mapping):

@@ -158,7 +158,8 @@ class FakeEndpoint:
             raise AssertionError(f"the fake endpoint did not start: {line!r}")
         self.port = int(line.split()[1])
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+        self._drain = threading.Thread(target=self.process.stdout.read, daemon=True)
+        self._drain.start()
 
     def received(self) -> list[dict]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/received", timeout=10) as r:
@@ -171,6 +172,8 @@ class FakeEndpoint:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self._drain.join(timeout=5)
+        self.process.stdout.close()
 
 
 def alive(pid: int) -> bool:

@@ -146,7 +146,7 @@ class NemoRlFlowTest(support.WorkDirTestCase):
 
     def examples(self, repeats: int) -> list[dict]:
         env, agent = support.MULTI_STEP
-        rows = [r for r in support.dataset_rows(env, agent) for _ in range(repeats)]
+        rows = [support.deep(r) for r in support.dataset_rows(env, agent) for _ in range(repeats)]
         for i, row in enumerate(rows):
             row["_rowidx"] = i
         return rows
@@ -207,7 +207,9 @@ class NemoRlFlowTest(support.WorkDirTestCase):
         everything = [gym_pid, *support.descendants(gym_pid)]
         self.assertGreaterEqual(len(everything), len(pids) + 1)
         actor.health_check()
-        os.kill(pids["example_multi_step_resources_server"], signal.SIGKILL)
+        killed = pids["example_multi_step_resources_server"]
+        os.kill(killed, signal.SIGKILL)
+        self.assertEqual(support.wait_gone([killed], 10.0), [])  # SIGKILL lands asynchronously
         with self.assertRaises(RuntimeError) as caught:
             actor.health_check()
         self.assertIn("example_multi_step_resources_server", str(caught.exception))

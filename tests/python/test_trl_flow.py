@@ -151,6 +151,57 @@ class TrlFlowTest(support.WorkDirTestCase):
 
         rh.poll()  # still healthy after both steps
 
+    def test_reasoning_dropped_from_history_breaks_contiguity(self) -> None:
+        """A model that reasons, under a chat template that drops earlier turns' reasoning: the
+        second turn's prompt no longer starts with the first turn's tokens. With the default
+        (warn) the rows come back and the trainer's own check trips; with
+        on_token_contiguity_break: fail the rows fail with status 500 and never reach training."""
+        table = self.work / "answers.jsonl"
+        support.write_answer_table([support.MULTI_STEP[0]], table, reasoning="Let me look that up.")
+        fake = support.FakeEndpoint("--table", str(table))
+        self.addCleanup(fake.stop)
+        env, agent = support.MULTI_STEP
+        rows = support.dataset_rows(env, agent)
+        for i, row in enumerate(rows):
+            row["_rowidx"] = i
+        loop = asyncio.new_event_loop()
+        self.addCleanup(loop.close)
+
+        for action in ("warn", "fail"):
+            initial = {
+                HEAD_SERVER_KEY_NAME: {"host": "127.0.0.1", "port": 0},
+                "config_paths": [support.env_config_path(env), support.VLLM_FOR_TRAINING],
+                "policy_base_url": fake.url,
+                "policy_model_name": "Qwen/Qwen3-0.6B",
+                "policy_model": {"responses_api_models": {"vllm_model": {"on_token_contiguity_break": action}}},
+            }
+            rh = RunHelper()
+            rh.start(GlobalConfigDictParserConfig(initial_global_config_dict=DictConfig(initial), skip_load_from_cli=True))
+            head = BaseServerConfig(host="127.0.0.1", port=rh.head_server_config.port)
+
+            async def run_all():
+                out = []
+                for task in RolloutCollectionHelper().run_examples(examples=support.deep(rows), head_server_config=head):
+                    try:
+                        out.append(await task)
+                    except Exception as error:
+                        out.append(error)
+                return out
+
+            outcomes = loop.run_until_complete(run_all())
+            rh.shutdown()
+            self.assertEqual(len(outcomes), len(rows))
+            if action == "warn":
+                for outcome in outcomes:
+                    self.assertIsInstance(outcome, tuple, outcome)
+                    with self.assertRaises(AssertionError, msg="TRL's contiguity assertion trips"):
+                        to_training_sample(outcome[1])
+            else:
+                for outcome in outcomes:
+                    self.assertIsInstance(outcome, Exception)
+                    self.assertEqual(outcome.status, 500)
+                    self.assertIn(b"on-policy check", outcome.response_content)
+
 
 if __name__ == "__main__":
     unittest.main()
