@@ -85,7 +85,8 @@ install: configure-gym
 # A wheel of the `nemo_gym` Python package (python/) that carries the gym binary (stripped), in
 # dist/: `pip install dist/nemo_gym-*.whl` gives trainers both (docs/training.md).
 WHEEL_DIR ?= dist
-wheel: configure-gym
+wheel: setup-demo
+	test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DGYM_BUILD_TESTS=OFF -DGYM_BUILD_BENCH=OFF
 	cmake --build $(BUILD) -j$(JOBS) --target gym
 	strip -o $(BUILD)/gym-for-wheel $(BUILD)/src/cli/gym
 	cd python && GYM_WHEEL_BINARY=$(abspath $(BUILD))/gym-for-wheel /usr/bin/python3 -c \
