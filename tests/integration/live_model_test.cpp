@@ -7,9 +7,9 @@
 // must give back every recorded reward.
 #include "conformance_dir.h"
 #include "files.h"
+#include "live_deployment.h"
 #include "npm_package.h"
 #include "process.h"
-#include "reserved_port.h"
 #include "temp_dir.h"
 #include "test_pki.h"
 
@@ -26,108 +26,22 @@
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using gym::test::Answer;
 using gym::test::ChildProcess;
+using gym::test::Deployment;
+using gym::test::fake_token_ids;
+using gym::test::FakeEndpoint;
+using gym::test::post_json;
 using gym::test::read_jsonl;
 using gym::test::read_text;
 using gym::test::TempDir;
+using gym::test::write_file;
 
 namespace {
 
 constexpr const char* kSecret = "sk-live-test-5ecret-9f3a";
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
-
-// The fake endpoint as a process; its base URL ends in /v1 as vLLM's does.
-struct FakeEndpoint {
-  std::unique_ptr<ChildProcess> proc;
-  int port = 0;
-  explicit FakeEndpoint(std::vector<std::string> args = {}) {
-    args.insert(args.begin(), gym::test::build_path("tests/support/gym_fake_openai"));
-    proc = std::make_unique<ChildProcess>(args);
-    port = proc->wait_port();
-  }
-  std::string base() const { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; }
-  void script(const std::string& steps) {
-    auto raw = gym::test::http_raw(port, gym::test::post("/script", steps));
-    EXPECT_EQ(gym::test::status_of(raw), 200) << raw;
-  }
-  json::array received() {
-    auto raw = gym::test::http_raw(port, "GET /received HTTP/1.1\r\nHost: x\r\n\r\n");
-    return json::parse(gym::test::body_of(raw)).at("requests").as_array();
-  }
-};
-
-// `gym env start` with one config; its log in a file; the served instances from the head server.
-class Deployment {
- public:
-  Deployment(const std::string& args, const std::string& log, const std::string& env = "")
-      : head_port_(own_head_.port()),
-        log_(log),
-        proc_({"/bin/sh", "-c",
-               "exec " + (env.empty() ? "" : "env " + env + " ") + gym_binary() + " env start " +
-                   args + " ++head_server.port=" + std::to_string(head_port_) + " >" + log +
-                   " 2>&1"}) {}
-  ~Deployment() {
-    if (proc_.running()) {
-      proc_.signal(SIGTERM);
-      proc_.wait_exit(std::chrono::seconds(20));
-    }
-  }
-  bool ready() {
-    for (int i = 0; i < 3000; ++i) {
-      if (output().find("servers ready!") != std::string::npos) return true;
-      if (!proc_.running()) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  std::string output() const { return read_text(log_); }
-  int head_port() const { return head_port_; }
-  int port_of(const std::string& instance) {
-    auto raw = gym::test::http_raw(head_port_, "GET /server_instances HTTP/1.1\r\nHost: x\r\n\r\n");
-    const auto listing = json::parse(gym::test::body_of(raw));
-    for (const auto& v : listing.as_array())
-      if (v.at("process_name").as_string() == instance) return v.at("port").to_number<int>();
-    return 0;
-  }
-  std::string head_get(const std::string& path) {
-    return gym::test::body_of(
-        gym::test::http_raw(head_port_, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n"));
-  }
-  ChildProcess& proc() { return proc_; }
-
- private:
-  gym::test::ReservedPort own_head_;
-  int head_port_;
-  std::string log_;
-  ChildProcess proc_;
-};
-
-std::string write_file(TempDir& tmp, const std::string& name, const std::string& text) {
-  const auto path = tmp.file(name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-struct Answer {
-  int status = 0;
-  json::value body;
-  std::string cookie;  // Set-Cookie of the answer (name=value)
-};
-
-Answer post_json(int port, const std::string& path, const std::string& body,
-                 const std::string& cookie = "") {
-  auto raw = gym::test::http_raw(
-      port, gym::test::post(path, body, cookie.empty() ? "" : "Cookie: " + cookie + "\r\n"),
-      std::chrono::milliseconds(60000));
-  Answer a;
-  a.status = gym::test::status_of(raw);
-  boost::system::error_code ec;
-  a.body = json::parse(gym::test::body_of(raw), ec);
-  auto set = gym::test::header_of(raw, "set-cookie");
-  a.cookie = set.substr(0, set.find(';'));
-  return a;
-}
 
 std::string vllm_config(const std::string& base_url, const std::string& extra = "") {
   return "policy_model:\n  responses_api_models:\n    vllm_model:\n      base_url: " + base_url +
@@ -250,9 +164,12 @@ TEST(VllmModel, TokenIdsForTraining) {
   auto a = post_json(port, "/v1/responses", R"({"input":"hi"})");
   ASSERT_EQ(a.status, 200) << json::serialize(a.body);
   const auto& item = a.body.at("output").as_array().back().as_object();
-  EXPECT_EQ(json::serialize(item.at("prompt_token_ids")), "[1,2,3,4]");  // from /tokenize
-  EXPECT_EQ(json::serialize(item.at("generation_token_ids")), "[101,102,103]");
-  EXPECT_EQ(item.at("generation_log_probs").as_array().size(), 3u);
+  // The fake's tokenisation: the prompt from /tokenize, the answer "Hello" from the logprobs.
+  EXPECT_EQ(item.at("prompt_token_ids"), fake_token_ids("<S>user\nhi<E>\n<S>assistant\n"));
+  EXPECT_EQ(item.at("generation_token_ids"), fake_token_ids("Hello<E>"));
+  const auto& logprobs = item.at("generation_log_probs").as_array();
+  ASSERT_EQ(logprobs.size(), 6u);
+  EXPECT_EQ(logprobs[0].to_number<double>(), -(1 + 'H' % 16) / 16.0);
   auto got = fake.received();
   ASSERT_EQ(got.size(), 2u);
   const auto& chat = got[0].at("body").as_object();
@@ -269,7 +186,7 @@ TEST(VllmModel, TokenIdsForTraining) {
   a = post_json(port, "/v1/responses", json::serialize(turn2), a.cookie);
   ASSERT_EQ(a.status, 200) << json::serialize(a.body);
   const auto assistant = fake.received().at(2).at("body").at("messages").at(1).as_object();
-  EXPECT_EQ(json::serialize(assistant.at("generation_token_ids")), "[101,102,103]");
+  EXPECT_EQ(assistant.at("generation_token_ids"), fake_token_ids("Hello<E>"));
 }
 
 TEST(VllmModel, SessionsStickToOneBaseUrlAndSpreadOverAll) {
@@ -527,13 +444,15 @@ TEST(OpenAIClient, TheOfficialClientParsesOurResponsesAndChatCompletionsWithToke
   EXPECT_EQ(responses.at("status"), "completed");
   EXPECT_EQ(responses.at("output_text"), "Hello");
   const auto& last = responses.at("output").as_array().back().as_object();
-  EXPECT_EQ(json::serialize(last.at("generation_token_ids")), "[101,102,103]") << r.output;
-  EXPECT_EQ(json::serialize(last.at("prompt_token_ids")), "[1,2,3,4]");
+  EXPECT_EQ(last.at("generation_token_ids"), fake_token_ids("Hello<E>")) << r.output;
+  EXPECT_EQ(last.at("prompt_token_ids"),
+            fake_token_ids("<S>system\n# Tools\nget_weather<E>\n"
+                           "<S>user\nWhat is the weather in Paris?<E>\n<S>assistant\n"));
   EXPECT_EQ(chat.at("ok"), true) << r.output;
   EXPECT_EQ(chat.at("content"), "Hello");
   const auto& message = chat.at("choices").at(0).at("message").as_object();
-  EXPECT_EQ(json::serialize(message.at("generation_token_ids")), "[101,102,103]") << r.output;
-  EXPECT_EQ(message.at("generation_log_probs").as_array().size(), 3u);
+  EXPECT_EQ(message.at("generation_token_ids"), fake_token_ids("Hello<E>")) << r.output;
+  EXPECT_EQ(message.at("generation_log_probs").as_array().size(), 6u);
 }
 
 TEST(LiveModelCollection, AFailingEndpointBecomesFailureRowsNamingItsUrlAndStatus) {

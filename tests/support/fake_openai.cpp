@@ -6,21 +6,45 @@
 //        --azure-deployment, default my-deploy)
 //        the next scripted step if any; else, with --table, the recorded answer whose messages
 //        match (normalized: role, text without <think> spans, tool calls, tool_call_id; 404
-//        when none does); else a small fixed chat.completion. With return_tokens_as_token_ids
-//        the answer carries `token_id:<n>` logprobs, with return_token_ids also
-//        prompt_token_ids and choice.token_ids (as vLLM does).
+//        when none does); else a small fixed chat.completion ("Hello"). Every chat answer (a
+//        scripted `answer` or `content`, a table answer, the default) gets vLLM's token
+//        information from the fixed tokenisation below: with return_tokens_as_token_ids
+//        choice.logprobs.content = [{"token": "token_id:<id>", "logprob": <lp(id)>}, ...] (an
+//        answer that brings its own logprobs keeps them), with return_token_ids also the
+//        top-level prompt_token_ids and choice.token_ids.
 //   POST /v1/responses   the next scripted step, else a small Response
-//   POST /tokenize       vLLM's tokenizer route: {"tokens": [...], "count": n}
-//   GET  /v1/models      one model, for readiness probes
+//   POST /tokenize       vLLM's tokenizer route: {"tokens": prompt ids of the body's messages and
+//                        tools with the generation prompt, "count": n, "max_model_len": 4096}
+//   GET  /v1/models      one model (with "max_model_len": 4096), for readiness probes; counted
 //   POST /script         appends steps: [{"status": 429, "body": ..., "times": n},
 //                        {"answer": <body>}, {"hang": true}, {"content": "text"}, ...]
-//   GET  /received       every request so far: path, query, headers (lower-case), body
+//   GET  /received       every request so far: path, query, headers (lower-case), body; and
+//                        "served" (chat and Responses calls), "models_probed" (GET /v1/models)
 //   POST /reset          forgets the script and the requests
+//
+// The tokenisation, a stand-in for a Qwen-style chat template (the Python tests compute the same):
+//   - <|im_start|> is token 151644 and <|im_end|> 151645; every other byte of text is one token
+//     whose id is the byte's value (UTF-8 bytes, so "é" is [195, 169]).
+//   - block(role, body) = [151644] + bytes(role + "\n" + body) + [151645] + bytes("\n").
+//   - prompt ids = block("system", "# Tools" + "\n<name>" per tool) when the request has tools,
+//     then block(role, body) per message, then [151644] + bytes("assistant\n") (the generation
+//     prompt). A message's body is its content text (a string, or the `text` of its parts; null
+//     is ""); an assistant's body is that text followed by, per tool call,
+//     "<tool_call>{\"name\":\"<name>\",\"arguments\":<arguments>}</tool_call>" with the
+//     arguments string inserted as it is. As in Qwen3's templates, the reasoning_content /
+//     reasoning of an assistant message in the history is NOT rendered.
+//   - generation ids of an answer = bytes("<think>" + reasoning + "</think>" when the answer has
+//     reasoning_content (or reasoning), then its assistant body) + [151645]. So without reasoning,
+//     turn N+1's prompt ids start with turn N's prompt ids + generation ids; with reasoning they
+//     break where turn N's generation starts.
+//   - lp(id) = -(1 + id % 16) / 16.
 //
 // Flags: --host H (default 127.0.0.1), --port P (default 0), --table FILE (JSONL of {"messages":
 // [...], "response": {...}}),
 // --no-record (keep no requests: the benchmark's steady state), --delay-ms N (every chat and
-// Responses answer waits N ms, like a model generating: calls stay in flight).
+// Responses answer waits N ms, like a model generating: calls stay in flight), --routed-experts
+// (every chat answer's message carries "routed_experts": "fake-routed-experts:<generated token
+// count>", as vLLM with router replay adds it).
 #include "http/server.h"
 
 #include "core/json_text.h"
@@ -58,7 +82,9 @@ struct Fake {
   bool record = true;
   std::map<std::string, json::value> table;  // normalized messages -> chat.completion
   std::uint64_t served = 0;
+  std::uint64_t models_probed = 0;     // GET /v1/models
   std::chrono::milliseconds delay{0};  // --delay-ms: every answer waits this long (a slow model)
+  bool routed_experts = false;         // --routed-experts
 };
 
 Fake& fake() {
@@ -119,27 +145,133 @@ json::object usage() {
   return json::object{{"prompt_tokens", 12}, {"completion_tokens", 3}, {"total_tokens", 15}};
 }
 
-json::object chat_answer(const json::object& request, std::string content) {
+// ---- The fixed tokenisation (header comment) ----
+
+constexpr std::int64_t kImStart = 151644;
+constexpr std::int64_t kImEnd = 151645;
+
+void append_bytes(json::array& ids, std::string_view text) {
+  for (unsigned char c : text) ids.push_back(static_cast<std::int64_t>(c));
+}
+
+void append_block(json::array& ids, std::string_view role, std::string_view body) {
+  ids.push_back(kImStart);
+  append_bytes(ids, role);
+  append_bytes(ids, "\n");
+  append_bytes(ids, body);
+  ids.push_back(kImEnd);
+  append_bytes(ids, "\n");
+}
+
+std::string string_at(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+// Content text, then "<tool_call>{"name":"..","arguments":..}</tool_call>" per tool call.
+std::string assistant_body(const json::object& m) {
+  std::string body = m.contains("content") ? text_of(m.at("content")) : "";
+  if (const auto* calls = m.if_contains("tool_calls"); calls && calls->is_array())
+    for (const auto& call : calls->get_array()) {
+      const auto* co = call.if_object();
+      const auto* fn = co ? co->if_contains("function") : nullptr;
+      if (!fn || !fn->is_object()) continue;
+      const auto* args = fn->get_object().if_contains("arguments");
+      std::string arguments = !args               ? ""
+                              : args->is_string() ? std::string(args->get_string())
+                                                  : gym::core::render_json(*args);
+      body += "<tool_call>{\"name\":\"" + string_at(fn->get_object(), "name") +
+              "\",\"arguments\":" + arguments + "}</tool_call>";
+    }
+  return body;
+}
+
+// The prompt of a chat request (messages and tools) with the generation prompt.
+json::array prompt_token_ids(const json::object& request) {
+  json::array ids;
+  if (const auto* tools = request.if_contains("tools");
+      tools && tools->is_array() && !tools->get_array().empty()) {
+    std::string body = "# Tools";
+    for (const auto& t : tools->get_array()) {
+      const auto* to = t.if_object();
+      if (!to) continue;
+      const auto* fn = to->if_contains("function");
+      body += "\n" + (fn && fn->is_object() ? string_at(fn->get_object(), "name")
+                                            : string_at(*to, "name"));
+    }
+    append_block(ids, "system", body);
+  }
+  if (const auto* messages = request.if_contains("messages"); messages && messages->is_array())
+    for (const auto& mv : messages->get_array()) {
+      const auto* m = mv.if_object();
+      if (!m) continue;
+      const std::string role = string_at(*m, "role");
+      append_block(ids, role,
+                   role == "assistant"      ? assistant_body(*m)
+                   : m->contains("content") ? text_of(m->at("content"))
+                                            : "");
+    }
+  ids.push_back(kImStart);
+  append_bytes(ids, "assistant\n");
+  return ids;
+}
+
+// What the model generated for `message`: its reasoning in <think> tags, its body, <|im_end|>.
+json::array generation_token_ids(const json::object& message) {
+  std::string reasoning = string_at(message, "reasoning_content");
+  if (reasoning.empty()) reasoning = string_at(message, "reasoning");
+  json::array ids;
+  if (!reasoning.empty()) append_bytes(ids, "<think>" + reasoning + "</think>");
+  append_bytes(ids, assistant_body(message));
+  ids.push_back(kImEnd);
+  return ids;
+}
+
+bool asked(const json::object& request, std::string_view key) {
+  const auto* v = request.if_contains(key);
+  return v && v->is_bool() && v->get_bool();
+}
+
+// vLLM's token information (and router replay's routed_experts) on a chat answer.
+json::value with_token_information(const json::object& request, json::value answer) {
+  auto* a = answer.if_object();
+  auto* choices = a ? a->if_contains("choices") : nullptr;
+  if (!choices || !choices->is_array() || choices->get_array().empty()) return answer;
+  auto* choice = choices->get_array()[0].if_object();
+  auto* mv = choice ? choice->if_contains("message") : nullptr;
+  if (!mv || !mv->is_object()) return answer;
+  auto& message = mv->get_object();
+  const bool token_ids =
+      asked(request, "return_tokens_as_token_ids") && !choice->contains("logprobs");
+  if (!token_ids && !fake().routed_experts) return answer;  // the benchmark's path: no work
+  const json::array generated = generation_token_ids(message);
+  if (fake().routed_experts)
+    message["routed_experts"] = "fake-routed-experts:" + std::to_string(generated.size());
+  if (!token_ids) return answer;
+  json::array lp;
+  for (const auto& id : generated) {
+    const auto n = id.as_int64();
+    lp.push_back(json::object{{"token", "token_id:" + std::to_string(n)},
+                              {"logprob", -static_cast<double>(1 + n % 16) / 16.0}});
+  }
+  (*choice)["logprobs"] = json::object{{"content", std::move(lp)}};
+  if (asked(request, "return_token_ids")) {
+    (*a)["prompt_token_ids"] = prompt_token_ids(request);
+    (*choice)["token_ids"] = generated;
+  }
+  return answer;
+}
+
+json::value chat_answer(const json::object& request, std::string content) {
   json::object message{{"role", "assistant"}, {"content", std::move(content)}};
   json::object choice{{"index", 0}, {"finish_reason", "stop"}, {"message", message}};
   json::object answer{{"id", "chatcmpl-fake"},
                       {"object", "chat.completion"},
                       {"created", 1700000000},
                       {"model", request.contains("model") ? request.at("model") : "fake-model"},
-                      {"choices", json::array{}},
+                      {"choices", json::array{std::move(choice)}},
                       {"usage", usage()}};
-  if (request.contains("return_tokens_as_token_ids")) {
-    json::array lp;
-    for (int id : {101, 102, 103})
-      lp.push_back(json::object{{"token", "token_id:" + std::to_string(id)}, {"logprob", -0.25}});
-    choice["logprobs"] = json::object{{"content", std::move(lp)}};
-    if (request.contains("return_token_ids")) {
-      answer["prompt_token_ids"] = json::array{1, 2, 3, 4};
-      choice["token_ids"] = json::array{101, 102, 103};
-    }
-  }
-  answer["choices"].as_array().push_back(std::move(choice));
-  return answer;
+  return with_token_information(request, std::move(answer));
 }
 
 json::object responses_answer(const json::object& request) {
@@ -210,7 +342,10 @@ asio::awaitable<Response> serve(Request& req, bool chat) {
   if (auto step = next_step()) {
     if (step->hang) co_return co_await hang();
     if (!step->content.empty()) co_return Response::json(chat_answer(request, step->content));
-    if (!step->body.is_null()) co_return Response::json(step->body, step->status);
+    if (!step->body.is_null())
+      co_return Response::json(
+          chat && step->status == 200 ? with_token_information(request, step->body) : step->body,
+          step->status);
     if (step->status != 200)
       co_return Response::json(json::object{{"error", json::object{{"message", "scripted failure"},
                                                                    {"code", step->status}}}},
@@ -225,7 +360,7 @@ asio::awaitable<Response> serve(Request& req, bool chat) {
           json::object{{"error", json::object{{"message", "no recorded answer for these messages"},
                                               {"normalized", key}}}},
           404);
-    co_return Response::json(it->second);
+    co_return Response::json(with_token_information(request, it->second));
   }
   co_return Response::json(chat_answer(request, "Hello"));
 }
@@ -258,6 +393,8 @@ int main(int argc, char** argv) {
       opt.port = static_cast<std::uint16_t>(std::stoi(argv[++i]));
     } else if (k == "--delay-ms" && i + 1 < argc) {
       fake().delay = std::chrono::milliseconds(std::stoi(argv[++i]));
+    } else if (k == "--routed-experts") {
+      fake().routed_experts = true;
     } else if (k == "--azure-deployment" && i + 1 < argc) {
       azure_deployment = argv[++i];
     } else if (k == "--table" && i + 1 < argc) {
@@ -275,9 +412,11 @@ int main(int argc, char** argv) {
     co_return Response::json(json::object{{"status", "ok"}});
   });
   router.get("/v1/models", [](Request&) -> asio::awaitable<Response> {
+    ++fake().models_probed;
     co_return Response::json(json::object{
         {"object", "list"},
-        {"data", json::array{json::object{{"id", "fake-model"}, {"object", "model"}}}}});
+        {"data", json::array{json::object{
+                     {"id", "fake-model"}, {"object", "model"}, {"max_model_len", 4096}}}}});
   });
   router.post("/v1/chat/completions", [](Request& r) { return serve(r, true); });
   // Azure: /openai/deployments/<deployment>/chat/completions?api-version=...
@@ -287,9 +426,12 @@ int main(int argc, char** argv) {
   router.post("/tokenize", [](Request& req) -> asio::awaitable<Response> {
     boost::system::error_code ec;
     json::value body = gym::core::parse_json(req.body, ec);
+    if (ec || !body.is_object()) co_return Response::json("body is not a JSON object", 400);
     remember(req, body);
+    auto tokens = prompt_token_ids(body.get_object());
+    const auto count = tokens.size();
     co_return Response::json(
-        json::object{{"count", 4}, {"max_model_len", 4096}, {"tokens", json::array{1, 2, 3, 4}}});
+        json::object{{"count", count}, {"max_model_len", 4096}, {"tokens", std::move(tokens)}});
   });
   router.post("/script", [](Request& req) -> asio::awaitable<Response> {
     auto steps = gym::core::parse_json(req.body);
@@ -309,8 +451,9 @@ int main(int argc, char** argv) {
     co_return Response::json(json::object{{"queued", fake().script.size()}});
   });
   router.get("/received", [](Request&) -> asio::awaitable<Response> {
-    co_return Response::json(
-        json::object{{"requests", fake().received}, {"served", fake().served}});
+    co_return Response::json(json::object{{"requests", fake().received},
+                                          {"served", fake().served},
+                                          {"models_probed", fake().models_probed}});
   });
   router.post("/reset", [](Request&) -> asio::awaitable<Response> {
     fake().script.clear();
