@@ -71,6 +71,13 @@ GymMetrics::GymMetrics(MeterProvider& provider, ProcessRole role)
                                                    "Servers started by the orchestrator")
                           .bind();
   }
+  if (role == ProcessRole::model_server) {
+    token_contiguity_breaks_ = p.create_counter<std::int64_t>(
+        std::string(kTokenContiguityBreaks), "{break}",
+        "gym-cpp extension (not in NeMo Gym): model turns whose prompt_token_ids do not start "
+        "with the previous turn's prompt_token_ids + generation_token_ids (vllm_model's "
+        "on-policy check)");
+  }
   if (has_http_server(role)) {
     http_request_duration_ =
         p.create_histogram(std::string(kHttpRequestDuration), "s",

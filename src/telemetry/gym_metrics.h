@@ -47,6 +47,8 @@ inline constexpr std::string_view kHostMemoryTotal = "gym.host.memory.total";
 inline constexpr std::string_view kHostMemoryPeak = "gym.host.memory.sampled_peak";
 inline constexpr std::string_view kHttpRequestDuration = "http.server.request.duration";
 inline constexpr std::string_view kHttpActiveRequests = "http.server.active_requests";
+// gym-cpp's own, beyond NeMo Gym's set: vllm_model's on-policy check (docs/model-servers.md).
+inline constexpr std::string_view kTokenContiguityBreaks = "gym.model.token_contiguity.breaks";
 }  // namespace metric_names
 
 namespace attribute_keys {
@@ -116,6 +118,11 @@ class GymMetrics {
   // reward included).
   void record_verify(double ms, bool completed) noexcept;
 
+  // gym.model.token_contiguity.breaks (a gym-cpp extension), model servers only: one turn whose
+  // prompt_token_ids do not start with the previous turn's prompt_token_ids +
+  // generation_token_ids. No point exists before the first break.
+  void record_token_contiguity_break() const noexcept { token_contiguity_breaks_.add(1); }
+
   // gym.servers.active (6.5), orchestrator only.
   void set_servers_active(std::int64_t servers) const noexcept { servers_active_.record(servers); }
 
@@ -151,6 +158,7 @@ class GymMetrics {
   std::atomic<std::uint64_t> verify_total_{0};
   std::atomic<std::uint64_t> verify_succeeded_{0};
   BoundGauge<std::int64_t> servers_active_;
+  Counter<std::int64_t> token_contiguity_breaks_;
   Histogram http_request_duration_;
   UpDownCounter<std::int64_t> http_active_requests_;
   Histogram pool_queue_duration_;

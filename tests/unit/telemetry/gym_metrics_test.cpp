@@ -22,6 +22,7 @@ void record_everything(GymMetrics& m) {
   m.record_rollout(120);
   m.record_verify(3, true);
   m.set_servers_active(4);
+  m.record_token_contiguity_break();
   m.http_request_series("/run", "POST", 200).record(0.02);
   m.active_request_series("127.0.0.1:9000", "POST").add(1);
   auto* d = m.pool_destination("policy_model");
@@ -52,7 +53,7 @@ TEST(GymMetrics, EachRoleCreatesExactlyItsInstruments) {
       {ProcessRole::agent_server, with(pool, http, {"gym.rollout.duration_ms"})},
       {ProcessRole::resources_server,
        with(pool, http, {"gym.verify.duration_ms", "gym.verify.success_rate"})},
-      {ProcessRole::model_server, with(pool, http)},
+      {ProcessRole::model_server, with(pool, http, {"gym.model.token_contiguity.breaks"})},
   };
   for (const auto& [role, names] : expected) {
     MeterProvider provider;
@@ -97,10 +98,12 @@ TEST(GymMetrics, NamesUnitsKindsAndBucketsAreTheCatalogue) {
         {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}}},
       {"http.server.active_requests",
        {InstrumentKind::up_down_counter, ValueType::int64, "{request}", {}}},
+      {"gym.model.token_contiguity.breaks",
+       {InstrumentKind::counter, ValueType::int64, "{break}", {}}},
   };
   std::set<std::string> seen;
-  for (auto role :
-       {ProcessRole::orchestrator, ProcessRole::agent_server, ProcessRole::resources_server}) {
+  for (auto role : {ProcessRole::orchestrator, ProcessRole::agent_server,
+                    ProcessRole::resources_server, ProcessRole::model_server}) {
     MeterProvider provider;
     GymMetrics metrics(provider, role);
     record_everything(metrics);
@@ -115,6 +118,19 @@ TEST(GymMetrics, NamesUnitsKindsAndBucketsAreTheCatalogue) {
     }
   }
   EXPECT_EQ(seen.size(), catalogue.size());
+}
+
+TEST(GymMetrics, TokenContiguityBreaksCountFromTheFirstBreak) {
+  MeterProvider provider;
+  GymMetrics metrics(provider, ProcessRole::model_server);
+  EXPECT_EQ(find_metric(provider.collect(), "gym.model.token_contiguity.breaks"), nullptr)
+      << "no point exists before the first break";
+  metrics.record_token_contiguity_break();
+  metrics.record_token_contiguity_break();
+  const auto s = provider.collect();
+  const auto* breaks = find_metric(s, "gym.model.token_contiguity.breaks");
+  ASSERT_NE(breaks, nullptr);
+  EXPECT_EQ(std::get<std::int64_t>(breaks->number_points().at(0).value), 2);
 }
 
 TEST(GymMetrics, VerifySuccessRateCountsCompletedCallsNotRewards) {
