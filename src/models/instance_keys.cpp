@@ -55,6 +55,15 @@ std::vector<std::string> InstanceKeys::required_strings(std::string_view name,
   return {required_string(name, how)};
 }
 
+std::string InstanceKeys::string_or(std::string_view name, std::string_view def) const {
+  const auto* v = config_.if_contains(name);
+  if (!v || v->is_null() || (v->is_string() && v->get_string().empty())) return std::string(def);
+  if (!v->is_string())
+    throw core::ConfigError("config error: " + key(name) + " must be a string (got " +
+                            json::serialize(*v) + ")");
+  return std::string(v->get_string());
+}
+
 bool InstanceKeys::flag(std::string_view name, bool def) const {
   try {
     return core::get_bool(config_, name, def);

@@ -28,6 +28,8 @@ class InstanceKeys {
   std::string required_string(std::string_view name, std::string_view how) const;
   // A non-empty string or a non-empty list of them (vllm_model's base_url).
   std::vector<std::string> required_strings(std::string_view name, std::string_view how) const;
+  // A string; `def` when the key is absent, null or empty.
+  std::string string_or(std::string_view name, std::string_view def) const;
   bool flag(std::string_view name, bool def) const;
   std::int64_t count(std::string_view name, std::int64_t def, std::int64_t min) const;
   // A mapping or null/absent (nullptr).

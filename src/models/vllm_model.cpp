@@ -3,10 +3,12 @@
 #include "core/json_text.h"
 #include "models/instance_keys.h"
 #include "models/model_routes.h"
+#include "models/token_contiguity.h"
 #include "models/upstream_client.h"
 #include "servers/model_server.h"
 #include "servers/responses_api.h"
 
+#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <boost/json.hpp>
@@ -131,10 +133,22 @@ std::pair<json::array, json::array> logprob_tokens(const json::object& choice) {
   return {std::move(ids), std::move(logprobs)};
 }
 
+// At most one on-policy warning per this interval per process; the next one counts the rest.
+constexpr std::chrono::seconds kBreakLogInterval{10};
+
+// Who a turn belongs to, for the on-policy messages: the rollout when the request names it
+// (/ng-rollout/<id>/), else the model server's session (one per rollout's conversation).
+std::string turn_owner(const Request& req) {
+  if (!req.trace.rollout_id.empty()) return "rollout " + req.trace.rollout_id;
+  if (!req.session_id.empty()) return "session " + req.session_id;
+  return "a request without a session";
+}
+
 struct VllmServer {
   servers::ServerContext& ctx;
   VllmModelConfig config;
   std::vector<UpstreamEndpoint> endpoints;
+  std::shared_ptr<LogRateLimit> break_log = std::make_shared<LogRateLimit>(kBreakLogInterval);
 
   const UpstreamEndpoint& endpoint_of(const Request& req) const {
     return endpoints[endpoint_for_session(req.session_id, endpoints.size())];
@@ -168,7 +182,36 @@ struct VllmServer {
       throw;
     }
     co_await shape_answer(req, endpoint, body, completion);
+    if (config.return_token_id_information) check_on_policy(req, body, completion);
     co_return completion;
+  }
+
+  // The on-policy check: this turn's prompt ids must extend the previous turn's prompt and
+  // generation ids (models/token_contiguity.h). A break is counted and logged (rate-limited);
+  // with on_token_contiguity_break: fail the turn fails with a 400 saying what broke.
+  void check_on_policy(const Request& req, const json::object& body,
+                       const json::object& completion) {
+    const auto* messages = body.if_contains("messages");
+    const auto& choice = completion.at("choices").get_array()[0].get_object();
+    const auto* prompt = choice.at("message").get_object().if_contains("prompt_token_ids");
+    if (!messages || !messages->is_array() || !prompt) return;
+    const auto found = find_token_contiguity_break(messages->get_array(), *prompt);
+    if (!found) return;
+    if (ctx.metrics) ctx.metrics->record_token_contiguity_break();
+    const bool fail = config.on_token_contiguity_break == ContiguityBreakAction::fail;
+    if (const auto held = break_log->admit(LogRateLimit::Clock::now()))
+      spdlog::warn(
+          "vllm_model {}: on-policy check: {} breaks at token {}: {} (counted in "
+          "gym.model.token_contiguity.breaks; on_token_contiguity_break: {}){}",
+          ctx.instance.name, turn_owner(req), found->token_index, found->description,
+          fail ? "fail, the turn fails" : "warn",
+          *held ? fmt::format("; {} more in the last {} s were not logged", *held,
+                              kBreakLogInterval.count())
+                : std::string());
+    if (fail)
+      throw ConversionError("on-policy check: " + turn_owner(req) + " breaks at token " +
+                            std::to_string(found->token_index) + ": " + found->description +
+                            " (on_token_contiguity_break: fail)");
   }
 
   asio::awaitable<void> shape_answer(const Request& req, const UpstreamEndpoint& endpoint,
@@ -306,7 +349,7 @@ VllmModelConfig read_vllm_model_config(const core::ServerInstance& instance) {
   VllmModelConfig c;
   for (auto& url : keys.required_strings("base_url", kModelUrlHow))
     c.base_urls.push_back(checked_base_url(std::move(url), keys.key("base_url")));
-  c.api_key = keys.required_string("api_key", kModelApiKeyHow);
+  c.api_key = keys.string_or("api_key", c.api_key);  // "EMPTY": a local vLLM needs no key
   c.model = keys.required_string("model", kModelNameHow);
   c.return_token_id_information = keys.flag("return_token_id_information", false);
   c.request_prompt_and_generation_token_ids =
@@ -322,6 +365,14 @@ VllmModelConfig read_vllm_model_config(const core::ServerInstance& instance) {
   c.sampling_overrides = copy_or_empty(keys.mapping("sampling_overrides"));
   c.extra_body = copy_or_empty(keys.mapping("extra_body"));
   if (const auto* headers = keys.mapping("default_headers")) c.default_headers = *headers;
+  const auto on_break = keys.string_or("on_token_contiguity_break", "warn");
+  if (on_break == "fail") {
+    c.on_token_contiguity_break = ContiguityBreakAction::fail;
+  } else if (on_break != "warn") {
+    throw core::ConfigError("config error: " + keys.key("on_token_contiguity_break") +
+                            " must be warn or fail (got '" + on_break + "'); e.g. ++" +
+                            keys.key("on_token_contiguity_break") + "=fail");
+  }
   if (c.is_responses_native) {
     // Upstream raises NotImplementedError on the first request; here it is a startup error.
     for (auto [name, set] :

@@ -14,9 +14,13 @@
 
 namespace gym::models {
 
+// What vllm_model does when a turn's prompt_token_ids do not extend the previous turn's tokens
+// (models/token_contiguity.h): count and log it, or also fail the turn with a 400.
+enum class ContiguityBreakAction { warn, fail };
+
 struct VllmModelConfig {
   std::vector<std::string> base_urls;  // base_url: one URL or a list; sessions stick to one
-  std::string api_key;
+  std::string api_key = "EMPTY";       // a local vLLM needs no key
   std::string model;
   bool return_token_id_information = false;
   bool request_prompt_and_generation_token_ids = false;
@@ -30,6 +34,8 @@ struct VllmModelConfig {
   boost::json::object sampling_overrides;
   boost::json::object extra_body;
   boost::json::value default_headers;  // a mapping of header -> value, or null
+  // on_token_contiguity_break: warn | fail (gym-cpp's on-policy check)
+  ContiguityBreakAction on_token_contiguity_break = ContiguityBreakAction::warn;
 
   ConversionOptions conversion() const {
     return {return_token_id_information, uses_reasoning_parser};
@@ -37,7 +43,8 @@ struct VllmModelConfig {
 };
 
 // Reads and checks the instance's keys; a ConfigError names the key (an unsupported upstream
-// key set, a missing base_url/api_key/model, a bad URL, an invalid combination).
+// key set, a missing base_url/model, a bad URL, an invalid combination). A missing api_key is
+// "EMPTY".
 VllmModelConfig read_vllm_model_config(const core::ServerInstance& instance);
 
 // The Chat Completions body vllm_model sends for `body` (a chat create-params object, e.g. one
