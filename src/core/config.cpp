@@ -81,13 +81,23 @@ std::vector<std::string> take_config_paths(json::object& tree, const std::string
 // earlier one with its whole subtree). A file reached twice is loaded at its first position.
 class IncludeLoader {
  public:
-  explicit IncludeLoader(const std::vector<std::string>& roots) : roots_(roots) {}
+  IncludeLoader(const std::vector<std::string>& roots, const BundledConfig& bundled)
+      : roots_(roots), bundled_(bundled) {}
 
   void load(const std::string& entry, const std::string& included_by) {
-    fs::path path = resolve_search_path(entry, roots_, "config file", included_by);
+    std::string origin;  // the file, or what a bundled preset is called
+    std::optional<std::string> bundled_text;
+    try {
+      origin = resolve_search_path(entry, roots_, "config file", included_by);
+    } catch (const ConfigError&) {
+      // NeMo Gym's preset paths (responses_api_models/vllm_model/configs/vllm_model.yaml) work
+      // from any directory: the binary carries them.
+      if (!bundled_ || !(bundled_text = bundled_(entry))) throw;
+      origin = "the built-in preset " + fs::path(entry).lexically_normal().string();
+    }
     std::error_code ec;
-    std::string canonical = fs::weakly_canonical(path, ec).string();
-    if (!seen_.insert(ec ? path.string() : canonical).second) {
+    std::string canonical = bundled_text ? origin : fs::weakly_canonical(origin, ec).string();
+    if (!seen_.insert(ec ? origin : canonical).second) {
       spdlog::warn(
           "config file '{}' is included more than once (again by {}); it is loaded once, "
           "at its first position. To configure two servers from one file, give the second "
@@ -95,10 +105,11 @@ class IncludeLoader {
           entry, included_by.empty() ? "the command line" : included_by);
       return;
     }
-    json::object tree = as_config_mapping(load_yaml_file(path.string()), path.string());
-    for (const auto& include : take_config_paths(tree, path.string())) load(include, path.string());
+    json::object tree = as_config_mapping(
+        bundled_text ? parse_yaml(*bundled_text, origin) : load_yaml_file(origin), origin);
+    for (const auto& include : take_config_paths(tree, origin)) load(include, origin);
     entries_.push_back(entry);
-    files_.emplace_back(path.string(), std::move(tree));
+    files_.emplace_back(origin, std::move(tree));
   }
 
   // (path, tree) in merge order.
@@ -107,6 +118,7 @@ class IncludeLoader {
 
  private:
   const std::vector<std::string>& roots_;
+  const BundledConfig& bundled_;
   std::set<std::string> seen_;
   std::vector<std::string> entries_;
   std::vector<std::pair<std::string, json::object>> files_;
@@ -221,6 +233,68 @@ std::optional<std::string> process_getenv(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   if (!v) return std::nullopt;
   return std::string(v);
+}
+
+// The env file of `sources`: --env-file (which must exist), else the first env.yaml of the
+// search roots; empty for none (also with load_env_yaml false).
+std::string env_file_path(const ConfigSources& sources, const std::vector<std::string>& roots) {
+  if (!sources.load_env_yaml) return "";
+  std::error_code ec;
+  if (!sources.env_file.empty()) {
+    if (!fs::is_regular_file(sources.env_file, ec))
+      throw ConfigError(fmt::format(
+          "config error: the env file '{}' (--env-file) {}; give an existing YAML file, or "
+          "--no-env-file to load none",
+          sources.env_file,
+          fs::exists(sources.env_file, ec) ? "is not a regular file" : "does not exist"));
+    return sources.env_file;
+  }
+  for (const auto& root : roots)
+    if (fs::is_regular_file(fs::path(root) / "env.yaml", ec))
+      return (fs::path(root) / "env.yaml").lexically_normal().string();
+  return "";
+}
+
+constexpr std::string_view kPolicyApiKey = "policy_api_key";
+
+// A top-level block that is a vllm_model instance: {responses_api_models: {vllm_model: {...}}}.
+bool is_vllm_model_block(std::string_view key, const json::value& v) {
+  if (is_reserved_key(key) || !v.is_object() || v.get_object().size() != 1) return false;
+  const auto* type = v.get_object().if_contains("responses_api_models");
+  return type && type->is_object() && type->get_object().size() == 1 &&
+         type->get_object().contains("vllm_model");
+}
+
+bool refers_to_policy_api_key(const json::value& v) {
+  if (v.is_string()) return v.get_string().find("${policy_api_key}") != json::string::npos;
+  if (const auto* o = v.if_object()) {
+    for (const auto& entry : *o)
+      if (refers_to_policy_api_key(entry.value())) return true;
+  } else if (const auto* a = v.if_array()) {
+    for (const auto& item : *a)
+      if (refers_to_policy_api_key(item)) return true;
+  }
+  return false;
+}
+
+// A local vLLM needs no key, so vllm_model's `api_key: ${policy_api_key}` (its preset) works
+// without one: with a vllm_model instance, policy_api_key unset (or null) and no reference to it
+// outside vllm_model instances, policy_api_key is "EMPTY". Other model servers (openai_model,
+// azure_openai_model) that refer to it still need it set.
+void default_policy_api_key(json::object& cfg, ConfigOrigins& origins) {
+  if (const auto* key = cfg.if_contains(kPolicyApiKey); key && !key->is_null()) return;
+  bool vllm = false;
+  for (const auto& entry : cfg) {
+    if (is_vllm_model_block(entry.key(), entry.value())) {
+      vllm = true;
+    } else if (refers_to_policy_api_key(entry.value())) {
+      return;
+    }
+  }
+  if (!vllm) return;
+  cfg[kPolicyApiKey] = "EMPTY";
+  origins.set(std::string(kPolicyApiKey),
+              "gym-cpp's default for vllm_model (EMPTY: a local vLLM needs no key)");
 }
 
 void set_default(json::object& cfg, std::string_view key, json::value v) {
@@ -432,25 +506,25 @@ json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_ou
     }
   }
 
+  const std::string env_path = env_file_path(sources, roots);
   json::object env;
-  std::string env_path;
-  for (const auto& root : roots) {
-    std::error_code ec;
-    if (sources.load_env_yaml && fs::is_regular_file(fs::path(root) / "env.yaml", ec)) {
-      env_path = (fs::path(root) / "env.yaml").lexically_normal().string();
-      env = as_config_mapping(load_yaml_file(env_path), env_path);
-      break;
-    }
-  }
-  // As in NeMo Gym, config paths from the command line replace env.yaml's list.
+  if (!env_path.empty()) env = as_config_mapping(load_yaml_file(env_path), env_path);
+  json::object initial;
+  if (!sources.initial_config.empty())
+    initial = as_config_mapping(load_yaml_file(sources.initial_config), sources.initial_config);
+  // As in NeMo Gym, config paths from the command line replace the initial config's list, which
+  // replaces env.yaml's.
+  const bool initial_lists_paths = initial.contains(kConfigPaths);
+  std::vector<std::string> initial_paths = take_config_paths(initial, sources.initial_config);
   std::vector<std::string> env_paths = take_config_paths(env, env_path);
-  if (cli_paths.empty()) cli_paths = std::move(env_paths);
+  if (cli_paths.empty()) cli_paths = initial_lists_paths ? initial_paths : env_paths;
 
-  IncludeLoader loader(roots);
+  IncludeLoader loader(roots, sources.bundled_config);
   for (const auto& path : cli_paths) loader.load(path, "");
   json::object cfg;
   for (auto& [path, tree] : loader.files()) merge_into(cfg, tree, &origins, path, "");
   merge_into(cfg, env, &origins, env_path, "");
+  merge_into(cfg, initial, &origins, sources.initial_config, "");
   for (const auto& o : overrides) apply(cfg, o, &origins);
   if (!loader.entries().empty()) {
     json::array entries;
@@ -460,6 +534,7 @@ json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_ou
 
   apply_directives(cfg, origins);
   check_missing_values(cfg, origins);
+  default_policy_api_key(cfg, origins);
   resolve_interpolations(cfg, origins, sources.getenv ? sources.getenv : GetEnv(process_getenv));
   check_text(cfg, origins, "");
   fill_defaults(cfg, origins);

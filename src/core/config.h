@@ -43,6 +43,10 @@ class ConfigOrigins {
 
 using GetEnv = std::function<std::optional<std::string>(const std::string&)>;
 
+// The text of a bundled preset for a relative config path (e.g.
+// `responses_api_models/vllm_model/configs/vllm_model.yaml`), or nullopt when none has that path.
+using BundledConfig = std::function<std::optional<std::string>(const std::string& path)>;
+
 struct ConfigSources {
   std::vector<std::string> config_paths;  // --config flags, in order
   std::vector<std::string> overrides;     // "key=v", "+key=v", "++key=v"
@@ -50,7 +54,17 @@ struct ConfigSources {
   // empty means the working directory only.
   std::vector<std::string> search_roots;
   GetEnv getenv;  // for ${oc.env:...}; empty means ::getenv
+  // false (--no-env-file, upstream's skip_load_from_dotenv): no env file at all.
   bool load_env_yaml = true;
+  // --env-file: this file (which must exist) instead of the first env.yaml of the search roots.
+  std::string env_file;
+  // --initial-config (upstream's initial_global_config_dict): a YAML mapping merged above the
+  // env file and below the overrides; its `config_paths` are used when the command line gives
+  // none, before the env file's.
+  std::string initial_config;
+  // The last resort of the config path lookup, when no search root holds a file: the presets
+  // compiled into the binary (set by the cli; core knows no presets). Empty: none.
+  BundledConfig bundled_config;
 };
 
 // search_roots = NEMO_GYM_EXTRA_ROOTS (':'-separated), the working directory, the source root;
@@ -69,9 +83,11 @@ std::vector<std::filesystem::path> search_candidates(const std::string& path,
 std::string resolve_search_path(const std::string& path, const std::vector<std::string>& roots,
                                 std::string_view what, std::string_view referrer = "");
 
-// The whole pipeline of runtime.md 6.2: config files (includes flattened), env.yaml, overrides,
-// directives, one error for every `???`, interpolation, defaults. `config_paths` of the result
-// lists every file loaded, in merge order. Fills `origins` when given. Throws ConfigError.
+// The whole pipeline of runtime.md 6.2: config files (includes flattened; a path no search root
+// holds may be a bundled preset), env.yaml (or the env file), the initial config, overrides,
+// directives, one error for every `???`, the policy_api_key default of vllm_model,
+// interpolation, defaults. `config_paths` of the result lists every file loaded, as written, in
+// merge order. Fills `origins` when given. Throws ConfigError.
 boost::json::object load_config(const ConfigSources& sources, ConfigOrigins* origins = nullptr);
 
 // Mappings merge recursively; lists and scalars are replaced. As in OmegaConf, a `???` in

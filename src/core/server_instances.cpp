@@ -60,6 +60,32 @@ constexpr std::array<std::string_view, 12> kDomains{
 constexpr std::array<std::string_view, 3> kUnsupportedKeys{"prompt_config", "skills",
                                                            "rollout_collection_driver"};
 
+// NeMo Gym's training-token capture writes token ids to a store beside the rollouts; gym-cpp
+// has none: the ids travel on the rollout rows themselves.
+constexpr std::string_view kTokenIdCaptureWhy =
+    "gym-cpp does not implement NeMo Gym's training-token capture; token ids reach the rollout "
+    "rows through vllm_model's `return_token_id_information: true` (the preset "
+    "--model-type vllm_model/vllm_model_for_training). Remove it or set it to false";
+
+// Whether a token_id_capture value turns the capture on: `true`, or a mapping whose `enabled`
+// is true (booleans as the typed getters read them; anything unreadable counts as on).
+bool token_capture_enabled(const json::value& v) {
+  if (v.is_null()) return false;
+  if (const auto* block = v.if_object()) {
+    try {
+      return get_bool(*block, "enabled", false);
+    } catch (const ConfigError&) {
+      return true;
+    }
+  }
+  const json::object holder{{"v", v}};
+  try {
+    return get_bool(holder, "v", false);
+  } catch (const ConfigError&) {
+    return true;
+  }
+}
+
 bool is_server_type(std::string_view key) {
   return std::find(kServerTypes.begin(), kServerTypes.end(), key) != kServerTypes.end();
 }
@@ -291,8 +317,22 @@ void validate_server_instances(const json::object& cfg, const ImplCatalog& catal
                             fmt::format("'{}' is not supported in this release; remove it", key));
     }
   }
+  if (const auto* capture = cfg.if_contains("token_id_capture");
+      capture && token_capture_enabled(*capture)) {
+    const bool block = capture->is_object();
+    problems.emplace_back(
+        block ? "token_id_capture.enabled" : "token_id_capture",
+        fmt::format("'{}' is set: {}", block ? "token_id_capture.enabled" : "token_id_capture",
+                    kTokenIdCaptureWhy));
+  }
   for (const auto& instance : instances) {
     std::string base = fmt::format("{}.{}.{}", instance.name, instance.server_type, instance.impl);
+    if (const auto* capture = instance.config.if_contains("token_id_capture");
+        capture && instance.server_type == "responses_api_agents" &&
+        token_capture_enabled(*capture))
+      problems.emplace_back(
+          base + ".token_id_capture",
+          fmt::format("'{}.token_id_capture' is true: {}", base, kTokenIdCaptureWhy));
     if (!is_builtin(instance, catalog)) {
       if (auto problem = external_server_problem(instance, catalog, search_roots); !problem.empty())
         problems.emplace_back(instance.name, std::move(problem));

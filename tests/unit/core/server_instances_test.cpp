@@ -206,6 +206,40 @@ r: {resources_servers: {math_with_judge: {skills: [x]}}}
   EXPECT_CONTAINS(msg, "'r.resources_servers.math_with_judge.skills' is not supported");
 }
 
+// NeMo Gym's training-token capture is not implemented: enabled, it is a startup error naming
+// the key and the way gym-cpp delivers token ids; disabled or absent, it is accepted.
+TEST(ValidateServers, EnabledTokenIdCaptureIsAnErrorNamingTheKey) {
+  for (const char* off :
+       {"token_id_capture: {enabled: false, dir: /tmp/x}\n", "token_id_capture: {dir: /tmp/x}\n",
+        "token_id_capture: null\n", "token_id_capture: false\n", ""})
+    EXPECT_NO_THROW(validate_server_instances(yaml(kValid + std::string(off)), kCatalog, {}))
+        << off;
+
+  auto msg = config_error_of([&] {
+    validate_server_instances(yaml(kValid + std::string("token_id_capture: {enabled: true}\n")),
+                              kCatalog, {});
+  });
+  EXPECT_CONTAINS(msg, "'token_id_capture.enabled' is set");
+  EXPECT_CONTAINS(msg, "gym-cpp does not implement NeMo Gym's training-token capture");
+  EXPECT_CONTAINS(msg, "return_token_id_information: true");
+  EXPECT_CONTAINS(msg, "vllm_model/vllm_model_for_training");
+
+  json::object cfg = yaml(kValid);
+  cfg["weather_agent"]
+      .as_object()["responses_api_agents"]
+      .as_object()["simple_agent"]
+      .as_object()["token_id_capture"] = true;
+  msg = config_error_of([&] { validate_server_instances(cfg, kCatalog, {}); });
+  EXPECT_CONTAINS(msg,
+                  "'weather_agent.responses_api_agents.simple_agent.token_id_capture' is true: "
+                  "gym-cpp does not implement");
+  cfg["weather_agent"]
+      .as_object()["responses_api_agents"]
+      .as_object()["simple_agent"]
+      .as_object()["token_id_capture"] = false;
+  EXPECT_NO_THROW(validate_server_instances(cfg, kCatalog, {}));
+}
+
 TEST(DidYouMean, ClosestWithinThreshold) {
   std::vector<std::string> names = {"policy_model", "judge_model", "math"};
   EXPECT_EQ(did_you_mean("policy_modle", names), "policy_model");
