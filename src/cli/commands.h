@@ -15,12 +15,16 @@ struct ConfigFlags {
   std::vector<std::string> model_types;         // --model-type NAME[/flavor]
   std::vector<std::string> search_dirs;         // --search-dir (NEMO_GYM_EXTRA_ROOTS)
   std::string model, model_url, model_api_key;  // -m, --model-url, --model-api-key
+  std::string env_file;                         // --env-file FILE
+  bool no_env_file = false;                     // --no-env-file
+  std::string initial_config;                   // --initial-config FILE
   bool verbose = false;
   std::vector<std::string> overrides;    // anything that is not a flag
   std::vector<std::string> parse_order;  // option names in command-line order
 };
 // Sources for the config loader: config files and selector presets coalesced into one list in
-// flag order (runtime.md 6.3), flags turned into ++overrides, then the user's overrides.
+// flag order (runtime.md 6.3), flags turned into ++overrides, then the user's overrides; the env
+// file and initial config flags; the bundled presets for NeMo Gym's preset paths.
 core::ConfigSources to_sources(const ConfigFlags& flags);
 
 // --model, --model-url and --model-api-key set policy_model_name, policy_base_url and

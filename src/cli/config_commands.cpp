@@ -46,6 +46,10 @@ core::ConfigSources to_sources(const ConfigFlags& flags) {
   auto add = [&](const std::string& key, const std::string& value) {
     if (!value.empty()) s.overrides.push_back("++" + key + "=" + value);
   };
+  s.load_env_yaml = !flags.no_env_file;
+  s.env_file = flags.env_file;
+  s.initial_config = flags.initial_config;
+  s.bundled_config = orchestrator::bundled_preset_text;
   add("policy_model_name", flags.model);
   add("policy_base_url", flags.model_url);
   add("policy_api_key", flags.model_api_key);

@@ -183,6 +183,12 @@ class Cli {
     sub->add_option("-m,--model", flags_.model, "policy_model_name");
     sub->add_option("--model-url", flags_.model_url, "policy_base_url");
     sub->add_option("--model-api-key", flags_.model_api_key, "policy_api_key");
+    auto* env_file = sub->add_option("--env-file", flags_.env_file,
+                                     "Use this env file instead of looking for env.yaml");
+    sub->add_flag("--no-env-file", flags_.no_env_file, "Load no env.yaml")->excludes(env_file);
+    sub->add_option("--initial-config", flags_.initial_config,
+                    "YAML mapping merged above env.yaml and below the overrides; its config_paths "
+                    "are used when the command line gives none");
     sub->add_flag("--json", json_, "Machine-readable output where supported");
     sub->add_flag("-v,--verbose", verbose_, "Debug logging (also in servers)");
     sub->allow_extras();  // overrides: key=v, +key=v, ++key=v

@@ -66,6 +66,19 @@ std::string selector_config_path(const std::string& server_type, const std::stri
   throw core::ConfigError(msg);
 }
 
+std::optional<std::string> bundled_preset_text(const std::string& path) {
+  const fs::path normal = fs::path(path).lexically_normal();
+  if (normal.is_absolute()) return std::nullopt;
+  std::vector<std::string> parts;
+  for (const auto& part : normal) parts.push_back(part.string());
+  if (parts.size() != 4 || parts[2] != "configs" || fs::path(parts[3]).extension() != ".yaml")
+    return std::nullopt;
+  const std::string flavor = fs::path(parts[3]).stem().string();
+  for (const auto& p : bundled_presets())
+    if (parts[0] == p.server_type && parts[1] == p.name && flavor == p.flavor) return p.yaml;
+  return std::nullopt;
+}
+
 std::string name_presets_in(std::string message) {
   for (const auto& [path, label] : preset_labels())
     for (auto at = message.find(path); at != std::string::npos;

@@ -32,10 +32,17 @@ std::map<PresetId, std::string> presets_on_disk() {
         out[{"resources_servers", env.path().filename().string(), file.path().stem().string()}] =
             read_text(file.path());
   }
+  // A model file <name>_<more>.yaml beside <name>.yaml is the flavor <name>_<more> of <name>.
+  std::set<std::string> stems;
   for (const auto& file : fs::directory_iterator(root / "src/models/configs"))
-    if (file.path().extension() == ".yaml")
-      out[{"responses_api_models", file.path().stem().string(), file.path().stem().string()}] =
-          read_text(file.path());
+    if (file.path().extension() == ".yaml") stems.insert(file.path().stem().string());
+  for (const auto& stem : stems) {
+    std::string name = stem;
+    for (const auto& other : stems)
+      if (stem.starts_with(other + "_")) name = other;
+    out[{"responses_api_models", name, stem}] =
+        read_text(root / "src/models/configs" / (stem + ".yaml"));
+  }
   return out;
 }
 
@@ -70,6 +77,8 @@ TEST(BundledPresets, IncludeTheBuiltInEnvironmentsAndTheReplayModel) {
                           "bunsenbench_chemistry_mcq", "example_tool_call_multireward"})
     EXPECT_TRUE(ids.count({"resources_servers", env, env})) << env;
   EXPECT_TRUE(ids.count({"responses_api_models", "replay_model", "replay_model"}));
+  // NeMo Gym's training flavor of vllm_model.
+  EXPECT_TRUE(ids.count({"responses_api_models", "vllm_model", "vllm_model_for_training"}));
 }
 
 TEST(BundledPresets, EveryPresetIsAConfigMapping) {
@@ -165,6 +174,32 @@ TEST(SelectorConfigPath, AModelIsNotAResourcesServer) {
   auto message =
       config_error_of([] { selector_config_path("resources_servers", "replay_model", {}); });
   EXPECT_CONTAINS(message, "no config for resources_servers 'replay_model'");
+}
+
+// ---- bundled_preset_text: NeMo Gym's preset paths in config_paths ----
+
+TEST(BundledPresetText, NeMoGymPresetPathsGiveTheBundledYaml) {
+  const fs::path root = GYM_SOURCE_ROOT;
+  EXPECT_EQ(bundled_preset_text("responses_api_models/vllm_model/configs/vllm_model.yaml"),
+            read_text(root / "src/models/configs/vllm_model.yaml"));
+  EXPECT_EQ(
+      bundled_preset_text("./responses_api_models/vllm_model/configs/vllm_model_for_training.yaml"),
+      read_text(root / "src/models/configs/vllm_model_for_training.yaml"));
+  EXPECT_EQ(bundled_preset_text("responses_api_models/openai_model/configs/openai_model.yaml"),
+            read_text(root / "src/models/configs/openai_model.yaml"));
+  EXPECT_EQ(bundled_preset_text("resources_servers/mcqa/configs/mcqa.yaml"),
+            read_text(root / "environments/mcqa/configs/mcqa.yaml"));
+}
+
+TEST(BundledPresetText, OtherPathsAreNotPresets) {
+  for (const char* path :
+       {"responses_api_models/vllm_model/configs/vllm_model_completions.yaml",
+        "responses_api_models/vllm_model/vllm_model.yaml",
+        "responses_api_models/vllm_model/configs/vllm_model.yml",
+        "resources_servers/vllm_model/configs/vllm_model.yaml",
+        "/responses_api_models/vllm_model/configs/vllm_model.yaml",
+        "x/responses_api_models/vllm_model/configs/vllm_model.yaml", "vllm_model.yaml", ""})
+    EXPECT_FALSE(bundled_preset_text(path)) << path;
 }
 
 // issue 13.12: the written preset file is deleted at exit; a message names the preset instead.
