@@ -23,7 +23,7 @@ struct ConfigFlags {
   std::vector<std::string> parse_order;  // option names in command-line order
 };
 // Sources for the config loader: config files and selector presets coalesced into one list in
-// flag order (runtime.md 6.3), flags turned into ++overrides, then the user's overrides; the env
+// flag order, flags turned into ++overrides, then the user's overrides; the env
 // file and initial config flags; the bundled presets for NeMo Gym's preset paths.
 core::ConfigSources to_sources(const ConfigFlags& flags);
 

@@ -83,7 +83,7 @@ std::vector<std::filesystem::path> search_candidates(const std::string& path,
 std::string resolve_search_path(const std::string& path, const std::vector<std::string>& roots,
                                 std::string_view what, std::string_view referrer = "");
 
-// The whole pipeline of runtime.md 6.2: config files (includes flattened; a path no search root
+// The whole pipeline: config files (includes flattened; a path no search root
 // holds may be a bundled preset), env.yaml (or the env file), the initial config, overrides,
 // directives, one error for every `???`, the policy_api_key default of vllm_model,
 // interpolation, defaults. `config_paths` of the result lists every file loaded, as written, in
