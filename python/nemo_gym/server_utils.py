@@ -19,6 +19,7 @@ from typing import Any, Literal, Optional, Union
 
 import aiohttp
 import yaml
+import yarl
 
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.global_config import (
@@ -185,7 +186,10 @@ def _error_message(reason: Optional[str], content: bytes) -> str:
     return f"{reason or 'error'}: {text}" if text else (reason or "error")
 
 
-async def request(method: str, url: str, _internal: bool = False, **kwargs: Any) -> aiohttp.ClientResponse:
+_JSON_HEADERS = {"Content-Type": "application/json"}  # never mutated: shared by every request
+
+
+async def request(method: str, url: Union[str, yarl.URL], _internal: bool = False, **kwargs: Any) -> aiohttp.ClientResponse:
     """One request through the shared client. A connection that fails (refused, reset, closed
     before the answer) is tried again up to MAX_NUM_TRIES times, 0.5 s apart, then the error is
     raised: a dead server is reported, not waited for. Answers of any status are returned."""
@@ -194,9 +198,8 @@ async def request(method: str, url: str, _internal: bool = False, **kwargs: Any)
         if hasattr(body, "model_dump"):
             body = body.model_dump(exclude_unset=True)
         kwargs["data"] = json.dumps(body).encode()
-        headers = dict(kwargs.get("headers") or {})
-        headers.setdefault("Content-Type", "application/json")
-        kwargs["headers"] = headers
+        given = kwargs.get("headers")
+        kwargs["headers"] = {**_JSON_HEADERS, **given} if given else _JSON_HEADERS
     client = get_global_aiohttp_client()
     for attempt in range(1, MAX_NUM_TRIES + 1):
         try:
@@ -248,6 +251,7 @@ class ServerClient:
         self.global_config_dict = global_config_dict
         self._plain = to_plain(global_config_dict)
         self._base_urls: dict[str, str] = {}
+        self._urls: dict[tuple[str, str], yarl.URL] = {}  # parsed once: a URL parse per call shows
 
     @classmethod
     def load_head_server_config(cls) -> BaseServerConfig:
@@ -287,7 +291,12 @@ class ServerClient:
         return url
 
     async def request(self, server_name: str, url_path: str, method: str, **kwargs: Any) -> aiohttp.ClientResponse:
-        return await request(method, f"{self.base_url(server_name)}{url_path}", _internal=True, **kwargs)
+        url = self._urls.get((server_name, url_path))
+        if url is None:
+            url = yarl.URL(f"{self.base_url(server_name)}{url_path}")
+            if len(self._urls) < 4096:
+                self._urls[(server_name, url_path)] = url
+        return await request(method, url, _internal=True, **kwargs)
 
     async def get(self, server_name: str, url_path: str, **kwargs: Any) -> aiohttp.ClientResponse:
         return await self.request(server_name, url_path, "GET", **kwargs)
