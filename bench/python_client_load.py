@@ -8,8 +8,9 @@ vs `gym eval run --no-serve`, on one running deployment, interleaved.
 Workload: bench/e2e_data.py's `example_single_tool_call` weather tasks through `replay_model`
 (7 HTTP exchanges per rollout, no language model), one `gym env start` for the whole run with
 `global_aiohttp_connector_limit_per_host` raised to 16384 (what NeMo RL and TRL set). At every
-level, ROUNDS times: `gym eval run --no-serve --concurrency C` then the Python client with an
-asyncio.Semaphore(C) around run_examples, each for the same number of rollouts. Measured per run
+level, ROUNDS times: `gym eval run --no-serve --concurrency C`, the Python client with an
+asyncio.Semaphore(C) around run_examples, and aiohttp alone (the same POSTs to the agent's /run,
+no nemo_gym code: the floor under the client), each for the same number of rollouts. Measured per run
 (the same way for both, as a child process of this script): wall time from start to exit ->
 rollouts/s, and the process's user+system CPU time -> CPU per rollout. Every run must give every
 rollout with reward 1.0. Prints a markdown table of medians: the Python client's rollouts/s as a
@@ -52,6 +53,33 @@ async def main():
             semaphore=asyncio.Semaphore(concurrency)):
         row, result = await task
         rewarded += result["reward"] == 1.0
+    return rewarded
+print(json.dumps({"rewarded": asyncio.run(main())}))
+"""
+
+# The floor under the client: aiohttp alone, one session, the same rows POSTed to the agent's
+# /run with the same concurrency bound, bodies parsed, no nemo_gym code.
+BARE = r"""
+import asyncio, json, sys, urllib.request
+import aiohttp
+port, path, n, concurrency = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+config = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/server_instances").read())
+agent = next(i["port"] for i in config if i["process_name"] == "example_single_tool_call_simple_agent")
+tasks = [json.loads(l) for l in open(path)]
+async def main():
+    rewarded = 0
+    limit = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+                                     cookie_jar=aiohttp.DummyCookieJar()) as http:
+        async def one(i):
+            nonlocal rewarded
+            row = dict(tasks[i % len(tasks)])
+            row["agent_ref"] = {"name": "example_single_tool_call_simple_agent"}
+            async with limit:
+                async with http.post(f"http://127.0.0.1:{agent}/run", data=json.dumps(row).encode(),
+                                     headers={"Content-Type": "application/json"}) as r:
+                    rewarded += json.loads(await r.read())["reward"] == 1.0
+        await asyncio.gather(*(one(i) for i in range(n)))
     return rewarded
 print(json.dumps({"rewarded": asyncio.run(main())}))
 """
@@ -107,7 +135,7 @@ def main() -> None:
             limit = min(n, args.tasks)
             repeats = -(-n // limit)
             n = limit * repeats
-            r = results.setdefault(c, {"ours_rps": [], "py_rps": [], "ours_cpu": [], "py_cpu": []})
+            r = results.setdefault(c, {k: [] for k in ("ours_rps", "py_rps", "bare_rps", "ours_cpu", "py_cpu", "bare_cpu")})
             for round_ in range(args.rounds):
                 out = tmp / f"ours_{c}_{round_}.jsonl"
                 wall, cpu, _ = timed([args.gym, "eval", "run", "--no-serve", f"++head_server.port={port}", "--input",
@@ -125,21 +153,28 @@ def main() -> None:
                     sys.exit(f"python client at {c}: not every rollout rewarded: {stdout[-500:]}")
                 r["py_rps"].append(n / wall)
                 r["py_cpu"].append(cpu / n * 1e6)
+                wall, cpu, stdout = timed([args.python, "-c", BARE, str(port), str(data), str(n), str(c)])
+                if json.loads(stdout.strip().splitlines()[-1])["rewarded"] != n:
+                    sys.exit(f"bare aiohttp at {c}: not every rollout rewarded: {stdout[-500:]}")
+                r["bare_rps"].append(n / wall)
+                r["bare_cpu"].append(cpu / n * 1e6)
                 print(f"c={c} round {round_ + 1}: gym eval run {r['ours_rps'][-1]:.0f}/s "
                       f"({r['ours_cpu'][-1]:.0f} us CPU/rollout), python {r['py_rps'][-1]:.0f}/s "
-                      f"({r['py_cpu'][-1]:.0f} us CPU/rollout)", flush=True)
+                      f"({r['py_cpu'][-1]:.0f} us CPU/rollout), aiohttp alone {r['bare_rps'][-1]:.0f}/s "
+                      f"({r['bare_cpu'][-1]:.0f} us)", flush=True)
     finally:
         env.send_signal(2)
         env.wait(timeout=60)
 
     print("\n| in flight | rollouts/run | `gym eval run` rollouts/s | Python `run_examples` rollouts/s | Python / gym | "
-          "CPU per rollout: collector | CPU per rollout: Python client |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "aiohttp alone / gym | CPU per rollout: collector | Python client | aiohttp alone |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for c, r in results.items():
         med = {k: statistics.median(v) for k, v in r.items()}
         n = min(rollouts[c], args.tasks) * -(-rollouts[c] // min(rollouts[c], args.tasks))
         print(f"| {c} | {n} | {med['ours_rps']:.0f} | {med['py_rps']:.0f} | {med['py_rps'] / med['ours_rps']:.0%} | "
-              f"{med['ours_cpu']:.0f} µs | {med['py_cpu']:.0f} µs |")
+              f"{med['bare_rps'] / med['ours_rps']:.0%} | {med['ours_cpu']:.0f} µs | {med['py_cpu']:.0f} µs | "
+              f"{med['bare_cpu']:.0f} µs |")
     print(f"\n(medians of {args.rounds} interleaved rounds; data and outputs in {tmp})")
 
 
