@@ -11,12 +11,7 @@ namespace json = boost::json;
 using gym::test::TempDir;
 using testing::config_error_of;
 using testing::sources_in;
-
-json::array strings(std::initializer_list<const char*> items) {
-  json::array out;
-  for (const char* s : items) out.emplace_back(s);
-  return out;
-}
+using testing::strings;
 
 TEST(LoadConfig, FileOverridesItsIncludesAndLaterSiblingsOverrideEarlier) {
   TempDir dir;

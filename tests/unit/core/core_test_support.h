@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/array.hpp>
+
+#include <initializer_list>
+
 #include "core/config.h"
 
 namespace gym::core::testing {
@@ -30,6 +34,13 @@ std::string config_error_of(Fn&& fn) {
   }
   ADD_FAILURE() << "expected a ConfigError";
   return "";
+}
+
+// A JSON list of strings, to compare with a config's lists.
+inline boost::json::array strings(std::initializer_list<const char*> items) {
+  boost::json::array out;
+  for (const char* item : items) out.emplace_back(item);
+  return out;
 }
 
 }  // namespace gym::core::testing
