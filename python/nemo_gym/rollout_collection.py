@@ -9,12 +9,7 @@ from typing import Any, Awaitable, Optional
 
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.global_config import AGENT_REF_KEY_NAME
-from nemo_gym.server_utils import (
-    ServerClient,
-    get_response_json,
-    raise_for_status,
-    setup_server_client,
-)
+from nemo_gym.server_utils import ServerClient, setup_server_client
 
 
 def agent_name_of(row: Any) -> str:
@@ -41,18 +36,18 @@ class RolloutCollectionHelper:
         """One awaitable per row, in completion order: each gives `(row, result)`, where `row`
         is the caller's own object and `result` the agent's `/run` answer (reward, response
         with its token ids, ...). An answer outside 2xx raises `server_utils.RequestFailedError`
-        (an aiohttp.ClientResponseError: `.status` int, `.response_content` the body); a row
+        (an aiohttp.ClientResponseError: `.status` int, `.response_content` the body), a server
+        that cannot be reached aiohttp.ClientConnectionError; a row
         without `agent_ref.name`, or naming no agent of the deployment, raises ValueError. The
         rows start at once; `semaphore` bounds how many are in flight (the connection limits
-        of the config bound them otherwise)."""
+        of the config bound the connections otherwise). The POSTs go through the lean HTTP/1.1
+        client of nemo_gym/_http1.py, which keeps those limits."""
         server_client = self.setup_server_client(head_server_config)
         limit = semaphore if semaphore is not None else contextlib.nullcontext()
 
         async def run_one(row: dict) -> tuple[dict, dict]:
             async with limit:
-                response = await server_client.post(server_name=agent_name_of(row), url_path="/run", json=row)
-                await raise_for_status(response)
-                return row, await get_response_json(response)
+                return row, await server_client.post_for_json(agent_name_of(row), "/run", row)
 
         return asyncio.as_completed([run_one(row) for row in examples])
 

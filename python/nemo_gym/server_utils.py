@@ -21,6 +21,7 @@ import aiohttp
 import yaml
 import yarl
 
+from nemo_gym._http1 import Http1Pool
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.global_config import (
     DEFAULT_HEAD_SERVER_PORT,
@@ -141,6 +142,21 @@ def get_global_aiohttp_client(*_: Any, **__: Any) -> aiohttp.ClientSession:
     return session
 
 
+_POOLS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Http1Pool]" = weakref.WeakKeyDictionary()
+
+
+def run_pool() -> Http1Pool:
+    """The running loop's connections of the rollout hot path (ServerClient.post_for_json),
+    bounded by the same two connector limits as the shared aiohttp client."""
+    loop = asyncio.get_running_loop()
+    pool = _POOLS.get(loop)
+    if pool is None:
+        cfg = _CLIENT_CONFIG or GlobalAIOHTTPAsyncClientConfig()
+        pool = Http1Pool(cfg.global_aiohttp_connector_limit, cfg.global_aiohttp_connector_limit_per_host)
+        _POOLS[loop] = pool
+    return pool
+
+
 def global_aiohttp_client_exit() -> None:
     """Closes every shared client (at interpreter exit too): on its loop when that can still
     run, else by closing its connections directly (the loop of `asyncio.run` is closed by then)."""
@@ -156,6 +172,9 @@ def global_aiohttp_client_exit() -> None:
         except Exception:  # exiting: nothing useful to do with a failure to close
             pass
     _CLIENTS.clear()
+    for pool in list(_POOLS.values()):
+        pool.close()
+    _POOLS.clear()
     _CLIENT_CONFIG = None
 
 
@@ -250,7 +269,7 @@ class ServerClient:
             raise TypeError(f"global_config_dict must be a mapping, got {type(global_config_dict).__name__}")
         self.global_config_dict = global_config_dict
         self._plain = to_plain(global_config_dict)
-        self._base_urls: dict[str, str] = {}
+        self._host_ports: dict[str, tuple[str, int]] = {}
         self._urls: dict[tuple[str, str], yarl.URL] = {}  # parsed once: a URL parse per call shows
 
     @classmethod
@@ -280,15 +299,34 @@ class ServerClient:
             raise ValueError(f"{url} did not answer a config mapping")
         return cls(head_server_config=head, global_config_dict=as_config(config))
 
-    def base_url(self, server_name: str) -> str:
-        url = self._base_urls.get(server_name)
-        if url is None:
+    def host_port(self, server_name: str) -> tuple[str, int]:
+        found = self._host_ports.get(server_name)
+        if found is None:
             block = get_first_server_config_dict(self._plain, server_name)
             if "host" not in block or "port" not in block:
                 raise ValueError(f"server instance `{server_name}` has no host and port in this config")
-            url = f"http://{_local(str(block['host']))}:{block['port']}"
-            self._base_urls[server_name] = url
-        return url
+            found = (_local(str(block["host"])), int(block["port"]))
+            self._host_ports[server_name] = found
+        return found
+
+    def base_url(self, server_name: str) -> str:
+        host, port = self.host_port(server_name)
+        return f"http://{host}:{port}"
+
+    async def post_for_json(self, server_name: str, url_path: str, body: Any) -> Any:
+        """POSTs `body` as JSON and returns the answer's JSON: the rollout hot path, through the
+        lean HTTP/1.1 client (nemo_gym/_http1.py) instead of aiohttp. Raises RequestFailedError
+        for a status outside 2xx, aiohttp.ClientConnectionError for a server that cannot be
+        reached."""
+        host, port = self.host_port(server_name)
+        status, reason, content = await run_pool().post(
+            host, port, url_path, json.dumps(body).encode(), MAX_NUM_TRIES, _RETRY_SLEEP_SECONDS
+        )
+        if not 200 <= status < 300:
+            if is_global_aiohttp_client_request_debug_enabled():
+                print(f"POST {self.base_url(server_name)}{url_path}: {status}\nResponse content: {content!r}", flush=True)
+            raise RequestFailedError(status, _error_message(reason, content), f"{self.base_url(server_name)}{url_path}", content)
+        return json.loads(content)
 
     async def request(self, server_name: str, url_path: str, method: str, **kwargs: Any) -> aiohttp.ClientResponse:
         url = self._urls.get((server_name, url_path))

@@ -174,7 +174,7 @@ class NemoRlFlowTest(support.WorkDirTestCase):
     def test_a_malformed_row_raises_with_its_status_and_the_rest_complete(self) -> None:
         actor = self.start(self.fakes(1))
         examples = self.examples(1)
-        examples[2]["responses_create_params"] = {"input": 7}  # not a list of messages
+        examples[2]["responses_create_params"] = "not an object"
 
         async def collect():
             done, failures = [], []
