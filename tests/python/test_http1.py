@@ -15,7 +15,7 @@ import support
 from nemo_gym._http1 import Http1Pool
 from nemo_gym.cli import GlobalConfigDictParserConfig, RunHelper
 from nemo_gym.rollout_collection import RolloutCollectionHelper
-from nemo_gym.server_utils import HEAD_SERVER_KEY_NAME, RequestFailedError, run_pool
+from nemo_gym.server_utils import HEAD_SERVER_KEY_NAME, RequestFailedError, global_aiohttp_client_exit, run_pool
 
 
 class ScriptedServer:
@@ -89,20 +89,53 @@ class Http1Test(unittest.TestCase):
 
 
 class PoolLimitTest(support.WorkDirTestCase):
-    def test_connections_per_host_follow_the_config(self) -> None:
+    def start(self, per_host: int) -> RunHelper:
+        # The limits are read once per process, from the first deployment (as in NeMo Gym).
+        global_aiohttp_client_exit()
+        self.addCleanup(global_aiohttp_client_exit)
         fake = support.FakeEndpoint()
         self.addCleanup(fake.stop)
-        env, agent = support.SINGLE_TOOL
+        env, _ = support.SINGLE_TOOL
         rh = RunHelper()
         self.addCleanup(rh.shutdown)
         rh.start(GlobalConfigDictParserConfig(initial_global_config_dict={
             HEAD_SERVER_KEY_NAME: {"host": "127.0.0.1", "port": 0},
             "config_paths": [support.env_config_path(env), support.VLLM_FOR_TRAINING],
             "policy_base_url": fake.url, "policy_model_name": "m",
-            "global_aiohttp_connector_limit_per_host": 3,
+            "global_aiohttp_connector_limit_per_host": per_host,
         }, skip_load_from_cli=True))
+        return rh
+
+    def rows(self) -> list[dict]:
+        env, agent = support.SINGLE_TOOL
         rows = [support.deep(r) for r in support.dataset_rows(env, agent) for _ in range(8)]
-        rows.append({"agent_ref": {"name": agent}, "responses_create_params": "not an object"})
+        rows.insert(17, {"agent_ref": {"name": agent}, "responses_create_params": "not an object"})
+        return rows
+
+    def test_a_semaphore_bounds_the_rows_in_flight(self) -> None:
+        rh = self.start(per_host=1000)
+        rows = self.rows()
+
+        async def collect():
+            done, failed = [], []
+            for task in RolloutCollectionHelper().run_examples(rows, head_server_config=rh.head_server_config,
+                                                               semaphore=asyncio.Semaphore(2)):
+                try:
+                    row, _ = await task
+                    done.append(row)
+                except RequestFailedError as e:
+                    failed.append(e.status)
+            return done, failed, run_pool().most_open_per_host
+
+        done, failed, most = asyncio.run(collect())
+        self.assertEqual(len(done), len(rows) - 1)
+        self.assertTrue(all(any(d is r for r in rows) for d in done), "the caller's rows come back")
+        self.assertEqual(len(failed), 1)
+        self.assertLessEqual(most, 2, "two rows in flight need two connections at most")
+
+    def test_connections_per_host_follow_the_config(self) -> None:
+        rh = self.start(per_host=3)
+        rows = self.rows()
 
         async def collect():
             done, failed = 0, []
