@@ -145,6 +145,27 @@ def write_answer_table(envs: list[str], path: Path, reasoning: str | None = None
 # ---- Processes ----
 
 
+def training_config(envs: list[str], fake_url: str, **extra) -> dict:
+    """The initial config of a loopback deployment of `envs` on vllm_model_for_training."""
+    return {
+        "head_server": {"host": "127.0.0.1", "port": 0},
+        "config_paths": [env_config_path(e) for e in envs] + [VLLM_FOR_TRAINING],
+        "policy_base_url": fake_url,
+        "policy_model_name": "m",
+        **extra,
+    }
+
+
+def start_gym(test: unittest.TestCase, initial: dict):
+    """RunHelper started on `initial`, shut down when `test` ends."""
+    from nemo_gym.cli import GlobalConfigDictParserConfig, RunHelper
+
+    rh = RunHelper()
+    test.addCleanup(rh.shutdown)
+    rh.start(GlobalConfigDictParserConfig(initial_global_config_dict=initial, skip_load_from_cli=True))
+    return rh
+
+
 class FakeEndpoint:
     """tests/support/gym_fake_openai on 127.0.0.1, port 0."""
 

@@ -13,9 +13,9 @@ import aiohttp
 import support
 
 from nemo_gym._http1 import Http1Pool
-from nemo_gym.cli import GlobalConfigDictParserConfig, RunHelper
+from nemo_gym.cli import RunHelper
 from nemo_gym.rollout_collection import RolloutCollectionHelper
-from nemo_gym.server_utils import HEAD_SERVER_KEY_NAME, RequestFailedError, global_aiohttp_client_exit, run_pool
+from nemo_gym.server_utils import RequestFailedError, global_aiohttp_client_exit, run_pool
 
 
 class ScriptedServer:
@@ -95,15 +95,8 @@ class PoolLimitTest(support.WorkDirTestCase):
         self.addCleanup(global_aiohttp_client_exit)
         fake = support.FakeEndpoint()
         self.addCleanup(fake.stop)
-        env, _ = support.SINGLE_TOOL
-        rh = RunHelper()
-        self.addCleanup(rh.shutdown)
-        rh.start(GlobalConfigDictParserConfig(initial_global_config_dict={
-            HEAD_SERVER_KEY_NAME: {"host": "127.0.0.1", "port": 0},
-            "config_paths": [support.env_config_path(env), support.VLLM_FOR_TRAINING],
-            "policy_base_url": fake.url, "policy_model_name": "m",
-            "global_aiohttp_connector_limit_per_host": per_host,
-        }, skip_load_from_cli=True))
+        rh = support.start_gym(self, support.training_config(
+            [support.SINGLE_TOOL[0]], fake.url, global_aiohttp_connector_limit_per_host=per_host))
         return rh
 
     def rows(self) -> list[dict]:

@@ -18,14 +18,7 @@ from nemo_gym.server_utils import HEAD_SERVER_KEY_NAME, ServerClient
 
 
 def initial(fake_url: str, **extra) -> dict:
-    env, _ = support.SINGLE_TOOL
-    return {
-        HEAD_SERVER_KEY_NAME: {"host": "127.0.0.1", "port": 0},
-        "config_paths": [support.env_config_path(env), support.VLLM_FOR_TRAINING],
-        "policy_base_url": fake_url,
-        "policy_model_name": "m",
-        **extra,
-    }
+    return support.training_config([support.SINGLE_TOOL[0]], fake_url, **extra)
 
 
 class RunHelperTest(support.WorkDirTestCase):

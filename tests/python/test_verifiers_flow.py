@@ -14,8 +14,7 @@ import unittest
 import aiohttp
 import support
 
-from nemo_gym.cli import GlobalConfigDictParserConfig, RunHelper
-from nemo_gym.server_utils import HEAD_SERVER_KEY_NAME, ServerClient
+from nemo_gym.server_utils import ServerClient
 
 
 class VerifiersFlowTest(support.WorkDirTestCase):
@@ -23,13 +22,7 @@ class VerifiersFlowTest(support.WorkDirTestCase):
         fake = support.FakeEndpoint()
         self.addCleanup(fake.stop)
         env, _ = support.SINGLE_TOOL
-        rh = RunHelper()
-        self.addCleanup(rh.shutdown)
-        rh.start(GlobalConfigDictParserConfig(initial_global_config_dict={
-            HEAD_SERVER_KEY_NAME: {"host": "127.0.0.1", "port": 0},
-            "config_paths": [support.env_config_path(env), support.VLLM_FOR_TRAINING],
-            "policy_base_url": fake.url, "policy_model_name": "m",
-        }, skip_load_from_cli=True))
+        rh = support.start_gym(self, support.training_config([env], fake.url))
         resources_url = ServerClient.load_from_global_config(rh.head_server_config).base_url(env)
         recorded = support.read_jsonl(support.conformance_file(env, "example_rollouts.jsonl"))
 
