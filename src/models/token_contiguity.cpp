@@ -49,51 +49,58 @@ std::optional<TokenContiguityBreak> find_token_contiguity_break(
 
   TokenContiguityBreak found;
   found.message_index = at;
-  const std::string previous = "the previous turn's (messages[" + std::to_string(at) +
-                               "]) prompt_token_ids (" + std::to_string(prev_prompt->size()) +
-                               ") + generation_token_ids (" +
-                               std::to_string(prev_generated->size()) + ")";
+  auto previous = [&] {
+    return "the previous turn's (messages[" + std::to_string(at) + "]) prompt_token_ids (" +
+           std::to_string(prev_prompt->size()) + ") + generation_token_ids (" +
+           std::to_string(prev_generated->size()) + ")";
+  };
   const auto* prompt = prompt_token_ids.if_array();
   if (!prompt) {
     found.description =
-        "this turn's prompt_token_ids is not a list, so it cannot extend " + previous;
+        "this turn's prompt_token_ids is not a list, so it cannot extend " + previous();
     return found;
   }
   const std::size_t expected_size = prev_prompt->size() + prev_generated->size();
-  for (std::size_t i = 0; i < expected_size; ++i) {
-    const bool in_prompt = i < prev_prompt->size();
-    const json::value& expected =
-        in_prompt ? (*prev_prompt)[i] : (*prev_generated)[i - prev_prompt->size()];
-    const std::string where =
-        in_prompt ? "prompt_token_ids[" + std::to_string(i) + "]"
-                  : "generation_token_ids[" + std::to_string(i - prev_prompt->size()) + "]";
-    if (i >= prompt->size()) {
-      found.token_index = i;
-      found.description = "this turn's prompt_token_ids has " + std::to_string(prompt->size()) +
-                          " tokens, fewer than the " + std::to_string(expected_size) + " of " +
-                          previous + ": it ends before the previous turn's " + where;
-      return found;
-    }
-    const auto want = token_id(expected);
+  auto expected_at = [&](std::size_t i) -> const json::value& {
+    return i < prev_prompt->size() ? (*prev_prompt)[i] : (*prev_generated)[i - prev_prompt->size()];
+  };
+  // Every turn of a training rollout runs this: compare without allocating, describe only a
+  // break.
+  std::size_t i = 0;
+  for (; i < expected_size && i < prompt->size(); ++i) {
+    const auto want = token_id(expected_at(i));
     const auto got = token_id((*prompt)[i]);
-    if (want && got && *want == *got) continue;
-    found.token_index = i;
-    if (!want || !got) {
-      found.description = "token " + std::to_string(i) + " is not an integer id (this turn's " +
-                          text_of((*prompt)[i]) + ", the previous turn's " + where + " " +
-                          text_of(expected) + ")";
-      return found;
-    }
-    found.description =
-        "this turn's prompt_token_ids[" + std::to_string(i) + "] is " + std::to_string(*got) +
-        " where the previous turn's " + where + " is " + std::to_string(*want) + ": the prompt (" +
-        std::to_string(prompt->size()) + " tokens) does not start with " + previous +
-        (in_prompt ? "; the history of an earlier turn was rendered differently"
-                   : "; the chat template does not reproduce what the model generated (e.g. it "
-                     "drops the reasoning of earlier turns)");
+    if (!want || !got || *want != *got) break;
+  }
+  if (i == expected_size) return std::nullopt;
+
+  const bool in_prompt = i < prev_prompt->size();
+  const std::string where =
+      in_prompt ? "prompt_token_ids[" + std::to_string(i) + "]"
+                : "generation_token_ids[" + std::to_string(i - prev_prompt->size()) + "]";
+  found.token_index = i;
+  if (i >= prompt->size()) {
+    found.description = "this turn's prompt_token_ids has " + std::to_string(prompt->size()) +
+                        " tokens, fewer than the " + std::to_string(expected_size) + " of " +
+                        previous() + ": it ends before the previous turn's " + where;
     return found;
   }
-  return std::nullopt;
+  const auto want = token_id(expected_at(i));
+  const auto got = token_id((*prompt)[i]);
+  if (!want || !got) {
+    found.description = "token " + std::to_string(i) + " is not an integer id (this turn's " +
+                        text_of((*prompt)[i]) + ", the previous turn's " + where + " " +
+                        text_of(expected_at(i)) + ")";
+    return found;
+  }
+  found.description =
+      "this turn's prompt_token_ids[" + std::to_string(i) + "] is " + std::to_string(*got) +
+      " where the previous turn's " + where + " is " + std::to_string(*want) + ": the prompt (" +
+      std::to_string(prompt->size()) + " tokens) does not start with " + previous() +
+      (in_prompt ? "; the history of an earlier turn was rendered differently"
+                 : "; the chat template does not reproduce what the model generated (e.g. it "
+                   "drops the reasoning of earlier turns)");
+  return found;
 }
 
 std::optional<std::uint64_t> LogRateLimit::admit(Clock::time_point now) {
