@@ -8,6 +8,7 @@
 #include "http/server.h"
 #include "http/session_cookie.h"
 #include "http/url.h"
+#include "orchestrator/model_preflight.h"
 #include "orchestrator/placement.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
@@ -437,12 +438,16 @@ class Deployment::Impl {
   }
 
   // runtime.md 3.5: every `*base_url` of a model server block must answer before we go on.
+  // Then the preflight: a live model server's `<base_url>/models` must list its model, so a
+  // wrong URL or model name stops here instead of failing every rollout.
   int probe_model_endpoints() {
     const double timeout_s =
         core::get_double(cfg_, "model_endpoint_readiness_timeout_seconds", 600, 0, 1e9);
     if (timeout_s == 0) return 0;
+    const bool preflight = core::get_bool(cfg_, "model_endpoint_preflight", true);
     struct Endpoint {
       std::string key, url;
+      std::optional<ModelEndpointCheck> check;
     };
     std::vector<Endpoint> endpoints;
     std::function<void(const json::value&, const std::string&)> walk =
@@ -452,23 +457,39 @@ class Deployment::Impl {
             std::string key = path + "." + std::string(kv.key());
             bool is_url_key = kv.key().ends_with("base_url");
             if (is_url_key && kv.value().is_string())
-              endpoints.push_back({key, std::string(kv.value().get_string())});
+              endpoints.push_back({key, std::string(kv.value().get_string()), std::nullopt});
             if (is_url_key && kv.value().is_array())
               for (const auto& u : kv.value().get_array())
-                if (u.is_string()) endpoints.push_back({key, std::string(u.get_string())});
+                if (u.is_string())
+                  endpoints.push_back({key, std::string(u.get_string()), std::nullopt});
             walk(kv.value(), key);
           }
         };
-    for (const auto& c : children_)
-      if (c.instance.server_type == "responses_api_models")
-        walk(c.instance.config,
-             c.instance.name + "." + c.instance.server_type + "." + c.instance.impl);
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(timeout_s));
+    for (const auto& c : children_) {
+      if (c.instance.server_type != "responses_api_models") continue;
+      const std::string prefix =
+          c.instance.name + "." + c.instance.server_type + "." + c.instance.impl;
+      const auto first = endpoints.size();
+      walk(c.instance.config, prefix);
+      if (!preflight) continue;
+      for (auto& check : model_endpoint_checks(cfg_, c.instance.impl, c.instance.config, prefix))
+        for (auto i = first; i < endpoints.size(); ++i)
+          if (!endpoints[i].check && endpoints[i].key == check.url_key &&
+              endpoints[i].url == check.url) {
+            endpoints[i].check = std::move(check);
+            break;
+          }
+    }
+    const auto started = Clock::now();
+    const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(timeout_s));
+    // vLLM loads for minutes: say so every 30 s (sooner with a short timeout).
+    const auto report_every = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::clamp(timeout_s / 10, 3.0, 30.0)));
     for (const auto& e : endpoints) {
-      std::string url = e.url;
+      std::string url = e.check ? models_url(e.url) : e.url;
       while (url.ends_with("/")) url.pop_back();
-      if (url.ends_with("/v1")) url += "/models";
+      if (!e.check && url.ends_with("/v1")) url += "/models";
       std::string why;
       auto parsed = http::parse_url(url, why);
       if (!parsed) {
@@ -476,13 +497,19 @@ class Deployment::Impl {
                      e.url.c_str());
         return 2;
       }
+      auto next_report = Clock::now() + report_every;
+      ProbeResult r;
       for (bool reported = false;;) {
         if (int code = take_signal(std::chrono::milliseconds(0))) return code;
         // https: a completed TLS handshake counts; a certificate we would refuse stops here.
         const int port = std::atoi(parsed->port.c_str());
-        auto r = parsed->tls
-                     ? tls_handshake(parsed->host, port, std::chrono::seconds(5))
-                     : http_get(parsed->host, port, parsed->target, std::chrono::seconds(5));
+        const ProbeHeaders headers = e.check ? e.check->headers : ProbeHeaders{};
+        if (!parsed->tls)
+          r = http_get(parsed->host, port, parsed->target, std::chrono::seconds(5), headers);
+        else if (e.check)
+          r = https_get(parsed->host, port, parsed->target, std::chrono::seconds(10), headers);
+        else
+          r = tls_handshake(parsed->host, port, std::chrono::seconds(5));
         if (r.outcome == ProbeOutcome::success) break;
         if (parsed->tls && r.outcome == ProbeOutcome::unknown_error) {
           std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), e.url.c_str(),
@@ -494,11 +521,20 @@ class Deployment::Impl {
                        r.error.c_str());
           return 2;
         }
+        const auto now = Clock::now();
         if (!reported) {
           spdlog::info("waiting for model endpoint {} ({}): {}", e.url, e.key, r.error);
           reported = true;
+        } else if (now >= next_report) {
+          next_report = now + report_every;
+          const auto elapsed =
+              std::chrono::duration_cast<std::chrono::seconds>(now - started).count();
+          spdlog::info(
+              "still waiting for model endpoint {} ({}): {}:{:02} of "
+              "model_endpoint_readiness_timeout_seconds={} s; last: {}",
+              e.url, e.key, elapsed / 60, elapsed % 60, timeout_s, r.error);
         }
-        if (Clock::now() > deadline) {
+        if (now > deadline) {
           std::fprintf(stderr,
                        "error: model endpoint %s = %s did not answer within "
                        "model_endpoint_readiness_timeout_seconds=%g\n",
@@ -507,6 +543,13 @@ class Deployment::Impl {
         }
         if (int code = take_signal(std::chrono::milliseconds(3000))) return code;
       }
+      if (!e.check) continue;
+      const auto verdict = check_models_answer(*e.check, r.status, r.body);
+      if (verdict.kind == PreflightVerdict::Kind::fail) {
+        std::fprintf(stderr, "error: %s\n", verdict.message.c_str());
+        return 2;
+      }
+      if (verdict.kind == PreflightVerdict::Kind::warn) spdlog::warn("{}", verdict.message);
     }
     return 0;
   }

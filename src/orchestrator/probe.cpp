@@ -79,46 +79,22 @@ int connect_before(const std::string& host, int port, Clock::time_point deadline
   return fd;
 }
 
-}  // namespace
+// The request line and headers of a probe's GET.
+std::string get_request(const std::string& host, int port, const std::string& path,
+                        const ProbeHeaders& headers) {
+  std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) + "\r\n";
+  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  return request + "Connection: close\r\n\r\n";
+}
 
-ProbeResult http_get(const std::string& host, int port, const std::string& path,
-                     std::chrono::milliseconds timeout) {
+// Everything the server sent until it closed, as a ProbeResult.
+ProbeResult parse_answer(const std::string& data) {
   ProbeResult r;
-  const auto deadline = Clock::now() + timeout;
-  const std::string service = std::to_string(port);
-  int fd = connect_before(host, port, deadline, r);
-  if (fd < 0) return r;
-  auto fail = [&](ProbeOutcome o, std::string why) {
-    if (fd >= 0) ::close(fd);
-    r.outcome = o;
-    r.error = std::move(why);
+  if (data.rfind("HTTP/1.", 0) != 0 || data.size() < 12) {
+    r.error = "not an HTTP answer";
     return r;
-  };
-  std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host + ":" + service +
-                        "\r\nConnection: close\r\n\r\n";
-  for (std::size_t sent = 0; sent < request.size();) {
-    if (!wait_for(fd, POLLOUT, deadline)) return fail(ProbeOutcome::timeout, "send timed out");
-    auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno != EAGAIN) return fail(ProbeOutcome::connection_error, std::strerror(errno));
-    if (n > 0) sent += static_cast<std::size_t>(n);
   }
-  std::string data;
-  for (;;) {
-    if (!wait_for(fd, POLLIN, deadline)) return fail(ProbeOutcome::timeout, "no answer in time");
-    char buf[8192];
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      if (data.empty()) return fail(ProbeOutcome::connection_error, std::strerror(errno));
-      break;
-    }
-    data.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  fd = -1;
-  if (data.rfind("HTTP/1.", 0) != 0 || data.size() < 12)
-    return fail(ProbeOutcome::unknown_error, "not an HTTP answer");
   r.outcome = ProbeOutcome::success;
   r.status = std::atoi(data.c_str() + 9);
   auto head_end = data.find("\r\n\r\n");
@@ -145,7 +121,10 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
   return r;
 }
 
-ProbeResult tls_handshake(const std::string& host, int port, std::chrono::milliseconds timeout) {
+// A TLS session with host:port; with `request`, also sends it and reads the answer until the
+// server closes.
+ProbeResult tls_session(const std::string& host, int port, std::chrono::milliseconds timeout,
+                        const std::string* request) {
   ProbeResult r;
   const auto deadline = Clock::now() + timeout;
   int fd = connect_before(host, port, deadline, r);
@@ -168,14 +147,20 @@ ProbeResult tls_handshake(const std::string& host, int port, std::chrono::millis
   SSL_set_tlsext_host_name(ssl, host.c_str());
   SSL_set1_host(ssl, host.c_str());
   SSL_set_fd(ssl, fd);
+  // Waits for what the last call on the session asked for; false when it was no wait.
+  auto await = [&](int rc, bool& timed_out) {
+    const int why = SSL_get_error(ssl, rc);
+    if (why != SSL_ERROR_WANT_READ && why != SSL_ERROR_WANT_WRITE) return false;
+    timed_out = !wait_for(fd, why == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+    return true;
+  };
   for (;;) {
     ERR_clear_error();
     const int rc = SSL_connect(ssl);
-    if (rc == 1) return finish(ProbeOutcome::success, "");
-    const int why = SSL_get_error(ssl, rc);
-    if (why == SSL_ERROR_WANT_READ || why == SSL_ERROR_WANT_WRITE) {
-      if (!wait_for(fd, why == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline))
-        return finish(ProbeOutcome::timeout, "TLS handshake timed out");
+    if (rc == 1) break;
+    bool timed_out = false;
+    if (await(rc, timed_out)) {
+      if (timed_out) return finish(ProbeOutcome::timeout, "TLS handshake timed out");
       continue;
     }
     std::string reason;
@@ -188,6 +173,89 @@ ProbeResult tls_handshake(const std::string& host, int port, std::chrono::millis
     return finish(ProbeOutcome::unknown_error,
                   "TLS handshake with " + host + ":" + std::to_string(port) + " failed: " + reason);
   }
+  if (!request) return finish(ProbeOutcome::success, "");
+  for (std::size_t sent = 0; sent < request->size();) {
+    ERR_clear_error();
+    const int rc = SSL_write(ssl, request->data() + sent, static_cast<int>(request->size() - sent));
+    if (rc > 0) {
+      sent += static_cast<std::size_t>(rc);
+      continue;
+    }
+    bool timed_out = false;
+    if (!await(rc, timed_out)) return finish(ProbeOutcome::connection_error, "TLS send failed");
+    if (timed_out) return finish(ProbeOutcome::timeout, "send timed out");
+  }
+  std::string data;
+  for (;;) {
+    ERR_clear_error();
+    char buf[8192];
+    const int rc = SSL_read(ssl, buf, sizeof buf);
+    if (rc > 0) {
+      data.append(buf, static_cast<std::size_t>(rc));
+      continue;
+    }
+    bool timed_out = false;
+    if (await(rc, timed_out)) {
+      if (timed_out) return finish(ProbeOutcome::timeout, "no answer in time");
+      continue;
+    }
+    // A close without close_notify still ends an answer that came.
+    if (data.empty()) return finish(ProbeOutcome::connection_error, "the connection closed");
+    break;
+  }
+  auto answer = parse_answer(data);
+  finish(answer.outcome, answer.error);
+  r.status = answer.status;
+  r.body = std::move(answer.body);
+  return r;
+}
+
+}  // namespace
+
+ProbeResult http_get(const std::string& host, int port, const std::string& path,
+                     std::chrono::milliseconds timeout, const ProbeHeaders& headers) {
+  ProbeResult r;
+  const auto deadline = Clock::now() + timeout;
+  int fd = connect_before(host, port, deadline, r);
+  if (fd < 0) return r;
+  auto fail = [&](ProbeOutcome o, std::string why) {
+    if (fd >= 0) ::close(fd);
+    r.outcome = o;
+    r.error = std::move(why);
+    return r;
+  };
+  const std::string request = get_request(host, port, path, headers);
+  for (std::size_t sent = 0; sent < request.size();) {
+    if (!wait_for(fd, POLLOUT, deadline)) return fail(ProbeOutcome::timeout, "send timed out");
+    auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN) return fail(ProbeOutcome::connection_error, std::strerror(errno));
+    if (n > 0) sent += static_cast<std::size_t>(n);
+  }
+  std::string data;
+  for (;;) {
+    if (!wait_for(fd, POLLIN, deadline)) return fail(ProbeOutcome::timeout, "no answer in time");
+    char buf[8192];
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      if (data.empty()) return fail(ProbeOutcome::connection_error, std::strerror(errno));
+      break;
+    }
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return parse_answer(data);
+}
+
+ProbeResult https_get(const std::string& host, int port, const std::string& path,
+                      std::chrono::milliseconds timeout, const ProbeHeaders& headers) {
+  const std::string request = get_request(host, port, path, headers);
+  return tls_session(host, port, timeout, &request);
+}
+
+ProbeResult tls_handshake(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  return tls_session(host, port, timeout, nullptr);
 }
 
 }  // namespace gym::orchestrator

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gym::orchestrator {
 
@@ -16,9 +18,16 @@ struct ProbeResult {
   std::string error;  // what went wrong otherwise
 };
 
-// GET http://host:port<path> with `Connection: close`; any HTTP answer is a success.
+using ProbeHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// GET http://host:port<path> with `Connection: close` and `headers`; any HTTP answer is a success.
 ProbeResult http_get(const std::string& host, int port, const std::string& path,
-                     std::chrono::milliseconds timeout);
+                     std::chrono::milliseconds timeout, const ProbeHeaders& headers = {});
+
+// The same over TLS, with the checks of tls_handshake: a refused handshake is unknown_error with
+// its reason, as there.
+ProbeResult https_get(const std::string& host, int port, const std::string& path,
+                      std::chrono::milliseconds timeout, const ProbeHeaders& headers = {});
 
 // A TLS handshake with host:port, verifying the certificate against the system trust store
 // (SSL_CERT_FILE) and the host name as the HTTP client does: success once it completes; a

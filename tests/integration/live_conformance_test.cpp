@@ -186,8 +186,8 @@ TEST_P(LiveConformance, VllmModelReproducesTheRecordedRewards) {
   TempDir tmp;
   const auto recorded = read_jsonl(dir + "/example_rollouts.jsonl");
   ASSERT_GT(write_table(recorded, tmp.file("table.jsonl")), 0u);
-  ChildProcess fake(
-      {gym::test::build_path("tests/support/gym_fake_openai"), "--table", tmp.file("table.jsonl")});
+  ChildProcess fake({gym::test::build_path("tests/support/gym_fake_openai"), "--table",
+                     tmp.file("table.jsonl"), "--served-model", "recorded-model"});
   const int port = fake.wait_port();
   ASSERT_GT(port, 0);
 

@@ -255,7 +255,7 @@ TEST(VllmModel, RetriesRateLimitsAndNamesWhatFailed) {
 }
 
 TEST(OpenAIModel, ForwardsResponsesAndChatWithTheConfiguredModel) {
-  FakeEndpoint fake;
+  FakeEndpoint fake({"--served-model", "gpt-test"});  // what start-up's preflight looks for
   TempDir tmp;
   Deployment d(
       "--config " + write_file(tmp, "m.yaml",
@@ -338,7 +338,7 @@ TEST(LiveModelFlags, ModelFlagsThatDoNotApplyAreErrors) {
 }
 
 TEST(LiveModelSecrets, TheKeyIsMaskedInConfigShowStatusAndTheHeadServer) {
-  FakeEndpoint fake;
+  FakeEndpoint fake({"--served-model", "m"});
   TempDir tmp;
   auto show = gym::test::run_command(gym_binary() + " config show --model-type vllm_model" +
                                      " --model-url " + fake.base() + " --model m --model-api-key " +

@@ -167,11 +167,13 @@ def start_gym(test: unittest.TestCase, initial: dict):
 
 
 class FakeEndpoint:
-    """tests/support/gym_fake_openai on 127.0.0.1, port 0."""
+    """tests/support/gym_fake_openai on 127.0.0.1, port 0. Its GET /v1/models lists
+    `served_models` (training_config's policy_model_name by default): gym checks it at start."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, served_models: tuple[str, ...] = ("m",)):
+        served = [a for name in served_models for a in ("--served-model", name)]
         self.process = subprocess.Popen(
-            [FAKE_OPENAI, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            [FAKE_OPENAI, *args, *served], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         line = self.process.stdout.readline()
         if not line.startswith("LISTENING "):

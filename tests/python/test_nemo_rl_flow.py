@@ -139,7 +139,7 @@ class NemoRlFlowTest(support.WorkDirTestCase):
         support.write_answer_table([support.MULTI_STEP[0]], table)
         out = []
         for _ in range(count):
-            fake = support.FakeEndpoint("--table", str(table))
+            fake = support.FakeEndpoint("--table", str(table), served_models=("Qwen/Qwen3-0.6B",))
             self.addCleanup(fake.stop)
             out.append(fake)
         return out

@@ -103,7 +103,7 @@ class TrlFlowTest(support.WorkDirTestCase):
     def test_two_training_steps_on_one_loop(self) -> None:
         table = self.work / "answers.jsonl"
         self.assertGreater(support.write_answer_table([e for e, _ in ENVS], table), 0)
-        fake = support.FakeEndpoint("--table", str(table))
+        fake = support.FakeEndpoint("--table", str(table), served_models=("Qwen/Qwen3-0.6B",))
         self.addCleanup(fake.stop)
         config_paths = [support.env_config_path(e) for e, _ in ENVS] + [support.VLLM_FOR_TRAINING]
         rh = launch_nemo_gym(config_paths, "Qwen/Qwen3-0.6B", fake.url, host="0.0.0.0", port=0)
@@ -158,7 +158,7 @@ class TrlFlowTest(support.WorkDirTestCase):
         on_token_contiguity_break: fail the rows fail with status 500 and never reach training."""
         table = self.work / "answers.jsonl"
         support.write_answer_table([support.MULTI_STEP[0]], table, reasoning="Let me look that up.")
-        fake = support.FakeEndpoint("--table", str(table))
+        fake = support.FakeEndpoint("--table", str(table), served_models=("Qwen/Qwen3-0.6B",))
         self.addCleanup(fake.stop)
         env, agent = support.MULTI_STEP
         rows = support.dataset_rows(env, agent)

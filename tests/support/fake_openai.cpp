@@ -14,8 +14,9 @@
 //        top-level prompt_token_ids and choice.token_ids.
 //   POST /v1/responses   the next scripted step, else a small Response
 //   POST /tokenize       vLLM's tokenizer route: {"tokens": prompt ids of the body's messages and
-//                        tools with the generation prompt, "count": n, "max_model_len": 4096}
-//   GET  /v1/models      one model (with "max_model_len": 4096), for readiness probes; counted
+//                        tools with the generation prompt, "count": n, "max_model_len": N}
+//   GET  /v1/models      the --served-model ids (default fake-model), each with "max_model_len"
+//                        (--max-model-len, default 4096), for readiness probes; counted
 //   POST /script         appends steps: [{"status": 429, "body": ..., "times": n},
 //                        {"answer": <body>}, {"hang": true}, {"content": "text"}, ...]
 //   GET  /received       every request so far: path, query, headers (lower-case), body; and
@@ -44,7 +45,8 @@
 // --no-record (keep no requests: the benchmark's steady state), --delay-ms N (every chat and
 // Responses answer waits N ms, like a model generating: calls stay in flight), --routed-experts
 // (every chat answer's message carries "routed_experts": "fake-routed-experts:<generated token
-// count>", as vLLM with router replay adds it).
+// count>", as vLLM with router replay adds it), --served-model NAME (repeatable: the ids GET
+// /v1/models lists instead of fake-model), --max-model-len N (their max_model_len, default 4096).
 #include "http/server.h"
 
 #include "core/json_text.h"
@@ -60,6 +62,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -85,6 +88,8 @@ struct Fake {
   std::uint64_t models_probed = 0;     // GET /v1/models
   std::chrono::milliseconds delay{0};  // --delay-ms: every answer waits this long (a slow model)
   bool routed_experts = false;         // --routed-experts
+  std::vector<std::string> served_models;  // --served-model (repeatable): what /v1/models lists
+  std::int64_t max_model_len = 4096;       // --max-model-len
 };
 
 Fake& fake() {
@@ -393,6 +398,10 @@ int main(int argc, char** argv) {
       opt.port = static_cast<std::uint16_t>(std::stoi(argv[++i]));
     } else if (k == "--delay-ms" && i + 1 < argc) {
       fake().delay = std::chrono::milliseconds(std::stoi(argv[++i]));
+    } else if (k == "--served-model" && i + 1 < argc) {
+      fake().served_models.push_back(argv[++i]);
+    } else if (k == "--max-model-len" && i + 1 < argc) {
+      fake().max_model_len = std::stoll(argv[++i]);
     } else if (k == "--routed-experts") {
       fake().routed_experts = true;
     } else if (k == "--azure-deployment" && i + 1 < argc) {
@@ -407,16 +416,18 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (fake().served_models.empty()) fake().served_models.push_back("fake-model");
   gym::http::Router router;
   router.get("/", [](Request&) -> asio::awaitable<Response> {
     co_return Response::json(json::object{{"status", "ok"}});
   });
   router.get("/v1/models", [](Request&) -> asio::awaitable<Response> {
     ++fake().models_probed;
-    co_return Response::json(json::object{
-        {"object", "list"},
-        {"data", json::array{json::object{
-                     {"id", "fake-model"}, {"object", "model"}, {"max_model_len", 4096}}}}});
+    json::array data;
+    for (const auto& id : fake().served_models)
+      data.push_back(
+          json::object{{"id", id}, {"object", "model"}, {"max_model_len", fake().max_model_len}});
+    co_return Response::json(json::object{{"object", "list"}, {"data", std::move(data)}});
   });
   router.post("/v1/chat/completions", [](Request& r) { return serve(r, true); });
   // Azure: /openai/deployments/<deployment>/chat/completions?api-version=...
@@ -430,8 +441,8 @@ int main(int argc, char** argv) {
     remember(req, body);
     auto tokens = prompt_token_ids(body.get_object());
     const auto count = tokens.size();
-    co_return Response::json(
-        json::object{{"count", count}, {"max_model_len", 4096}, {"tokens", std::move(tokens)}});
+    co_return Response::json(json::object{
+        {"count", count}, {"max_model_len", fake().max_model_len}, {"tokens", std::move(tokens)}});
   });
   router.post("/script", [](Request& req) -> asio::awaitable<Response> {
     auto steps = gym::core::parse_json(req.body);

@@ -55,6 +55,19 @@ TEST(HttpGet, AnswerStatusAndBody) {
                          "\r\nConnection: close\r\n\r\n");
 }
 
+TEST(HttpGet, SendsTheGivenHeaders) {
+  Socket server;
+  server.listen();
+  std::string request;
+  auto thread = serve_once(server, "HTTP/1.1 401 Unauthorized\r\n\r\n", request);
+  auto r = http_get("127.0.0.1", server.port(), "/v1/models", 10s,
+                    {{"X-Team", "rl"}, {"Authorization", "Bearer k"}});
+  thread.join();
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(request, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server.port()) +
+                         "\r\nX-Team: rl\r\nAuthorization: Bearer k\r\nConnection: close\r\n\r\n");
+}
+
 TEST(HttpGet, AnyStatusIsAnAnswer) {
   Socket server;
   server.listen();

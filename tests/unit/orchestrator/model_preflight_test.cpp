@@ -1,0 +1,126 @@
+// The verdicts of the model endpoint preflight (orchestrator/model_preflight.h) on the answers
+// an endpoint may give to GET <base_url>/models, and the checks read from an instance's config.
+#include "orchestrator/model_preflight.h"
+
+#include "core/json_text.h"
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+namespace gym::orchestrator {
+namespace {
+
+namespace json = boost::json;
+using Kind = PreflightVerdict::Kind;
+
+ModelEndpointCheck vllm_check(const std::string& url = "http://h:8000/v1") {
+  ModelEndpointCheck c;
+  c.url = url;
+  c.url_key = "policy_model.responses_api_models.vllm_model.base_url";
+  c.model = "Qwen/Qwen3-8B";
+  c.model_key = "policy_model.responses_api_models.vllm_model.model";
+  c.model_from_flag = true;
+  c.api_key_key = "policy_model.responses_api_models.vllm_model.api_key";
+  c.api_key = "sk-secret-1234";
+  return c;
+}
+
+const char* kList =
+    R"({"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model","max_model_len":4096}]})";
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(ModelPreflight, AListServingTheModelPasses) {
+  EXPECT_EQ(check_models_answer(vllm_check(), 200, kList).kind, Kind::ok);
+  auto c = vllm_check();
+  c.max_output_tokens = 4095;
+  EXPECT_EQ(check_models_answer(c, 200, kList).kind, Kind::ok);
+  // A hosted API's list has no max_model_len: nothing to compare.
+  c.max_output_tokens = 100000;
+  EXPECT_EQ(
+      check_models_answer(c, 200, R"({"object":"list","data":[{"id":"Qwen/Qwen3-8B"}]})").kind,
+      Kind::ok);
+}
+
+TEST(ModelPreflight, ANotFoundOrAWebPageMeansAWrongUrl) {
+  auto v = check_models_answer(vllm_check("http://h:8000/"), 404, R"({"detail":"Not Found"})");
+  EXPECT_EQ(v.kind, Kind::fail);
+  EXPECT_TRUE(has(v.message, "GET http://h:8000/models answered 404")) << v.message;
+  EXPECT_TRUE(has(v.message, "try http://h:8000/v1")) << v.message;
+  v = check_models_answer(vllm_check(), 200, "<html><body>Welcome</body></html>");
+  EXPECT_EQ(v.kind, Kind::fail);
+  EXPECT_TRUE(has(v.message, "the base URL is probably wrong")) << v.message;
+  EXPECT_FALSE(has(v.message, "try ")) << "it already ends in /v1: " << v.message;
+}
+
+TEST(ModelPreflight, RefusedKeysNameTheKeyAndOtherFailuresOnlyWarn) {
+  auto v = check_models_answer(vllm_check(), 401, R"({"error":"bad key sk-secret-1234"})");
+  EXPECT_EQ(v.kind, Kind::fail);
+  EXPECT_TRUE(has(v.message, "vllm_model.api_key (--model-api-key, policy_api_key)")) << v.message;
+  EXPECT_EQ(check_models_answer(vllm_check(), 403, "").kind, Kind::fail);
+  for (int status : {500, 503, 405, 429}) {
+    v = check_models_answer(vllm_check(), status, "upstream sk-secret-1234 down");
+    EXPECT_EQ(v.kind, Kind::warn) << status;
+    EXPECT_FALSE(has(v.message, "sk-secret-1234")) << v.message;
+  }
+}
+
+TEST(ModelPreflight, AModelNotServedListsTheServedOnesAndTheKey) {
+  json::array data;
+  for (int i = 0; i < 22; ++i) data.push_back(json::object{{"id", "m" + std::to_string(i)}});
+  const auto body = core::render_json(json::object{{"object", "list"}, {"data", data}});
+  auto v = check_models_answer(vllm_check(), 200, body);
+  EXPECT_EQ(v.kind, Kind::fail);
+  EXPECT_TRUE(has(v.message,
+                  "does not serve model 'Qwen/Qwen3-8B' (--model / policy_model_name, "
+                  "policy_model.responses_api_models.vllm_model.model)"))
+      << v.message;
+  EXPECT_TRUE(has(v.message, "it serves: m0, m1,")) << v.message;
+  EXPECT_TRUE(has(v.message, "m19 (and 2 more)")) << v.message;
+  EXPECT_FALSE(has(v.message, "m20")) << v.message;
+}
+
+TEST(ModelPreflight, MaxOutputTokensAtOrOverMaxModelLenFail) {
+  auto c = vllm_check();
+  c.max_output_tokens = 4096;
+  auto v = check_models_answer(c, 200, kList);
+  EXPECT_EQ(v.kind, Kind::fail);
+  EXPECT_TRUE(has(v.message, "--max-output-tokens 4096")) << v.message;
+  EXPECT_TRUE(has(v.message, "serves Qwen/Qwen3-8B with max_model_len 4096")) << v.message;
+}
+
+TEST(ModelPreflight, ChecksComeFromTheLiveModelServersKeys) {
+  const auto cfg =
+      core::parse_json(
+          R"({"policy_model_name":"m","responses_create_params":{"max_output_tokens":512}})")
+          .as_object();
+  const auto vllm = core::parse_json(
+                        R"({"base_url":["http://a/v1","http://b/v1"],"model":"m","api_key":"k",
+                            "default_headers":{"X-Team":"rl","authorization":"no"}})")
+                        .as_object();
+  auto checks = model_endpoint_checks(cfg, "vllm_model", vllm, "p.responses_api_models.vllm_model");
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[1].url, "http://b/v1");
+  EXPECT_EQ(checks[0].url_key, "p.responses_api_models.vllm_model.base_url");
+  EXPECT_TRUE(checks[0].model_from_flag);
+  EXPECT_EQ(checks[0].max_output_tokens, 512);
+  ASSERT_EQ(checks[0].headers.size(), 2u);
+  EXPECT_EQ(checks[0].headers[0].first, "X-Team");
+  EXPECT_EQ(checks[0].headers[1].second, "Bearer k");
+
+  const auto openai =
+      core::parse_json(
+          R"({"openai_base_url":"https://api/v1","openai_model":"gpt","openai_api_key":"k"})")
+          .as_object();
+  checks = model_endpoint_checks(cfg, "openai_model", openai, "p");
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].model_key, "p.openai_model");
+  EXPECT_FALSE(checks[0].model_from_flag);
+  EXPECT_TRUE(model_endpoint_checks(cfg, "azure_openai_model", openai, "p").empty());
+  EXPECT_EQ(models_url("http://h/v1/"), "http://h/v1/models");
+}
+
+}  // namespace
+}  // namespace gym::orchestrator
