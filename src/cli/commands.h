@@ -15,6 +15,7 @@ struct ConfigFlags {
   std::vector<std::string> model_types;         // --model-type NAME[/flavor]
   std::vector<std::string> search_dirs;         // --search-dir (NEMO_GYM_EXTRA_ROOTS)
   std::string model, model_url, model_api_key;  // -m, --model-url, --model-api-key
+  std::string model_timeout;                    // --model-timeout SECONDS
   std::string env_file;                         // --env-file FILE
   bool no_env_file = false;                     // --no-env-file
   std::string initial_config;                   // --initial-config FILE

@@ -53,6 +53,7 @@ core::ConfigSources to_sources(const ConfigFlags& flags) {
   add("policy_model_name", flags.model);
   add("policy_base_url", flags.model_url);
   add("policy_api_key", flags.model_api_key);
+  add("model_call_timeout_seconds", flags.model_timeout);
   if (flags.verbose) s.overrides.push_back("++verbose=true");
   s.overrides.insert(s.overrides.end(), flags.overrides.begin(), flags.overrides.end());
   return s;
@@ -63,6 +64,7 @@ void check_model_flags(const ConfigFlags& flags, bool starts_servers, std::strin
   if (!flags.model.empty()) given.push_back("--model");
   if (!flags.model_url.empty()) given.push_back("--model-url");
   if (!flags.model_api_key.empty()) given.push_back("--model-api-key");
+  if (!flags.model_timeout.empty()) given.push_back("--model-timeout");
   if (given.empty()) return;
   std::string names;
   for (const auto& g : given) names += (names.empty() ? "" : ", ") + g;
@@ -80,7 +82,8 @@ void check_model_flags(const ConfigFlags& flags, bool starts_servers, std::strin
   }
   throw core::ConfigError(
       "config error: " + names +
-      " sets policy_model_name / policy_base_url / policy_api_key, which only the live model "
+      " sets policy_model_name / policy_base_url / policy_api_key / model_call_timeout_seconds, "
+      "which only the live model "
       "servers vllm_model, openai_model and azure_openai_model read; the configured model "
       "servers are " +
       (configured.empty() ? std::string("none") : configured) +

@@ -182,6 +182,9 @@ class Cli {
         ->allow_extra_args(false);
     sub->add_option("-m,--model", flags_.model, "policy_model_name");
     sub->add_option("--model-url", flags_.model_url, "policy_base_url");
+    sub->add_option("--model-timeout", flags_.model_timeout,
+                    "model_call_timeout_seconds: the longest one attempt of a call to the model "
+                    "endpoint may take (0: none)");
     sub->add_option("--model-api-key", flags_.model_api_key, "policy_api_key");
     auto* env_file = sub->add_option("--env-file", flags_.env_file,
                                      "Use this env file instead of looking for env.yaml");

@@ -405,6 +405,12 @@ void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
   set_default(cfg, "port_range_high", defaults.port_range_high);
   set_default(cfg, "dry_run", false);
   set_default(cfg, "model_endpoint_readiness_timeout_seconds", 600);
+  // The model servers' calls to their endpoint (docs/model-servers.md), checked here so a bad
+  // value stops every command before any server starts.
+  set_default(cfg, "model_endpoint_unavailable_seconds", 60);
+  set_default(cfg, "model_call_timeout_seconds", 0);
+  get_double(cfg, "model_endpoint_unavailable_seconds", 60, 0, 1e9);
+  get_double(cfg, "model_call_timeout_seconds", 0, 0, 1e9);
 
   // Global skip_verification* are defaults for every agent (runtime.md 4.6).
   for (const auto& instance : find_server_instances(cfg, &origins)) {

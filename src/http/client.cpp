@@ -10,6 +10,7 @@
 #include "http/retry_policy.h"
 #include "http/url.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -19,6 +20,7 @@
 
 #include <atomic>
 #include <list>
+#include <map>
 #include <unordered_map>
 
 namespace gym::http {
@@ -27,6 +29,8 @@ namespace ssl = asio::ssl;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr int kMaxRedirects = 10;
+constexpr std::chrono::seconds kRetryLogEvery{10};  // one retry summary per endpoint at most
+constexpr std::size_t kBodyInHealth = 200;          // of a 5xx, in "unavailable (last: ...)"
 
 boost::json::value ClientResponse::json(boost::json::storage_ptr storage) const {
   boost::system::error_code ec;
@@ -366,13 +370,29 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         }  // the slot is free again before any wait for a retry
         RetryDecision d;
         std::string why;
+        const auto now = Clock::now();
         if (a.response) {
           if (hops < kMaxRedirects && follow_redirect(*a.response, url, method, body)) {
             ++hops;
             continue;
           }
           const int st = a.response->status;
-          d = policy.after_response(st, Clock::now());
+          if (req.health) {
+            if (st >= 500) {
+              if (req.health->failed("HTTP " + std::to_string(st) + ": " +
+                                         a.response->body.substr(0, kBodyInHealth),
+                                     now))
+                throw EndpointUnavailableError(req.health->why_unavailable(now));
+            } else {
+              req.health->answered(now);
+            }
+          }
+          const auto retry_after = find_header(a.response->headers, "retry-after");
+          d = policy.after_response(
+              st, now,
+              retry_after.empty()
+                  ? std::nullopt
+                  : parse_retry_after(retry_after, std::chrono::system_clock::now()));
           if (d.action == RetryAction::done) {
             if (params.request_debug && st >= 400) {
               const telemetry::ScopedLogTrace in_span(req.trace.span);
@@ -382,28 +402,35 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
             end_client_span(span, st);
             co_return std::move(*a.response);
           }
-          const telemetry::ScopedLogTrace in_span(req.trace.span);
-          spdlog::warn("[model_retry url={} status={} kind={} try={} max_tries={}]", url, st,
-                       to_string(d.reason), d.try_number, RetryPolicy::kExternalMaxTries);
           why = "HTTP " + std::to_string(st);
         } else {
           if (params.request_debug) {
             const telemetry::ScopedLogTrace in_span(req.trace.span);
             spdlog::info("request {} {} failed: {}", to_string(method), url, a.error.message);
           }
-          d = policy.after_failure(a.error.failure, Clock::now());
+          // A stale keep-alive connection says nothing about the endpoint, nor does a
+          // certificate it is not trusted with.
+          if (req.health && a.error.failure != AttemptFailure::stale &&
+              a.error.failure != AttemptFailure::tls && req.health->failed(a.error.message, now))
+            throw EndpointUnavailableError(req.health->why_unavailable(now));
+          d = policy.after_failure(a.error.failure, now);
           if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
           if (d.action == RetryAction::fail) throw RequestError(a.error.message);
           if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
           why = std::move(a.error.message);
         }
         if (d.action == RetryAction::budget_exhausted) {
-          if (a.response && span.recording())  // the final attempt's status (8.3)
+          const std::string message =
+              fmt::format("retry budget exhausted ({:g} s, {} attempts): {}",
+                          params.retry_budget_seconds, attempts, why);
+          if (!a.response) throw RequestError(message);
+          if (span.recording())  // the final attempt's status (8.3)
             span.set_attribute("http.response.status_code", a.response->status);
-          throw RequestError("retry budget exhausted (" +
-                             std::to_string(params.retry_budget_seconds) + " s, " +
-                             std::to_string(attempts) + " attempts): " + why);
+          throw RetryBudgetError(message, std::move(*a.response), params.retry_budget_seconds,
+                                 attempts);
         }
+        if (req.kind == CallKind::external && d.reason != RetryReason::stale_connection)
+          note_retry(req, url, a.response ? a.response->status : 0, d.reason, now);
         ++stats.retries;
         if (d.action == RetryAction::retry_now) continue;
         asio::steady_timer t(ex, d.wait);
@@ -413,6 +440,55 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
       span.record_exception(exception_type(e), e.what());
       throw;
     }
+  }
+
+  // The retries of external calls, per endpoint, since its last summary line: a 429 storm
+  // retries every call every 0.5 s, and a line per retry would bury everything else.
+  struct RetryTally {
+    std::map<int, std::uint64_t> statuses;  // retried answers by status
+    std::uint64_t connection = 0;           // refused, reset or closed connections
+    std::uint64_t transport = 0;            // other transport errors
+    std::optional<Clock::time_point> logged;
+  };
+  std::unordered_map<std::string, RetryTally> retry_tallies;
+
+  // Counts a retry of an external call and, at most once per kRetryLogEvery per endpoint, logs
+  // what was retried since the last line.
+  void note_retry(const ClientRequest& req, const std::string& url, int status, RetryReason reason,
+                  Clock::time_point now) {
+    // Named without the query string, which may hold a key.
+    const std::string endpoint = req.health ? req.health->name() : url.substr(0, url.find('?'));
+    auto& t = retry_tallies[endpoint];
+    if (status != 0) {
+      ++t.statuses[status];
+    } else if (reason == RetryReason::connection) {
+      ++t.connection;
+    } else {
+      ++t.transport;
+    }
+    if (t.logged && now - *t.logged < kRetryLogEvery) return;
+    std::string what;
+    const auto add = [&](std::string part) { what += (what.empty() ? "" : ", ") + part; };
+    for (const auto& [st, n] : t.statuses)
+      add(st == 429
+              ? fmt::format("{} {} rate limited (429)", n, n == 1 ? "attempt was" : "attempts were")
+              : fmt::format("{} answered {}", n, st));
+    if (t.connection)
+      add(fmt::format("{} lost the connection (refused, reset or closed)", t.connection));
+    if (t.transport) add(fmt::format("{} failed in transport", t.transport));
+    const std::string window =
+        t.logged ? fmt::format(" in the last {:.0f} s",
+                               std::chrono::duration<double>(now - *t.logged).count())
+                 : std::string();
+    const std::string budget =
+        params.retry_budget_seconds > 0
+            ? fmt::format("retrying within global_http_retry_budget_seconds={:g} s",
+                          params.retry_budget_seconds)
+            : std::string("retrying without end (global_http_retry_budget_seconds=0)");
+    const telemetry::ScopedLogTrace in_span(req.trace.span);
+    spdlog::warn("model endpoint {}: {}{}; {}", endpoint, what, window, budget);
+    t = RetryTally{};
+    t.logged = now;
   }
 
   // Every 100th refused or dropped connection: most often the server is down, so the line names

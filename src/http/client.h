@@ -4,6 +4,7 @@
 // against the system trust store; see TlsError). No cookie jar: callers pass cookies per request
 // and read them from responses.
 // Not thread-safe: create it on the event loop that will use it and call it only from there.
+#include "http/endpoint_health.h"
 #include "http/message.h"
 #include "http/retry_policy.h"
 #include "http/slot_ledger.h"
@@ -91,6 +92,12 @@ struct ClientRequest {
   CallKind kind = CallKind::internal;    // how it is retried: http/retry_policy.h
   bool retry = true;                     // false: one attempt (readiness and status probes)
   std::optional<std::chrono::milliseconds> timeout;  // whole-attempt timeout; none by default
+  // The setting `timeout` comes from, named when it fires ("no answer within <setting>=N s");
+  // empty: "timed out".
+  std::string timeout_setting;
+  // The destination's health (an external endpoint's): every attempt is reported to it, and once
+  // it is unavailable a failed attempt ends the call with EndpointUnavailableError. Null: none.
+  EndpointHealth* health = nullptr;
   // The caller's trace (the handler's Request::trace): the parent of the CLIENT span, and what
   // goes out as traceparent/tracestate/baggage (telemetry.md 8.2).
   telemetry::TraceContext trace;
@@ -114,6 +121,30 @@ struct ClientResponse {
 class RequestError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The request's endpoint (ClientRequest::health) is unavailable: it failed every attempt of every
+// call for a while, so this call failed without using the rest of its retry budget. what():
+// "every call for 61 s was refused or answered 5xx (last: ...)".
+class EndpointUnavailableError : public RequestError {
+ public:
+  using RequestError::RequestError;
+};
+
+// The retry budget ran out while an external endpoint kept answering a retried status (429, 503,
+// ...): the last answer, and how long and how often it was tried.
+class RetryBudgetError : public RequestError {
+ public:
+  RetryBudgetError(const std::string& message, ClientResponse last, double seconds, int attempts)
+      : RequestError(message), last_(std::move(last)), seconds_(seconds), attempts_(attempts) {}
+  const ClientResponse& last() const { return last_; }
+  double seconds() const { return seconds_; }  // global_http_retry_budget_seconds
+  int attempts() const { return attempts_; }
+
+ private:
+  ClientResponse last_;
+  double seconds_;
+  int attempts_;
 };
 
 // The TLS handshake of an https:// request was refused: an untrusted or expired certificate, a

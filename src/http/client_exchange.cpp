@@ -45,21 +45,24 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return text + " s";
 }
 
-// How the exchange failed. `nothing_received`: not a byte of the response arrived.
-// `timeout_text`: what a timeout means for this request.
+// How the exchange failed. `nothing_received`: not a byte of the response arrived; `sent`: the
+// whole request was written. `timeout_text`: what a timeout means for this request.
 TransportError exchange_failure(const boost::system::error_code& ec, bool reused,
-                                bool nothing_received, Method method, const std::string& url,
-                                const std::string& timeout_text) {
+                                bool nothing_received, bool sent, Method method,
+                                const std::string& url, const std::string& timeout_text) {
   const bool closed = closed_before_response(ec);
   TransportError e;
   e.failure = ec == beast::error::timeout            ? AttemptFailure::read_timeout
               : reused && nothing_received && closed ? AttemptFailure::stale
+              : closed && sent                       ? AttemptFailure::closed_after_request
               : closed                               ? AttemptFailure::refused_or_closed
                                                      : AttemptFailure::other;
   // Without the query string: the message reaches failure rows, spans and logs (telemetry.md
   // 8.3: query strings are never attached), and a query may hold a key.
   e.message = (ec == beast::error::timeout ? timeout_text : ec.message()) + " (" +
               to_string(method).data() + " " + url.substr(0, url.find('?')) + ")";
+  if (e.failure == AttemptFailure::closed_after_request)
+    e.message = "the connection was closed after the whole request was sent: " + e.message;
   return e;
 }
 
@@ -206,11 +209,12 @@ class ProgressDeadline {
 constexpr std::chrono::milliseconds kEarlyResponseWait{5'000};
 
 // Writes the request (`head`, then `body`) and reads the response on `stream` (plain TCP or TLS
-// over it); one template, so the plain path pays no indirection.
+// over it); one template, so the plain path pays no indirection. `sent`: set once the whole
+// request is written.
 template <typename Stream>
 asio::awaitable<boost::system::error_code> write_and_read(
     Stream& stream, ClientConnection& c, const std::string& head, const std::string& body,
-    bhttp::response_parser<bhttp::string_body>& parser, ProgressDeadline& deadline) {
+    bhttp::response_parser<bhttp::string_body>& parser, ProgressDeadline& deadline, bool& sent) {
   boost::system::error_code write_ec;
   for (std::size_t written = 0; written < head.size() + body.size();) {
     deadline.arm();
@@ -235,6 +239,7 @@ asio::awaitable<boost::system::error_code> write_and_read(
     (void)n;
     co_return ec ? write_ec : boost::system::error_code{};
   }
+  sent = true;
   while (!parser.is_done()) {
     deadline.arm();
     auto [ec, n] = co_await bhttp::async_read_some(stream, c.buffer, parser, kTuple);
@@ -256,16 +261,26 @@ asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u, const Clie
   parser.body_limit(boost::none);
   parser.header_limit(1u << 20);
   if (method == Method::head) parser.skip(true);
+  bool sent = false;
   const boost::system::error_code ec =
-      c.tls ? co_await write_and_read(*c.tls, c, head, body, parser, deadline)
-            : co_await write_and_read(c.stream, c, head, body, parser, deadline);
+      c.tls ? co_await write_and_read(*c.tls, c, head, body, parser, deadline, sent)
+            : co_await write_and_read(c.stream, c, head, body, parser, deadline, sent);
   Exchange out;
   if (ec) {
-    const std::string timeout_text =
-        req.timeout ? std::string("timed out")
-                    : "timed out: the server sent nothing and took nothing for " +
-                          seconds_text(read_timeout) + " (global_http_read_timeout_seconds)";
-    out.error = exchange_failure(ec, reused, !parser.got_some(), method, req.url, timeout_text);
+    // Each names the setting to change.
+    std::string timeout_text;
+    if (!req.timeout) {
+      timeout_text =
+          "timed out: the server sent nothing and took nothing for "
+          "global_http_read_timeout_seconds=" +
+          seconds_text(read_timeout);
+    } else if (!req.timeout_setting.empty()) {
+      timeout_text = "no answer within " + req.timeout_setting + "=" + seconds_text(*req.timeout);
+    } else {
+      timeout_text = "timed out";
+    }
+    out.error =
+        exchange_failure(ec, reused, !parser.got_some(), sent, method, req.url, timeout_text);
     co_return out;
   }
   auto& res = parser.get();

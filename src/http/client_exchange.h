@@ -49,7 +49,8 @@ std::string request_head(const Url& u, const ClientRequest& req, Method method,
                          const telemetry::TraceContext* propagated = nullptr);
 
 // Refused, reset, or closed before a response (a TLS peer too that closed without
-// close_notify): retried for every call (runtime.md 8.3).
+// close_notify). Retried for every call when the request was not wholly sent; after it was,
+// external calls count a try (AttemptFailure::closed_after_request).
 bool closed_before_response(const boost::system::error_code& ec);
 
 }  // namespace gym::http

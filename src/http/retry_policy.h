@@ -9,14 +9,17 @@
 // | any HTTP status                 | returned             | 429 502 503 504 520: retried,       |
 // |                                 |                      | not counted; 500: 3 tries in total; |
 // |                                 |                      | others returned                     |
-// | refused / reset / closed before | retried              | retried                             |
-// | a response                      |                      |                                     |
+// | refused, or closed before the   | retried              | retried                             |
+// | whole request was sent          |                      |                                     |
+// | reset / closed after the whole  | retried              | 3 tries in total (the endpoint may  |
+// | request was sent, no response   |                      | have generated: it costs money)     |
 // | stale keep-alive connection     | retried at once      | retried at once                     |
 // | TLS handshake refused           | fails (TlsError)     | fails (TlsError)                    |
 // | read timeout (server silent)    | fails                | fails                               |
 // | other transport errors          | retried              | 3 tries in total                    |
 //
-// Retries wait kRetryWait and stop when the retry budget (a deadline) would pass during the wait.
+// Retries wait kRetryWait, or what the Retry-After of an external call's 429 or 503 asks for, and
+// stop when the retry budget (a deadline) would pass during the wait.
 // A call made with retry = false gets one attempt: its response is returned, its failure thrown.
 // Not thread-safe: one policy per logical request.
 #include <chrono>
@@ -31,12 +34,15 @@ enum class CallKind { internal, external };
 
 // Why an attempt got no response.
 enum class AttemptFailure {
-  refused_or_closed,  // refused, reset, closed before a response: retried for every call
-  stale,              // a reused keep-alive connection closed under us: retried at once
-  tls,                // TLS handshake refused (certificate, host name, protocol): never retried
-  read_timeout,       // the server took the request, then sent nothing for the read timeout:
-                      // never retried (the next attempt would likely wait as long again)
-  other,              // other transport errors (timeout, name resolution, pool wait given up)
+  refused_or_closed,     // refused, or closed before the whole request was sent: retried for every
+                         // call (the endpoint cannot have acted on it)
+  closed_after_request,  // reset or closed after the whole request was sent, before a complete
+                         // response: the endpoint may have generated, so external calls count it
+  stale,                 // a reused keep-alive connection closed under us: retried at once
+  tls,                   // TLS handshake refused (certificate, host name, protocol): never retried
+  read_timeout,          // the server took the request, then sent nothing for the read timeout:
+                         // never retried (the next attempt would likely wait as long again)
+  other,                 // other transport errors (timeout, name resolution, pool wait given up)
 };
 
 // The statuses of a server that asks to be tried again later: rate limited (429), or a gateway
@@ -69,6 +75,11 @@ enum class RetryReason {
 };
 std::string_view to_string(RetryReason reason);
 
+// The wait a Retry-After header value asks for: delta-seconds ("120") or an HTTP-date ("Wed, 21
+// Oct 2015 07:28:00 GMT", against `now`; a date passed is zero). None when it is neither.
+std::optional<std::chrono::milliseconds> parse_retry_after(
+    std::string_view value, std::chrono::system_clock::time_point now);
+
 struct RetryDecision {
   RetryAction action = RetryAction::done;
   RetryReason reason = RetryReason::none;
@@ -91,7 +102,10 @@ class RetryPolicy {
                                                           double budget_seconds, bool retry);
 
   // After an attempt that got a response with `status` (redirects already followed).
-  RetryDecision after_response(int status, Clock::time_point now);
+  // `retry_after`: the wait its Retry-After header asks for (parse_retry_after), honoured on an
+  // external call's 429 and 503 instead of kRetryWait (never shorter).
+  RetryDecision after_response(int status, Clock::time_point now,
+                               std::optional<std::chrono::milliseconds> retry_after = {});
   // After an attempt that got no response.
   RetryDecision after_failure(AttemptFailure failure, Clock::time_point now);
 
@@ -99,8 +113,9 @@ class RetryPolicy {
   int counted_tries() const { return counted_tries_; }
 
  private:
-  // A retry after the usual wait, counted as a try or not; budget_exhausted past the deadline.
-  RetryDecision retry_later(RetryReason reason, bool counted, Clock::time_point now);
+  // A retry after `wait`, counted as a try or not; budget_exhausted past the deadline.
+  RetryDecision retry_later(RetryReason reason, bool counted, Clock::time_point now,
+                            std::chrono::milliseconds wait = kRetryWait);
 
   CallKind kind_;
   bool retry_;

@@ -187,9 +187,10 @@ void register_openai_model(servers::Registry& registry) {
       "SimpleModelServer",
       [](servers::ServerContext& ctx, http::Router& router) {
         auto config = read_openai_model_config(ctx.instance);
-        UpstreamEndpoint endpoint{config.base_url, "",
-                                  endpoint_headers(config.api_key, &config.default_headers),
-                                  config.api_key};
+        UpstreamEndpoint endpoint{
+            config.base_url, "",      endpoint_headers(config.api_key, &config.default_headers),
+            config.api_key,  nullptr, {}};
+        apply_call_settings(endpoint, ctx.global);
         const auto limit = config.max_concurrent_requests;
         add_model_routes(ctx,
                          std::make_shared<OpenAIServer>(OpenAIServer{
@@ -208,7 +209,12 @@ void register_azure_openai_model(servers::Registry& registry) {
         auto config = read_azure_openai_model_config(ctx.instance);
         UpstreamEndpoint endpoint{
             config.endpoint + "/openai/deployments/" + percent_encoded(config.deployment),
-            config.query, endpoint_headers(config.api_key, nullptr, "api-key"), config.api_key};
+            config.query,
+            endpoint_headers(config.api_key, nullptr, "api-key"),
+            config.api_key,
+            nullptr,
+            {}};
+        apply_call_settings(endpoint, ctx.global);
         const auto limit = config.num_concurrent_requests;
         add_model_routes(ctx,
                          std::make_shared<AzureServer>(AzureServer{

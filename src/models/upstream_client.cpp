@@ -1,7 +1,9 @@
 #include "models/upstream_client.h"
 
+#include "core/config.h"
 #include "core/json_text.h"
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <strings.h>
@@ -13,6 +15,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::size_t kBodyInMessage = 1000;  // enough for any endpoint's error text
+constexpr double kUnavailableSecondsDefault = 60;
 
 std::string masked(std::string text, const std::string& secret) {
   if (secret.size() < 4) return text;  // too short to tell from ordinary text
@@ -21,29 +24,62 @@ std::string masked(std::string text, const std::string& secret) {
   return text;
 }
 
-bool mentions_context_length(std::string_view body) {
-  return body.find("context length") != std::string_view::npos ||
-         body.find("context_length") != std::string_view::npos ||
-         body.find("maximum context") != std::string_view::npos ||
-         body.find("max_tokens") != std::string_view::npos;
-}
-
 std::string hint(int status, std::string_view body) {
   if (status == 401 || status == 403)
     return "the endpoint rejected the API key: check policy_api_key (--model-api-key)";
   if (status == 404)
     return "the endpoint does not know this model or path: check policy_model_name (--model) "
            "and policy_base_url (--model-url; OpenAI-compatible base URLs usually end in /v1)";
-  if (status == 400 && mentions_context_length(body))
+  if (is_context_length_error(status, body))
     return "the conversation does not fit the model's context window: lower max_output_tokens "
-           "or shorten the input";
-  if (status == 429 || status >= 500)
-    return "retried until global_http_retry_budget_seconds ran out; the endpoint is overloaded "
-           "or down";
+           "(--max-output-tokens) or shorten the input";
+  // What reaches here was not retried further (a 429 or 503 that outlasted the retry budget
+  // has its own hint: budget_hint).
+  if (status == 500)
+    return fmt::format("tried {} times, the endpoint failed every time; see its log",
+                       http::RetryPolicy::kExternalMaxTries);
+  if (status > 500) return "not retried: only 500, 502, 503, 504 and 520 are";
   return {};
 }
 
+// A retried status that outlasted the retry budget.
+std::string budget_hint(const http::RetryBudgetError& e) {
+  return fmt::format(
+      "retry budget exhausted: retried for {:g} s over {} attempts "
+      "(global_http_retry_budget_seconds={:g}); the endpoint is {}",
+      e.seconds(), e.attempts(), e.seconds(),
+      e.last().status == 429 ? "rate limiting us: lower the concurrency or raise its limits"
+                             : "overloaded or down");
+}
+
+// "model endpoint <url> answered HTTP <status>: <body> (<hint>)", the body key masked.
+UpstreamError answered(const std::string& url, int status, std::string body,
+                       const std::string& secret, const std::string& why) {
+  std::string text = masked(std::move(body), secret);
+  std::string message = "model endpoint " + url + " answered HTTP " + std::to_string(status) +
+                        ": " + text.substr(0, kBodyInMessage);
+  if (!why.empty()) message += " (" + why + ")";
+  return UpstreamError(std::move(message), status, std::move(text));
+}
+
 }  // namespace
+
+bool is_context_length_error(int status, std::string_view body) {
+  return status == 400 && (body.find("context length") != std::string_view::npos ||
+                           body.find("context_length") != std::string_view::npos ||
+                           body.find("maximum context") != std::string_view::npos ||
+                           body.find("max_tokens") != std::string_view::npos);
+}
+
+void apply_call_settings(UpstreamEndpoint& endpoint, const json::object& global) {
+  const auto ms = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+  };
+  endpoint.health = std::make_shared<http::EndpointHealth>(
+      endpoint.base_url, ms(core::get_double(global, "model_endpoint_unavailable_seconds",
+                                             kUnavailableSecondsDefault, 0, 1e9)));
+  endpoint.call_timeout = ms(core::get_double(global, "model_call_timeout_seconds", 0, 0, 1e9));
+}
 
 asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client,
                                                         const UpstreamEndpoint& endpoint,
@@ -56,8 +92,20 @@ asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client
   req.body = core::render_json(body);
   req.headers = endpoint.headers;
   req.kind = http::CallKind::external;
+  req.health = endpoint.health.get();
+  if (endpoint.call_timeout.count() > 0) {
+    req.timeout = endpoint.call_timeout;
+    req.timeout_setting = "model_call_timeout_seconds";
+  }
   try {
     co_return co_await client.request(std::move(req));
+  } catch (const http::EndpointUnavailableError& e) {
+    throw UpstreamError("model endpoint " + endpoint.url(path) +
+                            " is unavailable: " + masked(e.what(), endpoint.secret),
+                        0, "", /*unavailable=*/true);
+  } catch (const http::RetryBudgetError& e) {
+    throw answered(endpoint.url(path), e.last().status, e.last().body, endpoint.secret,
+                   budget_hint(e));
   } catch (const http::RequestError& e) {
     throw UpstreamError("model endpoint " + endpoint.url(path) +
                             " gave no answer: " + masked(e.what(), endpoint.secret),
@@ -72,11 +120,8 @@ asio::awaitable<json::object> post_upstream(http::HttpClient& client,
   auto answer = co_await post_upstream_raw(client, endpoint, path, body, trace);
   const std::string url = endpoint.url(path);
   if (answer.status < 200 || answer.status > 299) {
-    std::string text = masked(std::move(answer.body), endpoint.secret);
-    std::string message = "model endpoint " + url + " answered HTTP " +
-                          std::to_string(answer.status) + ": " + text.substr(0, kBodyInMessage);
-    if (auto h = hint(answer.status, text); !h.empty()) message += " (" + h + ")";
-    throw UpstreamError(std::move(message), answer.status, std::move(text));
+    const std::string why = hint(answer.status, answer.body);
+    throw answered(url, answer.status, std::move(answer.body), endpoint.secret, why);
   }
   boost::system::error_code ec;
   json::value v = core::parse_json(answer.body, ec);
@@ -90,7 +135,10 @@ asio::awaitable<json::object> post_upstream(http::HttpClient& client,
 }
 
 http::Response upstream_failure(const UpstreamError& e) {
-  const int status = e.status() >= 400 && e.status() < 500 ? e.status() : 502;
+  // A 429 that outlasted the retry budget is the endpoint's overload, not our caller's.
+  const int status = e.unavailable()                                              ? 503
+                     : e.status() >= 400 && e.status() < 500 && e.status() != 429 ? e.status()
+                                                                                  : 502;
   return http::Response::json(json::string(e.what()), status);
 }
 

@@ -4,12 +4,15 @@
 // within the retry budget, runtime.md 8.3), and the answer a failed call gives our caller. The
 // API key travels only in the request headers: it is never part of a message.
 #include "http/client.h"
+#include "http/endpoint_health.h"
 #include "http/message.h"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -22,22 +25,42 @@ struct UpstreamEndpoint {
   std::string query;                  // appended to every URL, e.g. "?api-version=2024-10-21"
   std::vector<http::Header> headers;  // authentication and the configured default headers
   std::string secret;                 // the API key, masked if an endpoint echoes it back
+  // Shared by every call of the process (copies share it): whether the endpoint is up.
+  std::shared_ptr<http::EndpointHealth> health;
+  std::chrono::milliseconds call_timeout{0};  // model_call_timeout_seconds; zero: none
 
   std::string url(std::string_view path) const { return base_url + std::string(path) + query; }
 };
 
-// An endpoint's final non-2xx answer, or no answer at all (status 0). what() says which URL,
-// what it answered and what to check, without the key.
+// The endpoint's call settings from the global config: its health tracker
+// (model_endpoint_unavailable_seconds, default 60, 0 = never unavailable) and the timeout of one
+// attempt (model_call_timeout_seconds, default 0 = none). A ConfigError names a bad value.
+void apply_call_settings(UpstreamEndpoint& endpoint, const boost::json::object& global);
+
+// A 400 that says the conversation does not fit the model's context (vLLM: "maximum context
+// length", OpenAI: context_length_exceeded; upstream also takes "max_tokens"). vllm_model ends
+// such a turn as cut off instead of failing it.
+bool is_context_length_error(int status, std::string_view body);
+
+// An endpoint's final non-2xx answer, no answer at all (status 0), or the endpoint declared
+// unavailable. what() says which URL, what it answered and what to check, without the key:
+// "model endpoint <url> gave no answer: ...", "... answered HTTP <status>: ..." or "... is
+// unavailable: ..." (the collector tells them apart by these words).
 class UpstreamError : public std::runtime_error {
  public:
-  UpstreamError(std::string message, int status, std::string body)
-      : std::runtime_error(std::move(message)), status_(status), body_(std::move(body)) {}
+  UpstreamError(std::string message, int status, std::string body, bool unavailable = false)
+      : std::runtime_error(std::move(message)),
+        status_(status),
+        body_(std::move(body)),
+        unavailable_(unavailable) {}
   int status() const { return status_; }             // 0: no response (refused, timeout, budget)
   const std::string& body() const { return body_; }  // the endpoint's body, key masked
+  bool unavailable() const { return unavailable_; }  // EndpointHealth gave up on the endpoint
 
  private:
   int status_;
   std::string body_;
+  bool unavailable_;
 };
 
 // POST `body` to endpoint.url(path) and return the answer's JSON object. Throws UpstreamError.
@@ -54,7 +77,8 @@ boost::asio::awaitable<http::ClientResponse> post_upstream_raw(
     const boost::json::value& body, const telemetry::TraceContext& trace);
 
 // What our route answers when the endpoint failed: the endpoint's 4xx status (so an OpenAI
-// client sees the same error class), 502 for 5xx and for no answer; a JSON string body
+// client sees the same error class), 503 when the endpoint is unavailable, 502 for 5xx, for a
+// 429 that outlasted the retry budget and for no answer; a JSON string body
 // naming the URL and status, with the hint for the common mistakes (bad key, unknown model,
 // context too long).
 http::Response upstream_failure(const UpstreamError& e);

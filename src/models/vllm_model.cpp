@@ -135,6 +135,20 @@ std::pair<json::array, json::array> logprob_tokens(const json::object& choice) {
 
 // At most one on-policy warning per this interval per process; the next one counts the rest.
 constexpr std::chrono::seconds kBreakLogInterval{10};
+// Likewise for calls the endpoint refused as too long for the model's context.
+constexpr std::chrono::seconds kContextLogInterval{10};
+
+// The error text of an endpoint's answer: vLLM's {"message": ...} or OpenAI's {"error":
+// {"message": ...}}, else the body as it came (the key already masked).
+std::string error_text(const std::string& body) {
+  boost::system::error_code ec;
+  const json::value v = core::parse_json(body, ec);
+  const auto* o = ec ? nullptr : v.if_object();
+  if (o && o->contains("error") && o->at("error").is_object()) o = &o->at("error").get_object();
+  if (const auto* m = o ? o->if_contains("message") : nullptr; m && m->is_string())
+    return std::string(m->get_string());
+  return body.substr(0, 1000);
+}
 
 // Who a turn belongs to, for the on-policy messages: the rollout when the request names it
 // (/ng-rollout/<id>/), else the model server's session (one per rollout's conversation).
@@ -149,13 +163,17 @@ struct VllmServer {
   VllmModelConfig config;
   std::vector<UpstreamEndpoint> endpoints;
   std::shared_ptr<LogRateLimit> break_log = std::make_shared<LogRateLimit>(kBreakLogInterval);
+  std::shared_ptr<LogRateLimit> context_log = std::make_shared<LogRateLimit>(kContextLogInterval);
 
   const UpstreamEndpoint& endpoint_of(const Request& req) const {
     return endpoints[endpoint_for_session(req.session_id, endpoints.size())];
   }
 
   // POST /chat/completions of the session's endpoint, then the answer as upstream shapes it.
-  asio::awaitable<json::object> chat(const Request& req, json::object body) {
+  // `too_long`: set to the endpoint's message when it refused the conversation as too long for
+  // the model's context (the answer is then an empty completion cut off by length).
+  asio::awaitable<json::object> chat(const Request& req, json::object body,
+                                     std::string* too_long = nullptr) {
     body = vllm_chat_body(config, std::move(body));
     if (!config.sequential_reasoning_allowed) {
       const auto& messages = body.at("messages").as_array();
@@ -175,15 +193,30 @@ struct VllmServer {
       completion =
           co_await post_upstream(*ctx.client, endpoint, "/chat/completions", body, req.trace);
     } catch (const UpstreamError& e) {
-      // vLLM says 400 when the prompt no longer fits: the turn ends as cut off, like upstream.
-      if (e.status() == 400 && (e.body().find("context length") != std::string::npos ||
-                                e.body().find("max_tokens") != std::string::npos))
-        co_return empty_completion(config.model, "length");
-      throw;
+      // vLLM says 400 when the prompt no longer fits: the turn ends as cut off, like upstream,
+      // so the rollout is still verified; the endpoint's words go to the log and the Response.
+      if (!is_context_length_error(e.status(), e.body())) throw;
+      const std::string message = error_text(e.body());
+      note_too_long(message);
+      if (too_long) *too_long = message;
+      co_return empty_completion(config.model, "length");
     }
     co_await shape_answer(req, endpoint, body, completion);
     if (config.return_token_id_information) check_on_policy(req, body, completion);
     co_return completion;
+  }
+
+  // A rate-limited warning: a max_output_tokens too large for the model fails every long
+  // conversation, and the rows alone would only say "incomplete".
+  void note_too_long(const std::string& message) {
+    const auto held = context_log->admit(LogRateLimit::Clock::now());
+    if (!held) return;
+    spdlog::warn(
+        "vllm_model {}: the endpoint refused {} as too long for the model's context{}: {}; lower "
+        "max_output_tokens (--max-output-tokens) or shorten the input",
+        ctx.instance.name, *held ? fmt::format("{} calls", *held + 1) : std::string("a call"),
+        *held ? fmt::format(" in the last {} s", kContextLogInterval.count()) : std::string(),
+        message);
   }
 
   // The on-policy check: this turn's prompt ids must extend the previous turn's prompt and
@@ -301,10 +334,15 @@ struct VllmServer {
     try {
       if (config.is_responses_native) co_return co_await responses_native(req, params);
       auto chat_params = responses_to_chat_params(params, config.conversion());
-      auto completion = co_await chat(req, std::move(chat_params));
+      std::string too_long;
+      auto completion = co_await chat(req, std::move(chat_params), &too_long);
       params["model"] = config.model;
-      co_return Response::json(
-          chat_completion_to_response(params, completion, config.conversion()));
+      auto response = chat_completion_to_response(params, completion, config.conversion());
+      // The Response's own error field (null otherwise): the row then says why it is empty.
+      if (!too_long.empty())
+        response["error"] =
+            json::object{{"code", "context_length_exceeded"}, {"message", std::move(too_long)}};
+      co_return Response::json(response);
     } catch (const ConversionError& e) {
       co_return Response::json(json::string(std::string("vllm_model: ") + e.what()), 400);
     } catch (const UpstreamError& e) {
@@ -449,10 +487,16 @@ void register_vllm_model(servers::Registry& registry) {
       [](servers::ServerContext& ctx, http::Router& router) {
         auto server =
             std::make_shared<VllmServer>(VllmServer{ctx, read_vllm_model_config(ctx.instance), {}});
-        for (const auto& url : server->config.base_urls)
+        for (const auto& url : server->config.base_urls) {
           server->endpoints.push_back(UpstreamEndpoint{
-              url, "", endpoint_headers(server->config.api_key, &server->config.default_headers),
-              server->config.api_key});
+              url,
+              "",
+              endpoint_headers(server->config.api_key, &server->config.default_headers),
+              server->config.api_key,
+              nullptr,
+              {}});
+          apply_call_settings(server->endpoints.back(), ctx.global);
+        }
         if (!server->config.sampling_overrides.empty())
           spdlog::info("vllm_model: {} pins sampling on every request: {}", ctx.instance.name,
                        core::render_json(server->config.sampling_overrides));

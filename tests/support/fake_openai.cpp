@@ -56,6 +56,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -71,11 +76,16 @@ using gym::http::Response;
 
 namespace {
 
+// A scripted answer. Also {"reset": true}: the connection is reset (TCP RST) once the request
+// was read, as an endpoint that crashed mid-generation; {"headers": {"Retry-After": "2"}}: headers
+// on the step's answer (with status, body, answer or content).
 struct Step {
   int status = 200;
   json::value body;  // null: the usual answer of the route
   bool hang = false;
+  bool reset = false;
   std::string content;  // a chat answer with this text
+  json::object headers;
   int times = 1;
 };
 
@@ -333,6 +343,44 @@ asio::awaitable<Response> hang() {
   co_return Response::json("hung", 504);
 }
 
+// Resets the connection of the request being handled: of this process's connected sockets (all
+// accepted ones: the fake makes no calls), the one that received data last, since the handler
+// runs as soon as its request was read and the tests send one request at a time. A connect() to
+// AF_UNSPEC sends the RST and leaves the descriptor to the server, whose write then fails.
+void reset_current_connection() {
+  int chosen = -1;
+  std::uint32_t quietest = UINT32_MAX;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return;
+  while (const dirent* e = ::readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    sockaddr_storage peer{};
+    socklen_t size = sizeof peer;
+    tcp_info info{};
+    socklen_t info_size = sizeof info;
+    if (fd <= 2 || ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 ||
+        ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_size) != 0)
+      continue;
+    if (info.tcpi_last_data_recv < quietest) {
+      quietest = info.tcpi_last_data_recv;
+      chosen = fd;
+    }
+  }
+  ::closedir(dir);
+  if (chosen < 0) return;
+  sockaddr unspecified{};
+  unspecified.sa_family = AF_UNSPEC;
+  ::connect(chosen, &unspecified, sizeof unspecified);
+}
+
+// The step's answer with its headers.
+Response with_headers(Response res, const json::object& headers) {
+  for (const auto& [name, value] : headers)
+    res.headers.push_back({std::string(name), value.is_string() ? std::string(value.get_string())
+                                                                : json::serialize(value)});
+  return res;
+}
+
 asio::awaitable<Response> serve(Request& req, bool chat) {
   ++fake().served;
   boost::system::error_code ec;
@@ -346,15 +394,24 @@ asio::awaitable<Response> serve(Request& req, bool chat) {
   const auto& request = body.get_object();
   if (auto step = next_step()) {
     if (step->hang) co_return co_await hang();
-    if (!step->content.empty()) co_return Response::json(chat_answer(request, step->content));
+    if (step->reset) {
+      reset_current_connection();
+      co_return Response::json("reset", 500);  // never arrives
+    }
+    if (!step->content.empty())
+      co_return with_headers(Response::json(chat_answer(request, step->content)), step->headers);
     if (!step->body.is_null())
-      co_return Response::json(
-          chat && step->status == 200 ? with_token_information(request, step->body) : step->body,
-          step->status);
+      co_return with_headers(
+          Response::json(chat && step->status == 200 ? with_token_information(request, step->body)
+                                                     : step->body,
+                         step->status),
+          step->headers);
     if (step->status != 200)
-      co_return Response::json(json::object{{"error", json::object{{"message", "scripted failure"},
-                                                                   {"code", step->status}}}},
-                               step->status);
+      co_return with_headers(
+          Response::json(json::object{{"error", json::object{{"message", "scripted failure"},
+                                                             {"code", step->status}}}},
+                         step->status),
+          step->headers);
   }
   if (!chat) co_return Response::json(responses_answer(request));
   if (!fake().table.empty()) {
@@ -454,6 +511,8 @@ int main(int argc, char** argv) {
       if (const auto* v = o.if_contains("body")) step.body = *v;
       if (const auto* v = o.if_contains("answer")) step.body = *v;
       if (const auto* v = o.if_contains("hang")) step.hang = v->as_bool();
+      if (const auto* v = o.if_contains("reset")) step.reset = v->as_bool();
+      if (const auto* v = o.if_contains("headers")) step.headers = v->as_object();
       if (const auto* v = o.if_contains("content")) step.content = v->as_string();
       if (const auto* v = o.if_contains("times"))
         step.times = static_cast<int>(v->to_number<std::int64_t>());

@@ -162,3 +162,64 @@ TEST(RetryPolicy, ReasonLabels) {
   EXPECT_EQ(to_string(RetryReason::stale_connection), "stale_connection");
   EXPECT_EQ(to_string(RetryReason::transport), "transport");
 }
+
+TEST(RetryPolicy, AConnectionClosedAfterTheWholeRequestCountsATryForExternalCalls) {
+  // The endpoint got the request and may have generated (and billed) an answer.
+  auto ext = unbounded(CallKind::external);
+  for (int i = 1; i < RetryPolicy::kExternalMaxTries; ++i) {
+    auto d = ext.after_failure(AttemptFailure::closed_after_request, t0);
+    EXPECT_EQ(d.action, RetryAction::retry_after_wait);
+    EXPECT_EQ(d.reason, RetryReason::connection);
+    EXPECT_EQ(d.try_number, i);
+  }
+  EXPECT_EQ(ext.after_failure(AttemptFailure::closed_after_request, t0).action, RetryAction::fail);
+  // It shares the count with 500s; a refused connection (nothing delivered) still does not count.
+  auto mixed = unbounded(CallKind::external);
+  EXPECT_EQ(mixed.after_response(500, t0).action, RetryAction::retry_after_wait);
+  EXPECT_EQ(mixed.after_failure(AttemptFailure::refused_or_closed, t0).action,
+            RetryAction::retry_after_wait);
+  EXPECT_EQ(mixed.after_failure(AttemptFailure::closed_after_request, t0).action,
+            RetryAction::retry_after_wait);
+  EXPECT_EQ(mixed.after_failure(AttemptFailure::closed_after_request, t0).action,
+            RetryAction::fail);
+  // Internal calls are unchanged: retried, never counted.
+  auto internal = unbounded(CallKind::internal);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(internal.after_failure(AttemptFailure::closed_after_request, t0).action,
+              RetryAction::retry_after_wait);
+  EXPECT_EQ(internal.counted_tries(), 0);
+}
+
+TEST(RetryPolicy, RetryAfterOf429And503IsHonouredWithinTheBudget) {
+  auto p = unbounded(CallKind::external);
+  EXPECT_EQ(p.after_response(429, t0, 7s).wait, 7s);
+  EXPECT_EQ(p.after_response(503, t0, 2s).wait, 2s);
+  EXPECT_EQ(p.after_response(429, t0).wait, RetryPolicy::kRetryWait);      // none given
+  EXPECT_EQ(p.after_response(429, t0, 0s).wait, RetryPolicy::kRetryWait);  // never a busy loop
+  EXPECT_EQ(p.after_response(502, t0, 7s).wait, RetryPolicy::kRetryWait);  // 429 and 503 only
+  EXPECT_EQ(p.counted_tries(), 0);
+  // A wait that would pass the deadline ends the call now instead of sleeping past the budget.
+  RetryPolicy bounded(CallKind::external, true, t0 + 10s);
+  EXPECT_EQ(bounded.after_response(429, t0, 9s).action, RetryAction::retry_after_wait);
+  auto d = bounded.after_response(429, t0, 10s);
+  EXPECT_EQ(d.action, RetryAction::budget_exhausted);
+  EXPECT_EQ(d.reason, RetryReason::rate_limit);
+  // Internal calls return the status whatever it asks.
+  EXPECT_EQ(unbounded(CallKind::internal).after_response(429, t0, 1s).action, RetryAction::done);
+}
+
+TEST(RetryPolicy, ParsesRetryAfterAsSecondsOrAnHttpDate) {
+  using gym::http::parse_retry_after;
+  const auto now = std::chrono::system_clock::from_time_t(1445412480);  // 2015-10-21 07:28:00
+  EXPECT_EQ(parse_retry_after("120", now), 120s);
+  EXPECT_EQ(parse_retry_after(" 3 ", now), 3s);
+  EXPECT_EQ(parse_retry_after("0", now), 0s);
+  EXPECT_EQ(parse_retry_after("99999999999999999999", now), 86400s);  // capped, no overflow
+  EXPECT_EQ(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now), 30s);
+  EXPECT_EQ(parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now), 0s);  // already passed
+  EXPECT_EQ(parse_retry_after("", now), std::nullopt);
+  EXPECT_EQ(parse_retry_after("-1", now), std::nullopt);
+  EXPECT_EQ(parse_retry_after("1.5", now), std::nullopt);
+  EXPECT_EQ(parse_retry_after("soon", now), std::nullopt);
+  EXPECT_EQ(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT trailing", now), std::nullopt);
+}
