@@ -37,7 +37,8 @@ bool EndpointHealth::failed(std::string_view error, Clock::time_point now) {
       "model endpoint {} is unavailable: every call for {} was refused or answered 5xx (last: "
       "{}); calls to it now fail at their first failed attempt instead of retrying "
       "(model_endpoint_unavailable_seconds={}); the first answer makes it available again",
-      name_, seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(now - *failing_since_)),
+      name_,
+      seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(now - *failing_since_)),
       last_error_, seconds_text(unavailable_after_));
   return true;
 }

@@ -97,8 +97,7 @@ TEST(ModelEndpointFaults, ADeadEndpointFailsCallsAfterTheUnavailableWindow) {
   auto fake = std::make_unique<FakeEndpoint>();
   const std::string base = fake->base();
   TempDir tmp;
-  Deployment d(vllm_args(tmp, *fake, "++model_endpoint_unavailable_seconds=1.5"),
-               tmp.file("log"));
+  Deployment d(vllm_args(tmp, *fake, "++model_endpoint_unavailable_seconds=1.5"), tmp.file("log"));
   ASSERT_TRUE(d.ready()) << d.output();
   fake.reset();  // every connection is refused from now on
   const auto start = Clock::now();
@@ -120,9 +119,9 @@ TEST(ModelEndpointFaults, AConnectionResetAfterTheRequestIsTriedThreeTimes) {
   fake.script(R"([{"reset":true,"times":10}])");
   auto a = post_json(d.port_of("policy_model"), "/v1/responses", R"({"input":"hi"})");
   EXPECT_EQ(a.status, 502) << text_of(a);
-  EXPECT_EQ(text_of(a).rfind("model endpoint " + fake.base() + "/chat/completions gave no answer: ",
-                             0),
-            0u)
+  EXPECT_EQ(
+      text_of(a).rfind("model endpoint " + fake.base() + "/chat/completions gave no answer: ", 0),
+      0u)
       << text_of(a);
   EXPECT_NE(text_of(a).find("closed after the whole request was sent"), std::string::npos)
       << text_of(a);
@@ -147,8 +146,8 @@ TEST(ModelEndpointFaults, RetryAfterIsHonouredWithinTheBudget) {
   a = post_json(port, "/v1/responses", R"({"input":"hi"})");
   EXPECT_LT(seconds_since(start), 1.5);
   EXPECT_EQ(a.status, 502) << text_of(a);
-  EXPECT_EQ(text_of(a).rfind("model endpoint " + fake.base() + "/chat/completions answered HTTP 503: ",
-                             0),
+  EXPECT_EQ(text_of(a).rfind(
+                "model endpoint " + fake.base() + "/chat/completions answered HTTP 503: ", 0),
             0u)
       << text_of(a);
   EXPECT_NE(text_of(a).find("retry budget exhausted"), std::string::npos) << text_of(a);
@@ -188,8 +187,8 @@ TEST(ModelEndpointFaults, RetriesAreLoggedAsOneSummaryAndHintsSayWhatHappened) {
   fake.script(R"([{"status":429,"times":100}])");
   a = post_json(short_budget.port_of("policy_model"), "/v1/responses", R"({"input":"hi"})");
   EXPECT_EQ(a.status, 502) << text_of(a);
-  EXPECT_EQ(text_of(a).rfind("model endpoint " + fake.base() + "/chat/completions answered HTTP 429: ",
-                             0),
+  EXPECT_EQ(text_of(a).rfind(
+                "model endpoint " + fake.base() + "/chat/completions answered HTTP 429: ", 0),
             0u)
       << text_of(a);
   EXPECT_NE(text_of(a).find("retried for 1.5 s"), std::string::npos) << text_of(a);
@@ -214,15 +213,14 @@ TEST(ModelEndpointFaults, ModelTimeoutBoundsOneAttemptAndNamesTheSetting) {
       << text_of(a);
   // Without it, the read timeout fires and is named the same way.
   TempDir tmp2;
-  Deployment read(vllm_args(tmp2, fake, "++global_http_read_timeout_seconds=1"),
-                  tmp2.file("log"));
+  Deployment read(vllm_args(tmp2, fake, "++global_http_read_timeout_seconds=1"), tmp2.file("log"));
   ASSERT_TRUE(read.ready()) << read.output();
   fake.script(R"([{"hang":true}])");
   a = post_json(read.port_of("policy_model"), "/v1/responses", R"({"input":"hi"})");
   EXPECT_EQ(a.status, 502) << text_of(a);
-  EXPECT_EQ(text_of(a).rfind("model endpoint " + fake.base() + "/chat/completions gave no answer: ",
-                             0),
-            0u)
+  EXPECT_EQ(
+      text_of(a).rfind("model endpoint " + fake.base() + "/chat/completions gave no answer: ", 0),
+      0u)
       << text_of(a);
   EXPECT_NE(text_of(a).find("global_http_read_timeout_seconds=1 s"), std::string::npos)
       << text_of(a);
@@ -234,10 +232,11 @@ TEST(ModelEndpointFaults, ABadModelTimeoutIsAConfigError) {
                                   "http://127.0.0.1:9/v1 --model m --model-timeout=-3 2>&1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("model_call_timeout_seconds"), std::string::npos) << r.output;
-  r = gym::test::run_command(gym_binary() +
-                             " config show --model-type vllm_model --model-url "
-                             "http://127.0.0.1:9/v1 --model m ++model_endpoint_unavailable_seconds=x "
-                             "2>&1");
+  r = gym::test::run_command(
+      gym_binary() +
+      " config show --model-type vllm_model --model-url "
+      "http://127.0.0.1:9/v1 --model m ++model_endpoint_unavailable_seconds=x "
+      "2>&1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("model_endpoint_unavailable_seconds"), std::string::npos) << r.output;
 }
