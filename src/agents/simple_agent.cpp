@@ -66,6 +66,10 @@ struct Agent {
     r.cookies = cookies;
     r.destination = instance;
     r.trace = in.trace;
+    // The agent's own /v1/responses is the whole multi-turn loop, and the model server bounds its
+    // endpoint calls itself (and names the endpoint when one hangs): neither answer is late just
+    // because it takes longer than global_http_read_timeout_seconds.
+    if (instance == name || instance == model) r.read_timeout = std::chrono::milliseconds(0);
     co_return co_await ctx.client->request(std::move(r));
   }
 

@@ -95,7 +95,8 @@ std::unique_ptr<telemetry::ProcessTelemetry> collector_telemetry(
 int run_eval(const core::ConfigSources& sources, bool no_serve,
              const telemetry::PipelineFactory& pipelines) {
   core::raise_fd_limit();
-  json::object local = core::load_config(sources);
+  core::ConfigOrigins origins;
+  json::object local = core::load_config(sources, &origins);
   auto options = CollectionOptions::from_config(local, no_serve);
   auto paths = OutputPaths::for_output(options.output);
   std::error_code ec;
@@ -135,6 +136,10 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
 
   core::validate_server_instances(local, builtin_registry().catalog(), sources.search_roots);
   auto deploy_sources = sources;
+  // The deployment is this run's own: unless the user placed its head server, any free port, so
+  // two runs on one machine never collide on the default 11000.
+  if (origins.find("head_server.port").empty())
+    deploy_sources.overrides.push_back("++head_server.port=0");
   std::filesystem::path input;
   if (options.input) {
     input = *options.input;

@@ -56,44 +56,19 @@ void check_line(const std::string& key, const std::string& value) {
     throw core::ConfigError("config error: " + key + " must not contain a line break");
 }
 
-// An override (`k=v`, `+k=v`, `++k=v`) of a secret (core::is_secret_key of the key's last part)
-// whose value is not an interpolation already: its "++a.api_key=" part and its value.
-std::optional<std::pair<std::string, std::string>> secret_override(const std::string& arg) {
-  const auto eq = arg.find('=');
-  if (arg.starts_with("-") || eq == std::string::npos) return std::nullopt;
-  std::string key = arg.substr(0, eq);
-  key.erase(0, key.find_first_not_of('+'));
-  const std::string value = arg.substr(eq + 1);
-  const auto dot = key.rfind('.');
-  if (value.empty() || value.starts_with("${") ||
-      !core::is_secret_key(dot == std::string::npos ? key : key.substr(dot + 1)))
-    return std::nullopt;
-  return std::pair{arg.substr(0, eq + 1), value};
-}
-
 // The command that continues a job that stopped early: the same submission with --resume, from
 // the directory it was made in, secrets masked (the user gives them again).
 std::string resume_command(const std::vector<std::string>& submit_args,
                            const std::string& working_dir) {
-  using core::shell_word;
-  std::string cmd = "cd " + shell_word(working_dir) + " && gym eval submit";
+  std::vector<std::string> words{"gym", "eval", "submit"};
   bool resume = false;
-  for (std::size_t i = 0; i < submit_args.size(); ++i) {
-    const std::string& a = submit_args[i];
+  for (const auto& a : submit_args) {
     if (a == "--wait" || a == "--dry-run") continue;
     resume = resume || a == "--resume";
-    if (a == "--model-api-key" && i + 1 < submit_args.size()) {
-      cmd += " --model-api-key " + std::string(core::kMaskedSecret);
-      ++i;
-    } else if (a.starts_with("--model-api-key=")) {
-      cmd += " --model-api-key=" + std::string(core::kMaskedSecret);
-    } else if (auto secret = secret_override(a)) {
-      cmd += " " + shell_word(secret->first + std::string(core::kMaskedSecret));
-    } else {
-      cmd += " " + shell_word(a);
-    }
+    words.push_back(a);
   }
-  return resume ? cmd : cmd + " --resume";
+  if (!resume) words.push_back("--resume");
+  return "cd " + core::shell_word(working_dir) + " && " + core::masked_command_line(words);
 }
 
 // Sends stdout to /dev/null while it lives.
@@ -189,7 +164,7 @@ std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
       out.push_back(std::string("++policy_api_key=${oc.env:") + kApiKeyVariable + "}");
       continue;
     }
-    if (auto secret = secret_override(arg)) {
+    if (auto secret = core::secret_override(arg)) {
       const std::string variable = "GYM_SUBMIT_SECRET_" + std::to_string(n++);
       if (secrets) (*secrets)[variable] = secret->second;
       out.push_back(secret->first + "${oc.env:" + variable + "}");

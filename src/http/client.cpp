@@ -363,7 +363,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           if (!ready) ready = co_await complete_lease(lease, req, policy.deadline(), a.error);
           if (ready) {
             a = co_await exchange(*lease.conn, *u, req, method, body, lease.reused,
-                                  params.read_timeout,
+                                  req.read_timeout.value_or(params.read_timeout),
                                   span.context().valid() ? &req.trace : nullptr);
             lease.give_back(a.response && a.keep_alive);
           }

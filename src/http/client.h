@@ -98,6 +98,9 @@ struct ClientRequest {
   // The destination's health (an external endpoint's): every attempt is reported to it, and once
   // it is unavailable a failed attempt ends the call with EndpointUnavailableError. Null: none.
   EndpointHealth* health = nullptr;
+  // Replaces the pool's read timeout (global_http_read_timeout_seconds) for this request; zero:
+  // none. The collector's /run gets no answer byte until the rollout ends, however long that is.
+  std::optional<std::chrono::milliseconds> read_timeout;
   // The caller's trace (the handler's Request::trace): the parent of the CLIENT span, and what
   // goes out as traceparent/tracestate/baggage (telemetry.md 8.2).
   telemetry::TraceContext trace;

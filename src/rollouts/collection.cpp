@@ -1,10 +1,11 @@
 #include "rollouts/collection.h"
 
-#include "core/shell_word.h"
+#include "core/secrets.h"
 #include "http/client.h"
 #include "http/pool_metrics.h"
 #include "rollouts/aggregate.h"
 #include "rollouts/collector.h"
+#include "rollouts/options.h"
 #include "rollouts/progress.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -12,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,7 @@ namespace {
 struct Outcome {
   CollectionCounts counts;
   std::size_t total = 0;
+  std::string stop_reason;  // the collector stopped on its own: the endpoint is at fault
   bool aggregate_failed = false;
   std::optional<std::filesystem::path> aggregate_path;
   std::string error;  // a failure of the collector itself (e.g. a write error)
@@ -105,12 +108,19 @@ class CollectionThread {
       job_ = tracer_.start("gym.job", telemetry::SpanKind::internal, {});
     telemetry::TraceContext in_job;
     job_.enter(in_job);
-    collector_ = std::make_unique<Collector>(*client_, urls_, paths_,
-                                             options_.route_failures_to_sidecar, in_job);
+    collector_ =
+        std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar,
+                                    in_job, options_.endpoint_error_limit);
     co_await collector_->run(std::move(rows_), options_.concurrency, progress);
     job_.end();
     progress.finish();
     outcome_.counts = collector_->counts();
+    outcome_.stop_reason = collector_->stop_reason();
+    if (!outcome_.stop_reason.empty()) {
+      // A run the endpoint cut short has no score: --resume completes it.
+      collector_.reset();
+      co_return;
+    }
     std::puts("Sorting results to ensure consistent ordering");
     auto& successes = collector_->successes();
     for (auto& row : done_) successes.push_back(std::move(row));
@@ -148,19 +158,21 @@ class CollectionThread {
   std::thread thread_;
 };
 
-// This process's command line with --resume, for the user to run after a stop.
+// This process's command line with --resume, for the user to run after a stop; its secrets
+// masked (the user gives them again: a hint on a terminal or in a log must not leak a key).
 std::string resume_command() {
   // A `gym eval submit` job says how to submit again (its script exports the command).
   if (const char* set = std::getenv("GYM_RESUME_COMMAND"); set && *set) return set;
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string command;
+  std::vector<std::string> args;
   bool resumes = false;
   for (std::string arg; std::getline(in, arg, '\0');) {
     resumes = resumes || arg == "--resume" || arg.rfind("++resume_from_cache=", 0) == 0;
-    command += (command.empty() ? "" : " ") + core::shell_word(arg);
+    args.push_back(std::move(arg));
   }
-  if (command.empty()) return "the same command with --resume";
-  return resumes ? command : command + " --resume";
+  if (args.empty()) return "the same command with --resume";
+  if (!resumes) args.push_back("--resume");
+  return core::masked_command_line(args);
 }
 
 void print_files(const OutputPaths& paths, const Outcome& outcome) {
@@ -174,6 +186,35 @@ void print_files(const OutputPaths& paths, const Outcome& outcome) {
   std::fflush(stdout);
 }
 
+// What the figures above rest on, when it is not every rollout: how many have a result, why the
+// others have none (grouped), and the rollouts an endpoint refused as too long for the context.
+void print_caveats(const Outcome& o, std::size_t earlier_results, std::size_t total,
+                   std::size_t without_result) {
+  const std::size_t with_result = o.counts.succeeded + earlier_results;
+  if (with_result < total) {
+    std::printf("\nWARNING: the results and key metrics are over %zu of %zu rollouts", with_result,
+                total);
+    if (o.counts.failed > 0) std::printf("; %zu failed in this run", o.counts.failed);
+    if (without_result > 0)
+      std::printf("; %zu were not run again (out of attempts, or terminal)", without_result);
+    std::printf("\n");
+    std::vector<std::pair<std::string, std::size_t>> causes(o.counts.failure_causes.begin(),
+                                                            o.counts.failure_causes.end());
+    std::stable_sort(causes.begin(), causes.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (!causes.empty()) std::printf("Failure causes:\n");
+    for (const auto& [cause, n] : causes) std::printf("  %zu \u00d7 %s\n", n, cause.c_str());
+  }
+  if (o.counts.context_length > 0)
+    std::printf(
+        "\nWARNING: in %zu of %zu rollouts the model endpoint refused a turn as too long for the "
+        "model's context; those turns ended empty and were scored as such (the endpoint said: "
+        "%s). Lower --max-output-tokens (responses_create_params.max_output_tokens) or shorten the "
+        "input\n",
+        o.counts.context_length, o.counts.succeeded, o.counts.context_length_message.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_collection(const json::object& client_config, std::map<std::string, std::string> agent_urls,
@@ -183,6 +224,9 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
     std::printf("Querying with %lld concurrent requests\n",
                 static_cast<long long>(*options.concurrency));
   std::fflush(stdout);
+  const std::size_t earlier_results = plan.done.size();
+  const std::size_t without_result = plan.without_result;
+  const std::size_t total = plan.rows.size() + earlier_results + without_result;
   CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows),
                               std::move(plan.done), options, paths, telemetry);
   int stop_code = 0;
@@ -202,8 +246,28 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
     std::fprintf(stderr, "error: collection failed: %s\n", o.error.c_str());
     return 2;
   }
+  if (!o.stop_reason.empty()) {
+    print_caveats(o, earlier_results, total, without_result);
+    std::fprintf(stderr,
+                 "error: collection stopped: %s\nNo aggregate metrics were computed. Rows already "
+                 "written stay, and failures the endpoint caused do not count as attempts: once "
+                 "the endpoint works, the rest runs with the same command and --resume:\n  %s\n",
+                 o.stop_reason.c_str(), resume_command().c_str());
+    return 2;
+  }
   print_files(paths, o);
+  print_caveats(o, earlier_results, total, without_result);
   if (stop_code != 0) return stop_code;
+  if (without_result > 0) {
+    const int attempts = max_rollout_attempts();
+    std::fprintf(stderr,
+                 "%zu rollouts have no result: they failed NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=%d times "
+                 "or their agent marked the failure terminal (see %s). To give them more "
+                 "attempts:\n  NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=%d %s\n",
+                 without_result, attempts, paths.failures.c_str(), attempts + 3,
+                 resume_command().c_str());
+    return 3;
+  }
   // Failure rows come first: the aggregate call usually fails for the same reason (a dead
   // deployment), and --resume is what the user needs to know about.
   if (o.counts.failed > 0 || o.counts.dispatched < o.total) return 3;

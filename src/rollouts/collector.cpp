@@ -46,7 +46,37 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// The line failures are grouped under in the run's summary: the endpoint and what it did, else
+// the innermost cause without its per-rollout details, else the collector's own error.
+std::string cause_group(const std::optional<FailureCause>& cause, const std::string& error) {
+  if (!cause) return one_line(error).substr(0, 200);
+  if (auto f = endpoint_failure_of(*cause)) {
+    switch (f->fault) {
+      case EndpointFault::unreachable:
+        return "model endpoint " + f->url + " gave no answer";
+      case EndpointFault::unavailable:
+        return "model endpoint " + f->url + " was unavailable";
+      default:
+        return "model endpoint " + f->url + " answered HTTP " + std::to_string(f->status);
+    }
+  }
+  std::string text = cause->text();
+  return text.size() > 200 ? text.substr(0, 200) + "..." : text;
+}
+
 }  // namespace
+
+void Collector::note_context_length(const json::object& result) {
+  const auto* response = result.if_contains("response");
+  if (!response || !response->is_object()) return;
+  const auto* error = response->get_object().if_contains("error");
+  if (!error || !error->is_object()) return;
+  const auto* code = error->get_object().if_contains("code");
+  if (!code || !code->is_string() || code->get_string() != "context_length_exceeded") return;
+  if (counts_.context_length++ == 0)
+    if (const auto* m = error->get_object().if_contains("message"); m && m->is_string())
+      counts_.context_length_message = one_line(std::string(m->get_string())).substr(0, 500);
+}
 
 json::object strip_for_aggregation(const json::object& result) {
   json::object out;
@@ -62,12 +92,13 @@ json::object strip_for_aggregation(const json::object& result) {
 
 Collector::Collector(http::HttpClient& client, std::map<std::string, std::string> agent_urls,
                      const OutputPaths& paths, bool route_failures_to_sidecar,
-                     telemetry::TraceContext trace)
+                     telemetry::TraceContext trace, std::size_t endpoint_error_limit)
     : client_(client),
       agent_urls_(std::move(agent_urls)),
       paths_(paths),
       route_failures_(route_failures_to_sidecar),
-      trace_(std::move(trace)) {
+      trace_(std::move(trace)),
+      endpoint_error_limit_(endpoint_error_limit) {
   rollouts_ = open_append(paths_.rollouts);
   failures_ = open_append(paths_.failures);
 }
@@ -93,17 +124,28 @@ asio::awaitable<void> Collector::run(std::vector<json::object> rows,
   // Each worker takes the next row in materialized order (R5); `workers` bounds the rollouts
   // in flight. A counter lets run() wait for all of them without a channel.
   auto ex = co_await asio::this_coro::executor;
-  std::size_t running = workers;
+  std::size_t running = workers + 1;  // the workers and the heartbeat
   asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
   // A write error: nothing sensible can go on. No new dispatch; the error is rethrown here once
   // every worker has returned (rethrowing in the completion handler would escape the event
   // loop's run() and terminate the process).
   std::exception_ptr failure;
+  progress.tick(0, 0.0);  // 0/N at once: the first rollout may take minutes
+  asio::steady_timer tick(ex);
+  bool workers_finished = workers == 0;
+  asio::co_spawn(ex, heartbeat(progress, tick, workers_finished), [&](std::exception_ptr) {
+    if (--running == 0) all_done.cancel();
+  });
+  std::size_t workers_left = workers;
   for (std::size_t i = 0; i < workers; ++i)
     asio::co_spawn(ex, worker(rows, next, progress), [&](std::exception_ptr e) {
       if (e) {
         if (!failure) failure = e;
         stopping_ = true;
+      }
+      if (--workers_left == 0) {
+        workers_finished = true;
+        tick.cancel();
       }
       if (--running == 0) all_done.cancel();
     });
@@ -119,8 +161,53 @@ asio::awaitable<void> Collector::worker(std::vector<json::object>& rows, std::si
   }
 }
 
+asio::awaitable<void> Collector::heartbeat(Progress& progress, asio::steady_timer& tick,
+                                           const bool& workers_finished) {
+  while (!workers_finished) {
+    tick.expires_after(std::chrono::seconds(1));
+    co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (workers_finished) break;
+    const double oldest =
+        in_flight_.empty()
+            ? 0.0
+            : std::chrono::duration<double>(Clock::now() - in_flight_.begin()->second).count();
+    progress.tick(in_flight_.size(), oldest);
+  }
+}
+
+void Collector::note_endpoint_failure(const FailureCause& cause, json::object& out) {
+  const auto failure = endpoint_failure_of(cause);
+  if (!failure) {
+    rejections_in_a_row_ = 0;
+    return;
+  }
+  out["_ng_failure_endpoint"] = failure->url;
+  out["_ng_failure_endpoint_fault"] = to_string(failure->fault);
+  if (failure->fault == EndpointFault::unavailable && stop_reason_.empty()) {
+    stop_reason_ = cause.message;
+    stopping_ = true;
+  }
+  if (failure->fault != EndpointFault::rejected) {
+    rejections_in_a_row_ = 0;
+    return;
+  }
+  const std::string kind = failure->url + " HTTP " + std::to_string(failure->status);
+  rejections_in_a_row_ = kind == rejection_ ? rejections_in_a_row_ + 1 : 1;
+  rejection_ = kind;
+  if (endpoint_error_limit_ > 0 && rejections_in_a_row_ >= endpoint_error_limit_ &&
+      stop_reason_.empty()) {
+    stop_reason_ =
+        "model endpoint " + failure->url + " answered HTTP " + std::to_string(failure->status) +
+        " to " + std::to_string(rejections_in_a_row_) +
+        " rollouts in a row (model_endpoint_error_limit); the last said: " + cause.message;
+    stopping_ = true;
+  }
+}
+
 asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) {
   ++counts_.dispatched;
+  const std::uint64_t number = dispatch_number_++;
+  in_flight_.emplace(number, Clock::now());
   const std::string agent = agent_of(row);
   std::optional<int> status;
   std::string error, failure_class, body;
@@ -135,6 +222,10 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     req.trace = trace_;
     if (client_.traced()) req.trace.rollout_id = telemetry::rollout_id_of_row(row);
     req.started = &call;
+    // No read timeout: /run sends nothing until the rollout ends, and a long agentic rollout is
+    // not a silent one. Its calls have their own limits; a dead agent stops the run (the
+    // supervisor), a hung one shows as the oldest rollout in flight.
+    req.read_timeout = std::chrono::milliseconds(0);
     auto resp = co_await client_.request(std::move(req));
     status = resp.status;
     body = std::move(resp.body);
@@ -166,7 +257,13 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     out["_ng_failure_http_status"] = status ? json::value(*status) : json::value(nullptr);
     out["_ng_failure_response_body"] =
         status ? json::value(body_prefix(body)) : json::value(nullptr);
-    if (cause) out["_ng_failure_cause"] = cause->text();
+    if (cause) {
+      out["_ng_failure_cause"] = cause->text();
+      note_endpoint_failure(*cause, out);
+    } else {
+      rejections_in_a_row_ = 0;
+    }
+    ++counts_.failure_causes[cause_group(cause, error)];
     // The trace of the failed rollout, when one is exported: from the failures file to the trace.
     const telemetry::SpanContext& trace = call.valid() ? call : trace_.span;
     if (trace.valid() && trace.sampled)
@@ -196,8 +293,11 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
   } else {
     write(rollouts_, out);
     ++counts_.succeeded;
+    rejections_in_a_row_ = 0;
+    note_context_length(out);
     successes_.push_back(strip_for_aggregation(out));
   }
+  in_flight_.erase(number);
   progress.record(agent, out);
   row = json::object{};  // the row is not needed any more
 }

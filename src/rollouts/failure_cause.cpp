@@ -121,4 +121,60 @@ std::optional<FailureCause> innermost_cause(int status, const std::string& body)
   return cause;
 }
 
+namespace {
+constexpr std::string_view kEndpointHead = "model endpoint ";
+constexpr std::pair<EndpointFault, std::string_view> kFaultNames[] = {
+    {EndpointFault::unreachable, "unreachable"},   {EndpointFault::server_error, "server_error"},
+    {EndpointFault::rate_limited, "rate_limited"}, {EndpointFault::unavailable, "unavailable"},
+    {EndpointFault::rejected, "rejected"},
+};
+}  // namespace
+
+std::string_view to_string(EndpointFault fault) {
+  for (const auto& [f, name] : kFaultNames)
+    if (f == fault) return name;
+  return "unknown";
+}
+
+std::optional<EndpointFault> endpoint_fault_named(std::string_view name) {
+  for (const auto& [f, n] : kFaultNames)
+    if (n == name) return f;
+  return std::nullopt;
+}
+
+std::optional<EndpointFailure> endpoint_failure_of(const FailureCause& cause) {
+  std::string_view text = cause.message;
+  if (!text.starts_with(kEndpointHead)) return std::nullopt;
+  text.remove_prefix(kEndpointHead.size());
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos || space == 0) return std::nullopt;
+  EndpointFailure out{EndpointFault::rejected, std::string(text.substr(0, space))};
+  const std::string_view rest = text.substr(space + 1);
+  if (rest.starts_with("gave no answer")) {
+    out.fault = EndpointFault::unreachable;
+  } else if (rest.starts_with("is unavailable")) {
+    out.fault = EndpointFault::unavailable;
+  } else if (rest.starts_with("answered HTTP ") && rest.size() >= 17) {
+    int status = 0;
+    for (char c : rest.substr(14, 3)) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      status = status * 10 + (c - '0');
+    }
+    out.status = status;
+    if (status == 429)
+      out.fault = EndpointFault::rate_limited;
+    else if (status >= 500)
+      out.fault = EndpointFault::server_error;
+    else if (status >= 400)
+      out.fault = EndpointFault::rejected;
+    else
+      return std::nullopt;  // a 2xx the model server could not use: the answer's fault
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+bool is_endpoint_outage(EndpointFault fault) { return fault != EndpointFault::rejected; }
+
 }  // namespace gym::rollouts

@@ -5,6 +5,7 @@
 // the last link: the status and the error type and message the failing server gave.
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gym::rollouts {
 
@@ -21,5 +22,31 @@ struct FailureCause {
 // The innermost cause within a /run answer of `status` with `body`, or none when the body holds
 // nothing beyond the status itself (e.g. an empty body).
 std::optional<FailureCause> innermost_cause(int status, const std::string& body);
+
+// What went wrong with a model endpoint, when the innermost cause is a model server's failed call
+// to it. The model servers word those failures "model endpoint <url> gave no answer: ...",
+// "model endpoint <url> answered HTTP <status>: ..." and "model endpoint <url> is unavailable:
+// ..." (models/upstream_client.cpp); this reads them back.
+enum class EndpointFault {
+  unreachable,   // no answer: refused, reset, timed out
+  server_error,  // 5xx after the model server's retries
+  rate_limited,  // 429 after the retry budget
+  unavailable,   // the model server declared the endpoint down (model_endpoint_unavailable_seconds)
+  rejected,      // another 4xx: the key, the model name, the request
+};
+std::string_view to_string(EndpointFault fault);
+// Reads a fault name back (a failure row's `_ng_failure_endpoint_fault`); none when unknown.
+std::optional<EndpointFault> endpoint_fault_named(std::string_view name);
+
+struct EndpointFailure {
+  EndpointFault fault;
+  std::string url;  // the endpoint URL the model server called
+  int status = 0;   // the endpoint's HTTP status; 0 when it gave none
+};
+std::optional<EndpointFailure> endpoint_failure_of(const FailureCause& cause);
+
+// The endpoint's faults, not the row's: such a failure does not use up one of the row's attempts
+// (NEMO_GYM_MAX_ROLLOUT_ATTEMPTS) and the run is resumed without limit.
+bool is_endpoint_outage(EndpointFault fault);
 
 }  // namespace gym::rollouts

@@ -39,6 +39,9 @@ struct CollectionOptions {
   // long (deployment_unreachable_seconds); 0 = never, the retry budget alone applies.
   double unreachable_seconds = 5;
   bool progress_summaries = true;  // the per-percent blocks on stdout (--quiet: false)
+  // Stop once this many rollouts in a row failed with the same 4xx from the same model endpoint
+  // (a bad key, an unknown model): model_endpoint_error_limit; 0 = never.
+  std::size_t endpoint_error_limit = 20;
 
   // Reads and validates the keys; a ConfigError names the key and the fix. `no_serve` makes
   // `input_jsonl_fpath` required; with servers, `split` is required when there is no input.

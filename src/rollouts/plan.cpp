@@ -66,6 +66,8 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
       check_resumed_agents(paths.materialized, resumed.to_run, agents);
       plan.rows = std::move(resumed.to_run);
       plan.done = std::move(resumed.done);
+      plan.added = std::move(resumed.added);
+      plan.without_result = resumed.terminal + resumed.maxed_out;
       return plan;
     }
     for (const auto* p : {&paths.rollouts, &paths.materialized})
@@ -79,7 +81,10 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
 
 void prepare_output_files(const Plan& plan, const CollectionOptions& options,
                           const OutputPaths& paths) {
-  if (!plan.fresh) return;  // a resumed run appends
+  if (!plan.fresh) {  // a resumed run appends
+    if (!plan.added.empty()) write_jsonl(paths.materialized, plan.added, /*append=*/true);
+    return;
+  }
   if (!options.resume) std::puts("Clearing output fpath since `resume_from_cache=False`!");
   write_jsonl(paths.materialized, plan.rows);
   std::filesystem::remove(paths.rollouts);

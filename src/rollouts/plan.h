@@ -15,6 +15,10 @@ struct Plan {
   std::vector<boost::json::object> rows;  // to dispatch, in materialized order
   std::vector<boost::json::object> done;  // results of an earlier run kept by --resume
   bool fresh = false;  // not a resumed run: prepare_output_files starts the files anew
+  // A resumed run: rollouts the input now adds (more repeats), appended to the materialized file
+  // by prepare_output_files; and rollouts left without a result (terminal, or out of attempts).
+  std::vector<boost::json::object> added;
+  std::size_t without_result = 0;
 };
 
 // Reads and expands `input` for the agents `agents` (the responses_api_agents instances): a

@@ -116,6 +116,12 @@ void Progress::record(const std::string& agent, const json::object& result) {
   draw_bar(false);
 }
 
+void Progress::tick(std::size_t in_flight, double oldest_seconds) {
+  in_flight_ = in_flight;
+  oldest_seconds_ = oldest_seconds;
+  draw_bar(false);
+}
+
 void Progress::print_summary() {
   double elapsed = elapsed_seconds();
   double per_min = elapsed > 0 ? static_cast<double>(done_) / (elapsed / 60) : 0;
@@ -162,9 +168,14 @@ void Progress::draw_bar(bool force) {
     double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
     double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
     double frac = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1;
-    std::fprintf(stderr, "Collecting rollouts: %3d%% %zu/%zu [%s<%s, %.2f rollouts/s]\n",
+    std::string running;
+    if (in_flight_ > 0 && done_ < total_)
+      running =
+          ", " + std::to_string(in_flight_) + " in flight, oldest " + clock_text(oldest_seconds_);
+    std::fprintf(stderr, "Collecting rollouts: %3d%% %zu/%zu [%s<%s, %.2f rollouts/s]%s\n",
                  static_cast<int>(frac * 100), done_, total_, clock_text(elapsed).c_str(),
-                 clock_text(eta).c_str(), rate);
+                 clock_text(eta).c_str(), rate, running.c_str());
+    std::fflush(stderr);
     return;
   }
   std::fprintf(stderr, "\r\033[K%s", bar_line(done_, total_, elapsed, columns_).c_str());

@@ -27,6 +27,9 @@ class Progress {
   // One finished rollout (success or failure): counts it, adds its numeric fields to the agent's
   // running means, prints the percent summary when a threshold is crossed, refreshes the bar.
   void record(const std::string& agent, const boost::json::object& result);
+  // The heartbeat (every second): rollouts in flight and the oldest one's age in seconds. Redraws
+  // the bar; without a terminal, a line every 10 s says what runs even when nothing finishes.
+  void tick(std::size_t in_flight, double oldest_seconds);
   // Prints a line on stdout without tearing the bar.
   void print(const std::string& text);
   // Removes the bar (after the last record).
@@ -41,6 +44,8 @@ class Progress {
 
   using Clock = std::chrono::steady_clock;
   std::size_t total_ = 0, done_ = 0;
+  std::size_t in_flight_ = 0;  // as of the last tick
+  double oldest_seconds_ = 0;
   std::map<std::string, std::size_t> left_;          // agent -> rollouts not finished
   std::map<std::string, std::size_t> finished_;      // agent -> rollouts finished
   std::map<std::string, boost::json::object> sums_;  // agent -> field -> running sum

@@ -1,10 +1,12 @@
 #include "rollouts/resume.h"
 
 #include "rollouts/collector.h"
+#include "rollouts/failure_cause.h"
 #include "rollouts/rows.h"
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +73,49 @@ std::vector<std::pair<JsonlLine, RolloutKey>> read_keyed(const std::filesystem::
   return out;
 }
 
+// A failure row the model endpoint caused (collector.cpp marks them): not the rollout's attempt.
+bool is_outage(const json::object& row) {
+  const auto* fault = row.if_contains("_ng_failure_endpoint_fault");
+  if (!fault || !fault->is_string()) return false;
+  auto named = endpoint_fault_named(fault->get_string());
+  return named && is_endpoint_outage(*named);
+}
+
+// The rollouts `expected` adds to `materialized` when every materialized rollout is still in it
+// unchanged (the same input with more repeats); else a warning and none (the file wins).
+std::vector<json::object> added_rollouts(const OutputPaths& paths,
+                                         const std::vector<json::object>& materialized,
+                                         const std::vector<json::object>& expected) {
+  std::map<RolloutKey, const json::object*> by_key;
+  for (const auto& row : expected) by_key.emplace(key_of(row), &row);
+  std::size_t kept = 0;
+  std::set<std::int64_t> tasks;
+  for (const auto& row : materialized) {
+    auto it = by_key.find(key_of(row));
+    tasks.insert(key_of(row).first);
+    if (it != by_key.end() && *it->second == row) {
+      ++kept;
+      by_key.erase(it);
+    }
+  }
+  // Only more rollouts of the same tasks: a changed or longer input is a new run.
+  const bool only_repeats = std::all_of(
+      by_key.begin(), by_key.end(), [&](const auto& kv) { return tasks.count(kv.first.first); });
+  if (kept == materialized.size() && !by_key.empty() && only_repeats) {
+    std::vector<json::object> added;
+    for (const auto& row : expected)
+      if (by_key.count(key_of(row))) added.push_back(row);
+    return added;
+  }
+  std::printf(
+      "WARNING: the input expands differently from %s (%zu rollouts vs %zu); resuming the "
+      "materialized rollouts. --resume adds rollouts (a larger --num-repeats over the same "
+      "input) but never drops or changes one: to run a changed input, use another --output or run "
+      "without --resume (that rewrites every output file)\n",
+      paths.materialized.c_str(), materialized.size(), expected.size());
+  return {};
+}
+
 }  // namespace
 
 ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>& expected,
@@ -83,11 +128,7 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
     materialized.push_back(std::move(line.row));
   plan.materialized = materialized.size();
 
-  if (materialized != expected)
-    std::printf(
-        "WARNING: the input expands differently from %s (%zu rows vs %zu); resuming the "
-        "materialized rows\n",
-        paths.materialized.c_str(), materialized.size(), expected.size());
+  if (materialized != expected) plan.added = added_rollouts(paths, materialized, expected);
 
   std::set<RolloutKey> done;
   for (auto& [line, key] : read_keyed(paths.rollouts, false)) {
@@ -106,19 +147,25 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
     for (auto& line : failure_lines) {
       if (!line.row.contains("_ng_task_index") || !line.row.contains("_ng_rollout_index")) continue;
       auto key = key_of(line.row);
+      if (is_outage(line.row)) {
+        ++plan.endpoint_outages;
+        attempts.try_emplace(key, 0);
+        continue;
+      }
       ++attempts[key];
       ++plan.failure_attempts;
       const auto* t = line.row.if_contains("_ng_failure_terminal");
       if (t && t->is_bool() && t->get_bool()) terminal.insert(key);
     }
   }
-  plan.failed_keys = attempts.size();
+  for (const auto& [key, n] : attempts) plan.failed_keys += n > 0;
   plan.terminal = terminal.size();
   std::set<RolloutKey> maxed;
   for (const auto& [key, n] : attempts)
     if (n >= max_attempts) maxed.insert(key);
   plan.maxed_out = maxed.size();
 
+  for (const auto& row : plan.added) materialized.push_back(row);
   for (auto& row : materialized) {
     auto key = key_of(row);
     if (done.count(key) || terminal.count(key) || maxed.count(key)) continue;
@@ -128,14 +175,20 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
   }
   std::printf(
       "Resumed from cache. Found:\n"
-      "- %zu original input rows\n"
-      "- %zu rows already done (in main jsonl)\n"
-      "- %zu prior failure attempts (%zu unique tasks) in sidecar\n"
+      "- %zu rollouts in the materialized inputs\n"
+      "- %zu rollouts already done (in main jsonl)\n"
+      "- %zu prior failed attempts (of %zu rollouts) in sidecar\n",
+      plan.materialized, plan.done.size(), plan.failure_attempts, plan.failed_keys);
+  if (plan.endpoint_outages > 0)
+    std::printf("- %zu failures caused by the model endpoint (not counted as attempts)\n",
+                plan.endpoint_outages);
+  std::printf(
       "- %zu sidecar-terminal -> not retried\n"
-      "- %zu hit max_attempts=%d -> not retried\n"
-      "- %zu rows that still need to be run\n",
-      plan.materialized, plan.done.size(), plan.failure_attempts, plan.failed_keys, plan.terminal,
-      plan.maxed_out, max_attempts, plan.to_run.size());
+      "- %zu hit max_attempts=%d -> not retried\n",
+      plan.terminal, plan.maxed_out, max_attempts);
+  if (!plan.added.empty())
+    std::printf("- %zu rollouts added: the input now expands to more\n", plan.added.size());
+  std::printf("- %zu rollouts that still need to be run\n", plan.to_run.size());
   return plan;
 }
 

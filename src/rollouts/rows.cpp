@@ -250,8 +250,9 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
   return rows;
 }
 
-void write_jsonl(const std::filesystem::path& path, const std::vector<json::object>& rows) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+void write_jsonl(const std::filesystem::path& path, const std::vector<json::object>& rows,
+                 bool append) {
+  std::ofstream out(path, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
   if (!out) throw std::runtime_error("cannot write " + path.string());
   std::string text;
   for (const auto& row : rows) {

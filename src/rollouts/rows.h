@@ -49,6 +49,7 @@ std::vector<boost::json::object> expand_rows(const std::filesystem::path& input,
                                              const std::vector<std::string>& agents);
 
 // Writes rows as compact JSON, one per line (replacing the file).
-void write_jsonl(const std::filesystem::path& path, const std::vector<boost::json::object>& rows);
+void write_jsonl(const std::filesystem::path& path, const std::vector<boost::json::object>& rows,
+                 bool append = false);
 
 }  // namespace gym::rollouts

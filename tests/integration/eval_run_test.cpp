@@ -622,9 +622,9 @@ TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   auto failures_before = read_lines(tmp.file("r_failures.jsonl"));
   LoggedProcess resume(collect + " --resume", tmp.file("collect2.log"));
   ASSERT_EQ(resume.child().wait_exit(std::chrono::seconds(300)), 0) << resume.output();
-  EXPECT_NE(
-      resume.output().find(std::to_string(failed_first.size()) + " rows that still need to be run"),
-      std::string::npos)
+  EXPECT_NE(resume.output().find(std::to_string(failed_first.size()) +
+                                 " rollouts that still need to be run"),
+            std::string::npos)
       << resume.output();
   std::map<Key, int> seen;
   for (const auto& row : read_jsonl(out)) {
@@ -682,9 +682,9 @@ TEST(EvalRunResume, InterruptedCollectionExits130AndResumes) {
 
   LoggedProcess resume(collect + " --resume", tmp.file("collect2.log"));
   ASSERT_EQ(resume.child().wait_exit(std::chrono::seconds(300)), 0) << resume.output();
-  EXPECT_NE(
-      resume.output().find(std::to_string(2000 - first.size()) + " rows that still need to be run"),
-      std::string::npos)
+  EXPECT_NE(resume.output().find(std::to_string(2000 - first.size()) +
+                                 " rollouts that still need to be run"),
+            std::string::npos)
       << resume.output();
   std::set<Key> all;
   for (const auto& row : read_jsonl(out)) {
@@ -951,7 +951,7 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
     auto again = run_gym(collect + " --resume" + (quiet ? " --quiet" : ""));
     EXPECT_EQ(again.code, 3) << again.output;
     EXPECT_EQ(again.output.find("Examples left:") == std::string::npos, quiet) << again.output;
-    EXPECT_NE(again.output.find("3 rows that still need to be run"), std::string::npos)
+    EXPECT_NE(again.output.find("3 rollouts that still need to be run"), std::string::npos)
         << again.output;
     EXPECT_EQ(d.model_calls(), 3 * (attempt + 1));
     auto rows = read_jsonl(tmp.file("o_failures.jsonl"));
@@ -966,11 +966,15 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
     EXPECT_TRUE(read_lines(out).empty());
   }
 
-  // Three attempts each: nothing is dispatched, and no failure row was written in this run.
+  // Three attempts each: nothing is dispatched, and no failure row was written in this run. The
+  // run fails and says how to give them more attempts (issue 27).
   auto done = run_gym(collect + " --resume");
-  EXPECT_EQ(done.code, 0) << done.output;
+  EXPECT_EQ(done.code, 3) << done.output;
+  EXPECT_NE(done.output.find("3 rollouts have no result"), std::string::npos) << done.output;
+  EXPECT_NE(done.output.find("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=6 "), std::string::npos) << done.output;
   EXPECT_NE(done.output.find("3 hit max_attempts=3"), std::string::npos) << done.output;
-  EXPECT_NE(done.output.find("0 rows that still need to be run"), std::string::npos) << done.output;
+  EXPECT_NE(done.output.find("0 rollouts that still need to be run"), std::string::npos)
+      << done.output;
   EXPECT_EQ(d.model_calls(), 9);
   EXPECT_EQ(read_lines(tmp.file("o_failures.jsonl")).size(), 9u);
 }
@@ -988,7 +992,7 @@ TEST(EvalRunModelFailure, InvalidMaxAttemptsWarnsAndUsesThree) {
   EXPECT_EQ(d.model_calls(), 3);
   // A valid limit of 1: the failed rollouts are maxed out and nothing runs.
   auto one = run_gym(collect + " --resume", "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1");
-  EXPECT_EQ(one.code, 0) << one.output;
+  EXPECT_EQ(one.code, 3) << one.output;  // rollouts without a result
   EXPECT_NE(one.output.find("3 hit max_attempts=1"), std::string::npos) << one.output;
   EXPECT_EQ(d.model_calls(), 3);
   // An invalid value warns and falls back to 3: the rollouts run again.

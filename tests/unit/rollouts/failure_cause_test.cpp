@@ -63,5 +63,46 @@ TEST(FailureCause, LongMessagesAreCutToOneReadableLine) {
   EXPECT_EQ(cause->message.find('\n'), std::string::npos);
 }
 
+// The model servers' wording of an endpoint's failure, read back through an agent's chain.
+TEST(EndpointFailure, TheModelServersWordingIsReadBack) {
+  auto of = [](const std::string& inner) {
+    auto body = json::serialize(json::value(json::string(inner)));
+    auto cause = innermost_cause(500, agent_chain("SimpleAgent___a", 502, body));
+    EXPECT_TRUE(cause);
+    return cause ? endpoint_failure_of(*cause) : std::nullopt;
+  };
+  const std::string url = "http://10.0.0.7:8000/v1/chat/completions";
+  auto refused = of("model endpoint " + url + " gave no answer: Connection refused");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->fault, EndpointFault::unreachable);
+  EXPECT_EQ(refused->url, url);
+  EXPECT_EQ(refused->status, 0);
+  auto down = of("model endpoint " + url + " is unavailable: every call for 60 s was refused");
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->fault, EndpointFault::unavailable);
+  auto limited = of("model endpoint " + url + " answered HTTP 429: slow down");
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->fault, EndpointFault::rate_limited);
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_EQ(of("model endpoint " + url + " answered HTTP 503: busy")->fault,
+            EndpointFault::server_error);
+  EXPECT_EQ(of("model endpoint " + url + " answered HTTP 401: bad key")->fault,
+            EndpointFault::rejected);
+  // A 2xx the model server could not use, and other servers' failures, are not the endpoint's.
+  EXPECT_FALSE(of("model endpoint " + url + " answered HTTP 200 with a body that is not JSON"));
+  EXPECT_FALSE(of("model endpoint " + url + " answered without choices"));
+  EXPECT_FALSE(of("the model failed on purpose"));
+}
+
+TEST(EndpointFailure, OutagesAreTheEndpointsAndRefusalsTheRequests) {
+  for (auto f : {EndpointFault::unreachable, EndpointFault::server_error,
+                 EndpointFault::rate_limited, EndpointFault::unavailable}) {
+    EXPECT_TRUE(is_endpoint_outage(f)) << to_string(f);
+    EXPECT_EQ(endpoint_fault_named(to_string(f)), f);
+  }
+  EXPECT_FALSE(is_endpoint_outage(EndpointFault::rejected));
+  EXPECT_FALSE(endpoint_fault_named("bogus"));
+}
+
 }  // namespace
 }  // namespace gym::rollouts

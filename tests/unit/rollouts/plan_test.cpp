@@ -168,7 +168,7 @@ TEST_F(PlanRows, ResumeWithBothFilesPlansWhatIsLeft) {
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
   EXPECT_EQ(read_text(paths_.rollouts), done);
   EXPECT_EQ(read_text(paths_.failures), failed);
-  EXPECT_CONTAINS(printed_, "- 1 rows already done (in main jsonl)\n");
+  EXPECT_CONTAINS(printed_, "- 1 rollouts already done (in main jsonl)\n");
   EXPECT_NOT_CONTAINS(printed_, "Clearing output fpath");
 }
 
@@ -198,7 +198,7 @@ TEST_F(PlanRows, ResumeFollowsTheMaterializedFileNotTheChangedInput) {
   EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
   EXPECT_CONTAINS(printed_, "WARNING: the input expands differently from " +
-                                paths_.materialized.string() + " (4 rows vs 6)");
+                                paths_.materialized.string() + " (4 rollouts vs 6)");
 }
 
 TEST_F(PlanRows, ResumeWithoutTheOutputFileIsAFreshRun) {

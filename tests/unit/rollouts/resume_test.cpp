@@ -41,14 +41,19 @@ std::string result_line(int task, int rollout, double reward = 1.0) {
   return core::render_json(row) + "\n";
 }
 
-// A failure line of the sidecar (7.6).
-std::string failure_line(int task, int rollout, bool terminal = false) {
+// A failure line of the sidecar (7.6); `fault`: the model endpoint's, as the collector marks it.
+std::string failure_line(int task, int rollout, bool terminal = false,
+                         const char* fault = nullptr) {
   json::object row{{"_ng_task_index", task},
                    {"_ng_rollout_index", rollout},
                    {"agent_ref", json::object{{"name", "a"}}},
                    {"_ng_failure_class", "agent_run_error"},
                    {"_ng_failure_error", "HTTP 500"}};
   if (terminal) row["_ng_failure_terminal"] = true;
+  if (fault) {
+    row["_ng_failure_endpoint"] = "http://127.0.0.1:9/v1/chat/completions";
+    row["_ng_failure_endpoint_fault"] = fault;
+  }
   return core::render_json(row) + "\n";
 }
 
@@ -120,12 +125,60 @@ TEST_F(PlanResume, CountsDoneFailedTerminalAndMaxedOut) {
   EXPECT_EQ(core::render_json(p.to_run[0]), core::render_json(expected));
   EXPECT_EQ(printed_,
             "Resumed from cache. Found:\n"
-            "- 6 original input rows\n"
-            "- 3 rows already done (in main jsonl)\n"
-            "- 5 prior failure attempts (3 unique tasks) in sidecar\n"
+            "- 6 rollouts in the materialized inputs\n"
+            "- 3 rollouts already done (in main jsonl)\n"
+            "- 5 prior failed attempts (of 3 rollouts) in sidecar\n"
             "- 1 sidecar-terminal -> not retried\n"
             "- 1 hit max_attempts=3 -> not retried\n"
-            "- 1 rows that still need to be run\n");
+            "- 1 rollouts that still need to be run\n");
+}
+
+TEST_F(PlanResume, FailuresOfTheModelEndpointDoNotUseUpAttempts) {
+  dir_.write("out.jsonl", "");
+  // (0,0): three outages of the endpoint (refused, 5xx, declared unavailable) and one 429 storm;
+  // (0,1): two outages and one failure of its own; (1,0): a 401 is the request's, it counts.
+  dir_.write(
+      "out_failures.jsonl",
+      failure_line(0, 0, false, "unreachable") + failure_line(0, 0, false, "server_error") +
+          failure_line(0, 0, false, "unavailable") + failure_line(0, 0, false, "rate_limited") +
+          failure_line(0, 1, false, "unreachable") + failure_line(0, 1, false, "unreachable") +
+          failure_line(0, 1) + failure_line(1, 0, false, "rejected"));
+  auto p = plan(1);
+  EXPECT_EQ(p.endpoint_outages, 6u);
+  EXPECT_EQ(p.failure_attempts, 2u);
+  EXPECT_EQ(p.maxed_out, 2u);  // (0,1) and (1,0) had their one attempt
+  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_FALSE(p.to_run[0].contains("_ng_attempt_index"));
+  EXPECT_CONTAINS(printed_,
+                  "- 6 failures caused by the model endpoint (not counted as attempts)\n");
+}
+
+TEST_F(PlanResume, MoreRepeatsOfTheSameTasksAreAdded) {
+  dir_.write("out.jsonl", result_line(0, 0));
+  // The same 3 tasks with 3 rollouts each: (t, 2) are new.
+  auto expected = materialized_rows();
+  std::vector<json::object> three;
+  for (int task = 0; task < 3; ++task) {
+    for (int rollout = 0; rollout < 3; ++rollout) {
+      auto row = expected[static_cast<std::size_t>(task * 2)];
+      row["_ng_rollout_index"] = rollout;
+      three.push_back(row);
+    }
+  }
+  auto p = plan(3, three);
+  EXPECT_EQ(keys_of(p.added), (std::vector<RolloutKey>{{0, 2}, {1, 2}, {2, 2}}));
+  EXPECT_EQ(
+      keys_of(p.to_run),
+      (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {0, 2}, {1, 2}, {2, 2}}));
+  EXPECT_CONTAINS(printed_, "- 3 rollouts added: the input now expands to more\n");
+  EXPECT_NOT_CONTAINS(printed_, "WARNING");
+
+  // Fewer repeats drop nothing: a warning says how to start afresh.
+  std::vector<json::object> one{expected[0], expected[2], expected[4]};
+  auto fewer = plan(3, one);
+  EXPECT_TRUE(fewer.added.empty());
+  EXPECT_EQ(fewer.to_run.size(), 5u);
+  EXPECT_CONTAINS(printed_, "never drops or changes one");
 }
 
 TEST_F(PlanResume, MaxAttemptsDecidesWhatIsMaxedOut) {
@@ -200,7 +253,7 @@ TEST_F(PlanResume, TheMaterializedFileWinsOverTheRecomputedExpansion) {
   EXPECT_EQ(p.to_run[0].at("responses_create_params").at("input"), "q0");
   EXPECT_EQ(
       printed_.rfind("WARNING: the input expands differently from " + paths_.materialized.string() +
-                         " (6 rows vs 1); resuming the materialized rows\n",
+                         " (6 rollouts vs 1); resuming the materialized rollouts.",
                      0),
       0u)
       << printed_;
