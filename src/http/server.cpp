@@ -12,6 +12,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -429,6 +430,40 @@ asio::awaitable<Response> handle(Loop& loop, Request& req, telemetry::Span& span
   co_return res;
 }
 
+// Completes once the client has closed the connection while its request is handled (it gave up
+// or was interrupted). Data a client sends ahead (pipelining) means it is still there: then it
+// waits until cancelled. Costs no syscall while the client stays quiet: the wait is the reactor's.
+asio::awaitable<void> client_gone(Session& s) {
+  auto& socket = s.stream.socket();
+  for (;;) {
+    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, kTuple);
+    if (ec == asio::error::operation_aborted) co_return;  // the handler finished first
+    if (ec) co_return;
+    char byte;
+    const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      co_return;  // EOF or reset: gone
+    if (n > 0) {  // a pipelined request: wait for cancellation only
+      asio::steady_timer never(s.loop.io, asio::steady_timer::time_point::max());
+      co_await never.async_wait(kTuple);
+      co_return;
+    }
+  }
+}
+
+// The handler, cancelled when its client closes the connection first: the work behind a request
+// whose caller is gone stops, and so do the calls it makes (their connections close, and each
+// server behind them cancels in turn; vLLM aborts a generation whose client left). None when the
+// client left: there is no one to answer.
+asio::awaitable<std::optional<Response>> handle_while_client_waits(Session& s, Loop& loop,
+                                                                   Request& req,
+                                                                   telemetry::Span& span) {
+  using namespace asio::experimental::awaitable_operators;
+  auto outcome = co_await (handle(loop, req, span) || client_gone(s));
+  if (outcome.index() == 0) co_return std::move(std::get<0>(outcome));
+  co_return std::nullopt;
+}
+
 // Writes the response, keep-alive when the request asked for it and the server is not
 // stopping, and ends the request: its duration sample once written, the access log (carrying
 // the ids of `server_span`, the request's SERVER span). Returns whether the connection stays open
@@ -466,8 +501,18 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     const bool keep_alive = parser.get().keep_alive();
     Request req = to_request(parser.release());
     telemetry::Span span;
-    Response res = co_await handle(loop, req, span);
+    auto answer = co_await handle_while_client_waits(s, loop, req, span);
     s.release_body();  // the handler is done with it
+    if (!answer) {     // the client left: its request ends unanswered, the connection with it
+      loop.request_finished();
+      if (span.recording()) {
+        span.set_attribute("error.type", "client_closed_request");
+        span.set_status(telemetry::StatusCode::error);
+        span.end();
+      }
+      break;
+    }
+    Response& res = *answer;
     const int status = res.status;
     const bool more = co_await write_response(s, req, res, keep_alive, *metrics, span.context());
     end_server_span(span, status);

@@ -81,10 +81,9 @@ TEST(LiveRunTrust, ADeadEndpointStopsTheRunAndResumeCompletesIt) {
   TempDir tmp;
   const auto input = write_file(tmp, "in.jsonl", input_rows(40));
   const auto out = tmp.file("out.jsonl");
-  const std::string command =
-      eval_command(base, input, out,
-                   "--concurrency 2 ++model_endpoint_unavailable_seconds=1 "
-                   "++global_http_retry_budget_seconds=600");
+  const std::string command = eval_command(base, input, out,
+                                           "--concurrency 2 ++model_endpoint_unavailable_seconds=1 "
+                                           "++global_http_retry_budget_seconds=600");
   LoggedProcess run(command, tmp.file("run.log"));
   for (int i = 0; i < 600 && read_jsonl(out).size() < 4; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -179,8 +178,8 @@ TEST(LiveRunTrust, TheSameRefusalForManyRolloutsInARowStopsTheRun) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "answered HTTP 401 to 5 rollouts in a row")) << r.output;
   EXPECT_TRUE(contains(r.output, "Incorrect API key")) << r.output;
-  EXPECT_TRUE(contains(r.output, "5 \u00d7 model endpoint " + fake.base() +
-                                     "/chat/completions answered HTTP 401"))
+  EXPECT_TRUE(contains(
+      r.output, "5 \u00d7 model endpoint " + fake.base() + "/chat/completions answered HTTP 401"))
       << r.output;
   EXPECT_EQ(read_jsonl(tmp.file("out_failures.jsonl")).size(), 5u) << r.output;
   EXPECT_TRUE(read_jsonl(out).empty());
@@ -223,8 +222,9 @@ TEST(LiveRunTrust, AContextLengthRefusalIsKeptInTheRowAndCounted) {
     EXPECT_EQ(error.at("code"), "context_length_exceeded");
     EXPECT_TRUE(contains(std::string(error.at("message").as_string()), "maximum context length"));
   }
-  EXPECT_TRUE(contains(r.output, "in 2 of 2 rollouts the model endpoint refused a turn as too "
-                                 "long for the model's context"))
+  EXPECT_TRUE(contains(r.output,
+                       "in 2 of 2 rollouts the model endpoint refused a turn as too "
+                       "long for the model's context"))
       << r.output;
 }
 
@@ -258,14 +258,15 @@ TEST(LiveRunTrust, ARolloutLongerThanTheReadTimeoutCompletes) {
       R"("choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant",)"
       R"("content":null,"tool_calls":[{"id":"call_1","type":"function","function":)"
       R"({"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}}]}})";
-  fake.script("[" + tool_call + R"(,{"content":"Sunny"},)" + tool_call + R"(,{"content":"Rainy"}])");
+  fake.script("[" + tool_call + R"(,{"content":"Sunny"},)" + tool_call +
+              R"(,{"content":"Rainy"}])");
   TempDir tmp;
   const auto input = write_file(tmp, "in.jsonl", input_rows(2));
   const auto out = tmp.file("out.jsonl");
-  auto r = gym::test::run_command(
-      eval_command(fake.base(), input, out,
-                   "--concurrency 1 ++global_http_read_timeout_seconds=3") +
-      " 2>&1");
+  auto r =
+      gym::test::run_command(eval_command(fake.base(), input, out,
+                                          "--concurrency 1 ++global_http_read_timeout_seconds=3") +
+                             " 2>&1");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(unique_keys(out).size(), 2u) << r.output;
   EXPECT_EQ(fake.state().at("served").to_number<int>(), 4) << r.output;
@@ -300,4 +301,48 @@ TEST(LiveRunTrust, TwoRunsAtOnceEachGetTheirOwnPorts) {
   EXPECT_EQ(b.child().wait_exit(std::chrono::seconds(120)), 0) << b.output();
   EXPECT_EQ(unique_keys(tmp.file("a.jsonl")).size(), 4u);
   EXPECT_EQ(unique_keys(tmp.file("b.jsonl")).size(), 4u);
+}
+
+// Item 7: rollouts whose collector gave up are not finished behind its back. With a deployment
+// of its own (--no-serve), an interrupted collector's rollouts stop: the agent's handler is
+// cancelled when the collector's connection closes, and with it the model calls it was making.
+// Every answer here is a tool call, so an abandoned rollout would call the model on and on.
+TEST(LiveRunTrust, RolloutsTheCollectorAbandonedStopCallingTheModel) {
+  FakeEndpoint fake({"--delay-ms", "1000"});
+  const std::string tool_call =
+      R"({"times":100000,"answer":{"id":"c","object":"chat.completion","created":0,)"
+      R"("model":"fake-model","choices":[{"index":0,"finish_reason":"tool_calls","message":)"
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"
+      R"("function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}}]}})";
+  fake.script("[" + tool_call + "]");
+  TempDir tmp;
+  gym::test::Deployment d(
+      "--resources-server example_single_tool_call --model-type vllm_model "
+      "--model-url " +
+          fake.base() + " --model fake-model",
+      tmp.file("deployment.log"));
+  ASSERT_TRUE(d.ready()) << d.output();
+  const auto input = write_file(tmp, "in.jsonl", input_rows(4));
+  const auto out = tmp.file("out.jsonl");
+  const std::string collect =
+      gym_binary() + " eval run --no-serve ++head_server.port=" + std::to_string(d.head_port()) +
+      " --agent example_single_tool_call_simple_agent --input " + input + " --output " + out;
+  LoggedProcess run(collect, tmp.file("run.log"));
+  for (int i = 0; i < 600 && fake.received().size() < 8; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(fake.received().size(), 8u) << run.output();  // every rollout is on its 2nd call
+  run.child().signal(SIGINT);
+  EXPECT_EQ(run.child().wait_exit(std::chrono::seconds(30)), 130) << run.output();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // calls on the wire end
+  const auto settled = fake.received().size();
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // ~5 more calls per live rollout
+  EXPECT_EQ(fake.received().size(), settled) << "abandoned rollouts kept calling the model";
+  EXPECT_TRUE(read_jsonl(out).empty());
+
+  // The deployment is intact: with the endpoint answering, --resume runs each rollout once.
+  auto reset = gym::test::http_raw(fake.port, gym::test::post("/reset", "{}"));
+  ASSERT_EQ(gym::test::status_of(reset), 200) << reset;
+  auto r = gym::test::run_command(collect + " --resume 2>&1");
+  EXPECT_EQ(r.code, 0) << r.output << d.output();
+  EXPECT_EQ(unique_keys(out).size(), 4u) << r.output;
 }
