@@ -10,9 +10,10 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -430,38 +431,45 @@ asio::awaitable<Response> handle(Loop& loop, Request& req, telemetry::Span& span
   co_return res;
 }
 
-// Completes once the client has closed the connection while its request is handled (it gave up
-// or was interrupted). Data a client sends ahead (pipelining) means it is still there: then it
-// waits until cancelled. Costs no syscall while the client stays quiet: the wait is the reactor's.
-asio::awaitable<void> client_gone(Session& s) {
-  auto& socket = s.stream.socket();
-  for (;;) {
-    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, kTuple);
-    if (ec == asio::error::operation_aborted) co_return;  // the handler finished first
-    if (ec) co_return;
-    char byte;
-    const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-      co_return;  // EOF or reset: gone
-    if (n > 0) {  // a pipelined request: wait for cancellation only
-      asio::steady_timer never(s.loop.io, asio::steady_timer::time_point::max());
-      co_await never.async_wait(kTuple);
-      co_return;
+// Watches a connection while its request is handled: when the client closes it (it gave up, or
+// was interrupted), the connection's coroutine is cancelled, and with it the handler's pending
+// calls (their connections close; each server behind them does the same in turn; vLLM aborts a
+// generation whose client left). A plain callback on the reactor's readiness wait, so a quiet
+// client costs no system call and no coroutine.
+struct ClientWatch {
+  asio::cancellation_signal cancel;  // bound to the connection's coroutine
+  bool watching = false;
+  bool gone = false;
+};
+
+void watch_client(const std::shared_ptr<ClientWatch>& watch, tcp::socket& socket) {
+  watch->watching = true;
+  socket.async_wait(tcp::socket::wait_read, [watch, &socket](boost::system::error_code ec) {
+    if (!watch->watching) return;  // the handler finished first; the socket may be gone
+    if (!ec) {
+      char byte;
+      const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        watch_client(watch, socket);  // not readable after all
+        return;
+      }
+      if (n > 0) {  // a pipelined request: the client is still there
+        watch->watching = false;
+        return;
+      }
     }
-  }
+    watch->watching = false;  // EOF, reset or a socket error: nobody waits for the answer
+    watch->gone = true;
+    watch->cancel.emit(asio::cancellation_type::terminal);
+  });
 }
 
-// The handler, cancelled when its client closes the connection first: the work behind a request
-// whose caller is gone stops, and so do the calls it makes (their connections close, and each
-// server behind them cancels in turn; vLLM aborts a generation whose client left). None when the
-// client left: there is no one to answer.
-asio::awaitable<std::optional<Response>> handle_while_client_waits(Session& s, Loop& loop,
-                                                                   Request& req,
-                                                                   telemetry::Span& span) {
-  using namespace asio::experimental::awaitable_operators;
-  auto outcome = co_await (handle(loop, req, span) || client_gone(s));
-  if (outcome.index() == 0) co_return std::move(std::get<0>(outcome));
-  co_return std::nullopt;
+// The end of the watch once the handler returned.
+void stop_watching(ClientWatch& watch, tcp::socket& socket) {
+  if (!watch.watching) return;
+  watch.watching = false;
+  boost::system::error_code ec;
+  socket.cancel(ec);  // the only operation pending on it is the watch
 }
 
 // Writes the response, keep-alive when the request asked for it and the server is not
@@ -492,7 +500,8 @@ asio::awaitable<bool> write_response(Session& s, const Request& req, Response& r
 
 // One connection: read a request, handle it, write the response, until the client or the
 // server ends it (style.md 4).
-asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
+asio::awaitable<void> connection(Loop& loop, tcp::socket socket,
+                                 std::shared_ptr<ClientWatch> watch) {
   Session s(loop, std::move(socket));
   while (!loop.stopping) {
     RequestParser parser;                   // a fresh parser per request
@@ -501,9 +510,11 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
     const bool keep_alive = parser.get().keep_alive();
     Request req = to_request(parser.release());
     telemetry::Span span;
-    auto answer = co_await handle_while_client_waits(s, loop, req, span);
-    s.release_body();  // the handler is done with it
-    if (!answer) {     // the client left: its request ends unanswered, the connection with it
+    watch_client(watch, s.stream.socket());
+    Response res = co_await handle(loop, req, span);
+    stop_watching(*watch, s.stream.socket());
+    s.release_body();   // the handler is done with it
+    if (watch->gone) {  // the client left: its request ends unanswered, the connection with it
       loop.request_finished();
       if (span.recording()) {
         span.set_attribute("error.type", "client_closed_request");
@@ -512,7 +523,6 @@ asio::awaitable<void> connection(Loop& loop, tcp::socket socket) {
       }
       break;
     }
-    Response& res = *answer;
     const int status = res.status;
     const bool more = co_await write_response(s, req, res, keep_alive, *metrics, span.context());
     end_server_span(span, status);
@@ -526,14 +536,17 @@ void start_connection(Loop& loop, tcp::socket socket) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   ++loop.stats.connections_accepted;
-  asio::co_spawn(loop.io, connection(loop, std::move(socket)), [](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      spdlog::error("connection task failed: {}", ex.what());
-    }
-  });
+  auto watch = std::make_shared<ClientWatch>();
+  auto slot = watch->cancel.slot();
+  asio::co_spawn(loop.io, connection(loop, std::move(socket), watch),
+                 asio::bind_cancellation_slot(slot, [watch](std::exception_ptr e) {
+                   if (!e) return;
+                   try {
+                     std::rethrow_exception(e);
+                   } catch (const std::exception& ex) {
+                     spdlog::error("connection task failed: {}", ex.what());
+                   }
+                 }));
 }
 
 asio::awaitable<void> accept_loop(Loop& loop) {
