@@ -4,9 +4,11 @@
 #include "python_compat/json.h"
 #include "python_compat/utf8.h"
 #include "servers/agent_server.h"
+#include "servers/aggregate_metrics.h"
 #include "servers/handler_span.h"
 #include "servers/responses_api.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
 
 namespace gym::agents {
@@ -87,12 +89,12 @@ struct Agent {
     Cookies c0 = request_cookies(req);
     json::object expanded = expanded_row(row);
     auto seeded = co_await post(req, resources, "/seed_session", core::render_json(expanded), c0);
-    servers::require_success(seeded);
+    servers::require_success(seeded, resources, "/seed_session");
     Cookies cr = seeded.cookies;
 
     std::string params = core::render_json(row.at("responses_create_params"));
     auto turn = co_await post(req, name, "/v1/responses", std::move(params), cr);
-    servers::require_success(turn);
+    servers::require_success(turn, name, "/v1/responses");
     json::value response = turn.json(body.storage());
 
     if (skip_verification) {
@@ -106,7 +108,7 @@ struct Agent {
     verify_body["response"] = std::move(response);
     auto verified =
         co_await post(req, resources, "/verify", core::render_json(verify_body), turn.cookies);
-    servers::require_success(verified);
+    servers::require_success(verified, resources, "/verify");
     Response res;  // the verify answer, byte for byte
     res.body = std::move(verified.body);
     co_return res;
@@ -134,7 +136,7 @@ struct Agent {
       for (const auto& o : outputs) turn_input.push_back(o);
       params["input"] = std::move(turn_input);
       auto answer = co_await post(req, model, "/v1/responses", core::render_json(params), cm);
-      servers::require_success(answer);
+      servers::require_success(answer, model, "/v1/responses");
       json::value model_response = answer.json(arena);
       if (auto problem = servers::response_problem(model_response))
         throw std::runtime_error("invalid Response from " + model + ": " + *problem);
@@ -252,6 +254,20 @@ void register_simple_agent(servers::Registry& registry) {
             http::json_route([agent](Request& req, json::value& body) -> asio::awaitable<Response> {
               auto r = co_await agent->post(req, agent->resources, "/aggregate_metrics",
                                             core::render_json(body), request_cookies(req));
+              // A resources server written for an older NeMo Gym has no /aggregate_metrics:
+              // NeMo Gym's default computation stands in, and a header says so (the collector
+              // prints it) rather than failing a run whose rollouts are all there.
+              const auto* rows =
+                  body.is_object() ? body.get_object().if_contains("verify_responses") : nullptr;
+              if ((r.status == 404 || r.status == 405) && rows && rows->is_array()) {
+                auto res = Response::json(servers::compute_aggregate_metrics(rows->get_array()));
+                const std::string why = agent->resources + " answered HTTP " +
+                                        std::to_string(r.status) + " to POST /aggregate_metrics";
+                spdlog::warn("{}; computed NeMo Gym's default aggregate metrics instead", why);
+                // rollouts/aggregate.cpp reads it
+                res.headers.push_back({"X-Gym-Default-Aggregate-Metrics", why});
+                co_return res;
+              }
               Response res;
               res.status = r.status;
               res.body = std::move(r.body);

@@ -49,9 +49,9 @@ struct DemoOptions {
 // `make demo`: generates demo data, then `gym eval run` with replay_model over it.
 int run_demo(const DemoOptions& options);
 
-// `gym list`: environments, agents and model types the selectors accept, and the built-in
-// implementations; one JSON object with `json`.
-int run_list(bool json);
+// `gym list`: environments, agents and model types the selectors accept (`search_dirs`, as
+// --search-dir, looked in first), and the built-in implementations; one JSON object with `json`.
+int run_list(bool json, const std::vector<std::string>& search_dirs = {});
 
 // `gym telemetry report FILE...` (runtime.md 9.4a): the summary of telemetry.md 7.7 of the
 // console-exporter files (`-` reads stdin) on stdout, as text or as JSON. Exit 1 when a file

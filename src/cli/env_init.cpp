@@ -65,10 +65,13 @@ int run_env_init(const std::string& name, const std::string& into) {
     throw core::ConfigError("gym env init: " + problem);
   const fs::path root = into.empty() ? fs::path(GYM_SOURCE_ROOT) / "environments" : fs::path(into);
   std::error_code ec;
+  // NeMo Gym's layout, <dir>/resources_servers/NAME: its folder is made as needed.
+  if (root.filename() == "resources_servers") fs::create_directories(root, ec);
   if (!fs::is_directory(root, ec))
     throw core::ConfigError("gym env init: " + root.string() +
                             " is not a directory; give the environments/ folder of your gym-cpp "
-                            "checkout with --into DIR");
+                            "checkout, or a resources_servers/ folder of your own, with --into "
+                            "DIR");
   const fs::path folder = root / name;
   if (fs::exists(folder, ec))
     throw core::ConfigError("gym env init: " + folder.string() +
@@ -87,14 +90,48 @@ int run_env_init(const std::string& name, const std::string& into) {
       "  %s.cpp                  the tool and the verifier\n"
       "  configs/%s.yaml         the preset (--resources-server %s)\n"
       "  data/example.jsonl, data/example_rollouts.jsonl   example rows and recorded rollouts\n"
-      "  tests/%s_test.cpp       its tests\n"
-      "Next: build and test it (from the checkout: make test, or cmake --build build && ctest "
-      "--test-dir build -R %s), then\n"
-      "  gym eval run --resources-server %s --model-type replay_model --split example "
-      "--output out/%s.jsonl\n"
-      "See docs/adding-an-environment.md.\n",
-      folder.c_str(), class_name.c_str(), name.c_str(), name.c_str(), name.c_str(), name.c_str(),
-      class_name.c_str(), name.c_str(), name.c_str());
+      "  tests/%s_test.cpp       its tests\n",
+      folder.c_str(), class_name.c_str(), name.c_str(), name.c_str(), name.c_str(), name.c_str());
+  const fs::path source_environments = fs::path(GYM_SOURCE_ROOT) / "environments";
+  if (fs::equivalent(root, source_environments, ec)) {
+    std::printf(
+        "Next: build and test it (from the checkout: make test, or cmake --build build && ctest "
+        "--test-dir build -R %s), then\n"
+        "  gym eval run --resources-server %s --model-type replay_model --split example "
+        "--output out/%s.jsonl\n"
+        "See docs/adding-an-environment.md.\n",
+        class_name.c_str(), name.c_str(), name.c_str());
+    return 0;
+  }
+  // Outside the checkout no build sees it by itself: gym-cpp's build takes the directory, and
+  // the search root above a resources_servers/ folder finds its preset and data at run time.
+  const fs::path dir = fs::absolute(root, ec).lexically_normal();
+  const fs::path parent = dir.parent_path();
+  std::printf(
+      "It is C++: a gym built with it runs it. Build gym-cpp with this directory (the checkout "
+      "this gym came from is %s):\n"
+      "  cmake -S <gym-cpp checkout> -B build -DGYM_EXTRA_ENVIRONMENTS=%s\n"
+      "  cmake --build build --target gym environments_unit_tests && ctest --test-dir build -R "
+      "%s\n"
+      "  cmake --install build --prefix <prefix>   (or use build/src/cli/gym)\n",
+      GYM_SOURCE_ROOT, dir.c_str(), class_name.c_str());
+  if (dir.filename() == "resources_servers") {
+    std::printf(
+        "Then, from any directory:\n"
+        "  gym list --search-dir %s\n"
+        "  gym eval run --search-dir %s --resources-server %s --model-type replay_model "
+        "--split example --output out/%s.jsonl\n",
+        parent.c_str(), parent.c_str(), name.c_str(), name.c_str());
+  } else {
+    std::printf(
+        "Then: gym eval run --resources-server %s --model-type replay_model --agent "
+        "%s_simple_agent --input %s --output out/%s.jsonl\n"
+        "(write it with --into <dir>/resources_servers instead, NeMo Gym's layout, and "
+        "`--search-dir <dir>` finds its preset and data: `gym list --search-dir <dir>`, "
+        "`--split example`)\n",
+        name.c_str(), name.c_str(), (folder / "data" / "example.jsonl").c_str(), name.c_str());
+  }
+  std::printf("See docs/adding-an-environment.md.\n");
   return 0;
 }
 

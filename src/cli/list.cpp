@@ -36,12 +36,13 @@ struct Listed {
   std::string selector;
   std::string source;    // "built-in preset" or the config file
   std::string external;  // "python3 app.py in <folder>", empty for a built-in implementation
+  std::string note;      // e.g. a C++ folder (`gym env init`) this gym was not built with
   std::vector<std::string> agents;
 };
 
 Listed describe(std::string selector, std::string source, const std::string& yaml,
                 const std::vector<std::string>& roots) {
-  Listed l{std::move(selector), std::move(source), "", {}};
+  Listed l{std::move(selector), std::move(source), "", "", {}};
   try {
     auto tree = core::parse_yaml(yaml, l.source);
     if (!tree.is_object()) return l;
@@ -50,6 +51,15 @@ Listed describe(std::string selector, std::string source, const std::string& yam
       if (inst.server_type == "responses_api_agents") l.agents.push_back(inst.name);
       if (inst.server_type != "resources_servers" || core::is_builtin(inst, catalog)) continue;
       auto folder = core::find_server_folder(inst, roots);
+      // A C++ environment (`gym env init --into`) is run by a gym built with it.
+      const auto owner = std::filesystem::path(l.source).parent_path().parent_path();
+      std::error_code ec;
+      if (!folder && std::filesystem::exists(owner / "CMakeLists.txt", ec)) {
+        l.note = "C++ in " + owner.string() +
+                 ", not built into this gym: configure gym-cpp with -DGYM_EXTRA_ENVIRONMENTS=" +
+                 owner.parent_path().string();
+        continue;
+      }
       l.external = folder
                        ? core::get_string(inst.config, "entrypoint", "") + " in " + folder->string()
                        : "no folder " + inst.server_type + "/" + inst.impl + "/ found";
@@ -61,8 +71,10 @@ Listed describe(std::string selector, std::string source, const std::string& yam
 
 // What `--resources-server NAME[/flavor]` can load: resources_servers/<name>/configs/*.yaml in
 // the search roots (a NeMo Gym checkout, --search-dir) first, then the bundled presets.
-std::vector<Listed> environments() {
-  const auto roots = core::default_sources().search_roots;
+std::vector<Listed> environments(const std::vector<std::string>& search_dirs) {
+  auto roots = search_dirs;  // --search-dir first, as `gym eval run` looks
+  for (auto& root : core::default_sources().search_roots)
+    if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
   std::vector<Listed> out;
   std::set<std::string> seen;
   for (const auto& root : roots) {
@@ -91,15 +103,16 @@ std::vector<Listed> environments() {
 
 }  // namespace
 
-int run_list(bool as_json) {
+int run_list(bool as_json, const std::vector<std::string>& search_dirs) {
   json::array environment_list, sources, agents, models;
-  const auto listed = environments();
+  const auto listed = environments(search_dirs);
   for (const auto& e : listed) {
     environment_list.emplace_back(e.selector);
     sources.push_back(json::object{
         {"name", e.selector},
         {"config", e.source},
-        {"external", e.external.empty() ? json::value(nullptr) : json::value(e.external)}});
+        {"external", e.external.empty() ? json::value(nullptr) : json::value(e.external)},
+        {"note", e.note.empty() ? json::value(nullptr) : json::value(e.note)}});
     for (const auto& agent : e.agents)
       agents.emplace_back(json::object{{"name", agent}, {"environment", e.selector}});
   }
@@ -125,6 +138,7 @@ int run_list(bool as_json) {
     std::string notes;
     if (e.source != "built-in preset") notes += "from " + e.source;
     if (!e.external.empty()) notes += (notes.empty() ? "" : "; ") + ("external: " + e.external);
+    if (!e.note.empty()) notes += (notes.empty() ? "" : "; ") + e.note;
     if (notes.empty())
       std::printf("  %s\n", e.selector.c_str());
     else

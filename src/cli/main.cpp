@@ -127,6 +127,10 @@ class Cli {
     add_telemetry_report();
     list_ = app_.add_subcommand("list", "Show the environments, agents and model types to run");
     list_->add_flag("--json", json_, "One JSON object");
+    list_
+        ->add_option("--search-dir", flags_.search_dirs,
+                     "Extra search root, as for gym eval run (repeatable)")
+        ->allow_extra_args(false);
   }
 
   // The process exit code.
@@ -334,7 +338,7 @@ class Cli {
     if (*config_show_) return cli::run_config_show(flags_);
     if (*env_init_) return cli::run_env_init(init_name_, init_into_);
     if (*telemetry_report_) return cli::run_telemetry_report(report_files_, json_);
-    if (*list_) return cli::run_list(json_);
+    if (*list_) return cli::run_list(json_, flags_.search_dirs);
     if (*eval_run_) {
       auto eval_overrides = eval_flags_.overrides();
       flags_.overrides.insert(flags_.overrides.begin(), eval_overrides.begin(),

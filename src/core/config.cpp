@@ -316,7 +316,7 @@ std::vector<fs::path> search_candidates(const std::string& path,
     tried.push_back(fs::path(root) / path);
     // gym-cpp's own resources servers live in environments/ (architecture.md), so upstream's
     // `resources_servers/<env>/...` paths of the bundled presets find them there.
-    if (root == GYM_SOURCE_ROOT && std::string_view(path).starts_with(kResources))
+    if (root == install_root() && std::string_view(path).starts_with(kResources))
       tried.push_back(fs::path(root) / "environments" / path.substr(kResources.size()));
   }
   return tried;
@@ -345,6 +345,19 @@ void apply_override(json::object& cfg, std::string_view override_text, ConfigOri
   apply(cfg, parse_override(override_text), origins);
 }
 
+const std::string& install_root() {
+  static const std::string root = [] {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      const fs::path shared = exe.parent_path().parent_path() / "share" / "gym-cpp";
+      if (fs::is_directory(shared / "environments", ec)) return shared.string();
+    }
+    return std::string(GYM_SOURCE_ROOT);
+  }();
+  return root;
+}
+
 ConfigSources default_sources() {
   ConfigSources sources;
   auto add_root = [&](std::string root) {
@@ -364,7 +377,7 @@ ConfigSources default_sources() {
   }
   std::error_code ec;
   add_root(fs::current_path(ec).string());
-  add_root(GYM_SOURCE_ROOT);
+  add_root(install_root());
   sources.getenv = process_getenv;
   return sources;
 }

@@ -67,7 +67,13 @@ struct ConfigSources {
   BundledConfig bundled_config;
 };
 
-// search_roots = NEMO_GYM_EXTRA_ROOTS (':'-separated), the working directory, the source root;
+// gym-cpp's install root: the tree holding its own environments/ (presets, example data,
+// python_example). An installed gym uses <prefix>/share/gym-cpp beside its bin/ (found from
+// /proc/self/exe, so a moved prefix still works); a gym run from its build tree, the source
+// tree it was built from.
+const std::string& install_root();
+
+// search_roots = NEMO_GYM_EXTRA_ROOTS (':'-separated), the working directory, the install root;
 // getenv = ::getenv.
 ConfigSources default_sources();
 

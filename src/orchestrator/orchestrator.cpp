@@ -387,6 +387,12 @@ class Deployment::Impl {
                  c.instance.name.c_str(), external.c_str(), where.c_str(), when,
                  c.killed_by ? ", " : " ", exit_description(c.exit_code, c.killed_by).c_str());
     for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
+    if (c.external) {
+      const char* path = std::getenv("PATH");
+      const std::string hint = missing_module_hint(*c.external, {c.tail.begin(), c.tail.end()},
+                                                   path ? path : "/usr/bin:/bin");
+      std::fputs(hint.c_str(), stderr);
+    }
   }
 
   int wait_ready() {

@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -178,6 +181,106 @@ ExternalCommand external_command(const std::string& folder, const std::string& e
   c.env.push_back("PYTHONPATH=" + folder +
                   (pythonpath && *pythonpath ? ":" + std::string(pythonpath) : ""));
   return c;
+}
+
+namespace {
+
+// Where `program` is found on `path`, as execvp finds it; `program` itself when not found.
+std::string on_path(const std::string& program, const std::string& path) {
+  if (program.find('/') != std::string::npos) return program;
+  std::string_view rest = path;
+  while (!rest.empty()) {
+    const auto colon = std::min(rest.find(':'), rest.size());
+    const std::string dir(rest.substr(0, colon));
+    rest.remove_prefix(std::min(colon + 1, rest.size()));
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return program;
+}
+
+// Debian's name for a PyPI distribution or a top-level module: python3-<name>, lower case,
+// with the few names Debian spells differently.
+std::string debian_package(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
+    return c == '_' || c == '.' ? '-' : static_cast<char>(std::tolower(c));
+  });
+  if (name == "pyyaml") name = "yaml";
+  if (name.starts_with("python-")) name.erase(0, 7);
+  return "python3-" + name;
+}
+
+// The distribution names of a requirements.txt, without versions, extras and markers.
+std::vector<std::string> requirement_names(const std::string& file) {
+  std::vector<std::string> names;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const auto end = line.find_first_of(" \t#<>=!~;[@\r");
+    std::string name = line.substr(0, end);
+    if (!name.empty() && name[0] != '-') names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string missing_module_hint(const ExternalCommand& command,
+                                const std::vector<std::string>& last_output,
+                                const std::string& path) {
+  std::string missing;  // the module named in "No module named 'x'", or ""
+  bool import_failed = false;
+  for (const auto& line : last_output) {
+    if (line.find("ModuleNotFoundError") == std::string::npos &&
+        line.find("ImportError") == std::string::npos)
+      continue;
+    import_failed = true;
+    constexpr std::string_view kNamed = "No module named '";
+    if (auto at = line.find(kNamed); at != std::string::npos) {
+      auto name = line.substr(at + kNamed.size());
+      missing = name.substr(0, name.find_first_of("'."));
+    }
+  }
+  if (!import_failed || command.argv.empty()) return "";
+  const std::string venv = command.folder + "/.venv";
+  const bool in_venv = command.argv[0] == venv + "/bin/python";
+  const std::string interpreter = on_path(command.argv[0], path);
+  std::string out = "hint: its Python could not import " +
+                    (missing.empty() ? std::string("a module") : "'" + missing + "'") +
+                    ". The interpreter was " + interpreter;
+  std::error_code ec;
+  const bool has_requirements = std::filesystem::exists(command.folder + "/requirements.txt", ec);
+  const std::string install =
+      has_requirements ? "-r " + command.folder + "/requirements.txt"
+                       : (missing.empty() ? std::string("<the packages it imports>") : missing);
+  if (in_venv) {
+    out += " (the .venv of its folder). Install what it needs into that venv:\n  " + venv +
+           "/bin/pip install " + install + "\n";
+    return out;
+  }
+  out += " (the first python3 on PATH; a .venv in " + command.folder +
+         " would be used instead). Either:\n  - make that venv once: python3 -m venv " + venv +
+         " && " + venv + "/bin/pip install " + install + "\n    (gym-cpp then runs " + venv +
+         "/bin/python)\n";
+  std::vector<std::string> packages;
+  auto add = [&](const std::string& name) {
+    if (name.empty() || name == "nemo_gym" || name == "nemo-gym") return;
+    auto p = debian_package(name);
+    if (std::find(packages.begin(), packages.end(), p) == packages.end()) packages.push_back(p);
+  };
+  if (has_requirements)
+    for (const auto& name : requirement_names(command.folder + "/requirements.txt")) add(name);
+  add(missing);
+  if (!packages.empty()) {
+    std::string list;
+    for (const auto& p : packages) list += " " + p;
+    out += "  - or install Debian's packages for /usr/bin/python3: sudo apt install" + list + "\n";
+    if (interpreter != "/usr/bin/python3")
+      out += "    and run gym with /usr/bin first on PATH (PATH=/usr/bin:$PATH gym ...), since " +
+             interpreter + " is another Python\n";
+  }
+  if (missing == "nemo_gym")
+    out += "  nemo_gym is not a Debian package: install NeMo Gym into the venv\n";
+  return out;
 }
 
 SpawnedServer spawn_external_server(const std::string& instance, const ExternalCommand& command,

@@ -44,6 +44,15 @@ struct ExternalCommand {
 };
 ExternalCommand external_command(const std::string& folder, const std::string& entrypoint);
 
+// When an external server's last output shows it could not import a module (ModuleNotFoundError,
+// ImportError), what to do about it: the interpreter that ran (its full path), and the two fixes,
+// a .venv in its folder (the path gym-cpp would then run) or Debian's packages (from the
+// folder's requirements.txt and the missing module). Empty otherwise. `path`: the PATH it ran
+// with.
+std::string missing_module_hint(const ExternalCommand& command,
+                                const std::vector<std::string>& last_output,
+                                const std::string& path);
+
 // Starts an external server for `instance` (through `launcher` as spawn_server does; srun runs
 // its task in the folder too). Throws std::runtime_error when the config is too large for one
 // environment variable (Linux allows 128 KiB).

@@ -38,6 +38,11 @@ asio::awaitable<json::array> fetch_aggregate_metrics(
     if (!answer.is_object())
       throw std::runtime_error(agent + "/aggregate_metrics answered HTTP " +
                                std::to_string(resp.status) + ": " + resp.body.substr(0, 500));
+    // The agent computed NeMo Gym's default because its resources server has no
+    // /aggregate_metrics (agents/simple_agent.cpp sets the header).
+    if (auto why = http::find_header(resp.headers, "X-Gym-Default-Aggregate-Metrics"); !why.empty())
+      std::printf("note: %s; the aggregate metrics of %s are NeMo Gym's default computation\n",
+                  std::string(why).c_str(), agent.c_str());
     auto& a = answer.as_object();
     auto member = [&](const char* key, json::value fallback) {
       auto* v = a.if_contains(key);

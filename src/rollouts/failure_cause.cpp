@@ -47,21 +47,40 @@ bool read_typed_error(const json::value& v, FailureCause& cause) {
   return true;
 }
 
-// Splits "Hit an exception in <via> calling an inner server: <status> <rest>".
-bool split_chain_link(std::string_view text, std::string& via, int& status,
+bool three_digits(std::string_view text, int& value) {
+  if (text.size() < 3) return false;
+  value = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+    value = value * 10 + (text[i] - '0');
+  }
+  return text.size() == 3 || text[3] == ' ';
+}
+
+// Splits "Hit an exception in <via> calling an inner server: [<callee>: ]<status> <rest>".
+// NeMo Gym's agents write no <callee>; gym-cpp's name the call ("resources POST /verify").
+bool split_chain_link(std::string_view text, std::string& via, std::string& callee, int& status,
                       std::string_view& rest) {
   if (!text.starts_with(kChainHead)) return false;
   auto middle = text.find(kChainMiddle);
   if (middle == std::string_view::npos) return false;
-  auto digits = text.substr(middle + kChainMiddle.size());
-  std::size_t n = 0;
+  auto after = text.substr(middle + kChainMiddle.size());
   int value = 0;
-  while (n < digits.size() && n < 3 && std::isdigit(static_cast<unsigned char>(digits[n])))
-    value = value * 10 + (digits[n++] - '0');
-  if (n != 3) return false;
+  std::string_view target;
+  if (!three_digits(after, value)) {
+    // The callee is one short line ending in ": " before the status.
+    constexpr std::size_t kMaxCallee = 300;
+    auto colon = after.find(": ");
+    if (colon == std::string_view::npos || colon == 0 || colon > kMaxCallee) return false;
+    target = after.substr(0, colon);
+    if (target.find_first_of("\n\r\"{") != std::string_view::npos) return false;
+    after.remove_prefix(colon + 2);
+    if (!three_digits(after, value)) return false;
+  }
   via = std::string(text.substr(kChainHead.size(), middle - kChainHead.size()));
+  callee = std::string(target);
   status = value;
-  rest = digits.substr(n);
+  rest = after.substr(3);
   if (rest.starts_with(' ')) rest.remove_prefix(1);
   return true;
 }
@@ -73,7 +92,10 @@ std::string FailureCause::text() const {
   if (status) out = "HTTP " + std::to_string(*status);
   if (!type.empty()) out += (out.empty() ? "" : " ") + type;
   if (!message.empty()) out += (out.empty() ? "" : ": ") + message;
-  if (!via.empty()) out += " (called by " + via + ")";
+  if (!callee.empty() && !via.empty())
+    out += " (from " + callee + ", called by " + via + ")";
+  else if (!via.empty())
+    out += " (called by " + via + ")";
   return out;
 }
 
@@ -82,11 +104,12 @@ std::optional<FailureCause> innermost_cause(int status, const std::string& body)
   cause.status = status;
   std::string current = body;  // owned: each step may replace it with a decoded string
   for (int depth = 0; depth < kMaxDepth; ++depth) {
-    std::string via;
+    std::string via, callee;
     int inner_status = 0;
     std::string_view rest;
-    if (split_chain_link(current, via, inner_status, rest)) {
+    if (split_chain_link(current, via, callee, inner_status, rest)) {
       cause.via = std::move(via);
+      cause.callee = std::move(callee);
       cause.status = inner_status;
       cause.type.clear();
       cause.message.clear();

@@ -1,7 +1,8 @@
 #pragma once
 // The innermost cause of a failed /run (issue 13.11). An agent that fails calling a model or
 // resources server answers 500 with the JSON string "Hit an exception in <cookie name> calling
-// an inner server: <status> <body>", and <body> may be such a chain again; what the user needs is
+// an inner server: <status> <body>" (gym-cpp's agents write "...: <instance> POST <route>:
+// <status> <body>"), and <body> may be such a chain again; what the user needs is
 // the last link: the status and the error type and message the failing server gave.
 #include <optional>
 #include <string>
@@ -14,8 +15,10 @@ struct FailureCause {
   std::string type;           // e.g. "replay_no_match" (`detail.type` or `error.type`), or ""
   std::string message;        // the innermost message, one line
   std::string via;            // the server that made the failing call (its cookie name), or ""
+  std::string callee;         // the failing call, "<instance> POST <route>", or "" (upstream)
 
-  // One line: "HTTP 409 replay_no_match: no recorded input ... (called by SimpleAgent___x)".
+  // One line: "HTTP 409 replay_no_match: no recorded input ... (from policy_model POST
+  // /v1/responses, called by SimpleAgent___x)"; without a callee "(called by ...)".
   std::string text() const;
 };
 

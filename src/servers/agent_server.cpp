@@ -39,12 +39,17 @@ void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler r
 http::Response downstream_failure(const std::string& cookie_name, const DownstreamError& e) {
   return http::Response::json(
       json::string("Hit an exception in " + cookie_name +
-                   " calling an inner server: " + std::to_string(e.status()) + " " + e.body()),
+                   " calling an inner server: " + (e.target().empty() ? "" : e.target() + ": ") +
+                   std::to_string(e.status()) + " " + e.body()),
       500);
 }
 
-void require_success(const http::ClientResponse& r) {
-  if (r.status < 200 || r.status > 299) throw DownstreamError(r.status, r.body);
+void require_success(const http::ClientResponse& r, std::string_view instance,
+                     std::string_view route) {
+  if (r.status >= 200 && r.status <= 299) return;
+  std::string target;
+  if (!instance.empty()) target = std::string(instance) + " POST " + std::string(route);
+  throw DownstreamError(r.status, r.body, std::move(target));
 }
 
 }  // namespace gym::servers

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace gym::servers {
 
@@ -25,23 +26,30 @@ void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler r
 // A downstream Gym call that answered non-2xx inside a handler (runtime.md 4.2).
 class DownstreamError : public std::runtime_error {
  public:
-  DownstreamError(int status, std::string body)
+  // `target`: the call that failed, "<instance> POST <route>" (empty when unknown).
+  DownstreamError(int status, std::string body, std::string target = {})
       : std::runtime_error("HTTP " + std::to_string(status)),
         status_(status),
-        body_(std::move(body)) {}
+        body_(std::move(body)),
+        target_(std::move(target)) {}
   int status() const { return status_; }
   const std::string& body() const { return body_; }
+  const std::string& target() const { return target_; }
 
  private:
   int status_;
   std::string body_;
+  std::string target_;
 };
 
 // 500 with the JSON string "Hit an exception in <cookie name> calling an inner server:
-// <status> <downstream body>".
+// <instance> POST <route>: <status> <downstream body>". NeMo Gym's wording has no
+// "<instance> POST <route>: "; the call is named so that a Python server's 500 or missing route
+// is not taken for the agent's own failure.
 http::Response downstream_failure(const std::string& cookie_name, const DownstreamError& e);
 
-// Throws DownstreamError unless `r` is 2xx.
-void require_success(const http::ClientResponse& r);
+// Throws DownstreamError unless `r` is 2xx; `instance` and `route` name the call in it.
+void require_success(const http::ClientResponse& r, std::string_view instance = {},
+                     std::string_view route = {});
 
 }  // namespace gym::servers

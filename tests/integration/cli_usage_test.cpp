@@ -237,3 +237,58 @@ TEST(Setup, CmakeInstallPutsGymAndItsAliasesInPrefixBin) {
   EXPECT_EQ(version.code, 0) << version.output;
   EXPECT_TRUE(contains(version.output, "gym-cpp ")) << version.output;
 }
+
+// Issue 27.16: an installed gym needs no source tree. The prefix holds the environments' presets,
+// example data and python_example (PREFIX/share/gym-cpp), found beside the binary; the check
+// runs the installed gym with the source tree (GYM_SOURCE_ROOT, the build dir in it) hidden under
+// an empty tmpfs in a private mount namespace, from a directory outside it.
+TEST(Setup, AnInstalledGymRunsWithoutTheSourceTree) {
+  TempDir prefix, work;
+  ASSERT_FALSE(fs::path(prefix.path()).string().starts_with(GYM_SOURCE_ROOT));
+  auto install = gym::test::run_command("cmake --install " + std::string(GYM_BUILD_DIR) +
+                                        " --prefix " + prefix.path());
+  ASSERT_EQ(install.code, 0) << install.output;
+  const std::string share = prefix.path() + "/share/gym-cpp/environments";
+  EXPECT_TRUE(fs::is_regular_file(share + "/python_example/app.py"));
+  EXPECT_TRUE(fs::is_regular_file(share + "/mcqa/data/example.jsonl"));
+  EXPECT_FALSE(fs::exists(share + "/mcqa/mcqa.cpp"));
+  // Debian's python3 first: the server needs FastAPI (scripts/setup.sh installs it).
+  auto hidden = [&](const std::string& command) {
+    return gym::test::run_command(
+        "unshare -rm sh -c 'mount -t tmpfs none " + std::string(GYM_SOURCE_ROOT) + " && cd " +
+        work.path() + " && PATH=/usr/bin:/bin:" + prefix.path() + "/bin " + command + "' 2>&1");
+  };
+  auto sealed = hidden("ls " + std::string(GYM_SOURCE_ROOT) + " | wc -l");
+  ASSERT_EQ(sealed.code, 0) << sealed.output;
+  ASSERT_EQ(sealed.output, "0\n") << "the source tree is still visible";
+
+  auto list = hidden("gym list");
+  ASSERT_EQ(list.code, 0) << list.output;
+  EXPECT_TRUE(contains(list.output, "  mcqa\n")) << list.output;
+  EXPECT_TRUE(contains(list.output, "external: app.py in " + share + "/python_example"))
+      << list.output;
+
+  auto run = hidden(
+      "gym eval run --resources-server python_example --model-type replay_model --split example "
+      "--output out/python_example.jsonl ++head_server.port=0");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_TRUE(fs::is_regular_file(work.file("out/python_example_aggregate_metrics.json")))
+      << run.output;
+
+  // A C++ environment of one's own, in NeMo Gym's layout outside any checkout: listed through
+  // --search-dir, and the message says how to build it in and run it.
+  auto init = hidden("gym env init word_count --into " + work.path() + "/mine/resources_servers");
+  ASSERT_EQ(init.code, 0) << init.output;
+  EXPECT_TRUE(
+      contains(init.output, "-DGYM_EXTRA_ENVIRONMENTS=" + work.path() + "/mine/resources_servers"))
+      << init.output;
+  EXPECT_TRUE(contains(init.output, "gym eval run --search-dir " + work.path() +
+                                        "/mine --resources-server word_count"))
+      << init.output;
+  auto mine = hidden("gym list --search-dir " + work.path() + "/mine");
+  ASSERT_EQ(mine.code, 0) << mine.output;
+  EXPECT_TRUE(contains(mine.output, "C++ in " + work.path() +
+                                        "/mine/resources_servers/word_count, not built into "
+                                        "this gym"))
+      << mine.output;
+}

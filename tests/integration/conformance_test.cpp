@@ -210,7 +210,7 @@ TEST(SimpleAgent, ModelFailureFailsTheRolloutWith500) {
   ASSERT_TRUE(body.is_string());
   EXPECT_NE(std::string(body.as_string())
                 .find("Hit an exception in SimpleAgent___example_single_tool_call_simple_agent "
-                      "calling an inner server: 409"),
+                      "calling an inner server: policy_model POST /v1/responses: 409"),
             std::string::npos)
       << body;
 }

@@ -343,6 +343,105 @@ TEST(ExternalServer, CrashAtStartUpNamesTheInstanceAndItsLastOutput) {
   EXPECT_NE(r.output.find("RuntimeError: answer key missing"), std::string::npos) << r.output;
 }
 
+// Issue 27.15: a server whose Python cannot import its modules (the first python3 on PATH
+// without FastAPI, typically) is reported with the interpreter that ran, by its full path, and
+// the two fixes: a .venv in its folder (the path gym-cpp would run) or Debian's packages, from
+// its requirements.txt and the missing module.
+TEST(ExternalServer, AMissingModuleNamesTheInterpreterAndBothFixes) {
+  TempDir tmp;
+  const auto config = write_user_server(tmp, "needs_pkg", "import gym_cpp_absent_module\n");
+  const fs::path folder = fs::path(tmp.path()) / "resources_servers" / "needs_pkg";
+  std::ofstream(folder / "requirements.txt")
+      << "# what it imports\nfastapi>=0.100\nuvicorn[standard]\n"
+         "PyYAML\n";
+  auto r = run_gym(
+      "env start --config " + config + " --search-dir " + tmp.path() + " ++head_server.port=0",
+      tmp.path(), "PATH=/usr/bin:/bin");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("ModuleNotFoundError"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hint: its Python could not import 'gym_cpp_absent_module'. The "
+                          "interpreter was /usr/bin/python3 (the first python3 on PATH"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("python3 -m venv " + folder.string() + "/.venv && " + folder.string() +
+                          "/.venv/bin/pip install -r " + folder.string() + "/requirements.txt"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("gym-cpp then runs " + folder.string() + "/.venv/bin/python"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("sudo apt install python3-fastapi python3-uvicorn python3-yaml "
+                          "python3-gym-cpp-absent-module"),
+            std::string::npos)
+      << r.output;
+
+  // Another failure is not taken for a missing module.
+  const auto other = write_user_server(tmp, "crashes", "raise RuntimeError('no key')\n");
+  auto crash = run_gym(
+      "env start --config " + other + " --search-dir " + tmp.path() + " ++head_server.port=0",
+      tmp.path());
+  EXPECT_EQ(crash.code, 2) << crash.output;
+  EXPECT_EQ(crash.output.find("hint: its Python"), std::string::npos) << crash.output;
+}
+
+// A copy of the template in <tmp>/resources_servers/python_example/ (found before the bundled
+// one through --search-dir) with `from` replaced by `to` in its app.py.
+void write_patched_template(const TempDir& tmp, const std::string& from, const std::string& to) {
+  const fs::path folder = fs::path(tmp.path()) / "resources_servers" / "python_example";
+  fs::create_directories(folder);
+  std::string app = read_text((kTemplate / "app.py").string());
+  const auto at = app.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  app.replace(at, from.size(), to);
+  std::ofstream(folder / "app.py") << app;
+}
+
+// Issue 27.15: a Python server's 500 is not reported as the agent's: the failure cause names the
+// inner server's instance and route the agent called.
+TEST(ExternalServer, AFailingRouteOfAPythonServerIsNamedInTheCause) {
+  TempDir tmp;
+  write_patched_template(tmp, "    async def verify(request: Request):\n",
+                         "    async def verify(request: Request):\n"
+                         "        raise RuntimeError('the verifier crashed')\n");
+  auto r = run_gym(
+      "eval run --resources-server python_example --model-type replay_model --split example "
+      "--limit 1 --output out.jsonl --search-dir " +
+          tmp.path() + " ++head_server.port=0",
+      tmp.path());
+  EXPECT_NE(r.code, 0) << r.output;
+  auto failures = read_jsonl(tmp.file("out_failures.jsonl"));
+  ASSERT_FALSE(failures.empty()) << r.output;
+  const auto cause = std::string(failures.front().at("_ng_failure_cause").as_string());
+  EXPECT_EQ(cause,
+            "HTTP 500: Internal Server Error (from python_example POST /verify, called by "
+            "SimpleAgent___python_example_simple_agent)")
+      << r.output;
+}
+
+// Issue 27.15: a resources server written for an older NeMo Gym has no /aggregate_metrics; the
+// run still ends with NeMo Gym's default aggregate, computed by the agent, and says so.
+TEST(ExternalServer, WithoutAggregateMetricsTheDefaultIsComputedAndNoted) {
+  TempDir tmp;
+  write_patched_template(tmp, "@app.post(\"/aggregate_metrics\")",
+                         "@app.post(\"/not_aggregate_metrics\")");
+  auto r = run_gym(
+      "eval run --resources-server python_example --model-type replay_model --split example "
+      "--output out.jsonl --search-dir " +
+          tmp.path() + " ++head_server.port=0",
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: python_example answered HTTP 404 to POST /aggregate_metrics; "
+                          "the aggregate metrics of python_example_simple_agent are NeMo Gym's "
+                          "default computation"),
+            std::string::npos)
+      << r.output;
+  auto entries = json::parse(read_text(tmp.file("out_aggregate_metrics.json")));
+  ASSERT_EQ(entries.as_array().size(), 1u);
+  const auto& key = entries.as_array()[0].at("key_metrics");
+  EXPECT_TRUE(gym::test::close_to(key.at("mean/reward").to_number<double>(), 0.8)) << key;
+  EXPECT_TRUE(gym::test::close_to(key.at("mean/calculator_calls").to_number<double>(), 1.0)) << key;
+}
+
 // A server that hangs at start-up, or listens elsewhere than the port its config gives it, is
 // named with the URL that did not answer and its last output once the readiness timeout is up,
 // and is stopped (no orphan).

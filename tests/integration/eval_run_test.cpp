@@ -925,7 +925,10 @@ TEST(EvalRunModelFailure, FailureRowsThenResumeRetriesUpToMaxAttempts) {
     EXPECT_EQ(row.at("_ng_failure_class"), "agent_run_error");
     EXPECT_EQ(row.at("_ng_failure_http_status"), json::value(500));
     auto body = std::string(row.at("_ng_failure_response_body").as_string());
-    EXPECT_NE(body.find("calling an inner server: 500"), std::string::npos) << body;
+    EXPECT_NE(body.find("calling an inner server: example_single_tool_call_simple_agent POST "
+                        "/v1/responses: 500"),
+              std::string::npos)
+        << body;
     EXPECT_NE(body.find("the model failed on purpose"), std::string::npos) << body;
     // issue 13.11: the innermost status and message, not only the agent's 500.
     ASSERT_TRUE(row.contains("_ng_failure_cause")) << json::serialize(row);

@@ -42,6 +42,66 @@ TEST(FailureCause, NestedChainsAreFollowedToTheLastLink) {
   EXPECT_EQ(cause->via, "ResourcesServer___env");
 }
 
+// gym-cpp's agents name the call that failed (servers::downstream_failure): the inner server's
+// instance and route are part of the cause, so a Python server's 500 or missing route is not
+// taken for the agent's.
+std::string named_chain(const std::string& via, const std::string& callee, int status,
+                        const std::string& inner_body) {
+  return json::serialize(json::value(json::string("Hit an exception in " + via +
+                                                  " calling an inner server: " + callee + ": " +
+                                                  std::to_string(status) + " " + inner_body)));
+}
+
+TEST(FailureCause, TheInnerServerAndRouteAreNamed) {
+  auto cause = innermost_cause(500, named_chain("SimpleAgent___my_agent", "my_env POST /verify",
+                                                500, "Internal Server Error"));
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->status, 500);
+  EXPECT_EQ(cause->callee, "my_env POST /verify");
+  EXPECT_EQ(cause->via, "SimpleAgent___my_agent");
+  EXPECT_EQ(cause->message, "Internal Server Error");
+  EXPECT_EQ(cause->text(),
+            "HTTP 500: Internal Server Error (from my_env POST /verify, called by "
+            "SimpleAgent___my_agent)");
+
+  auto missing = innermost_cause(500, named_chain("SimpleAgent___a", "old_env POST /seed_session",
+                                                  404, R"({"detail":"Not Found"})"));
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->text(),
+            "HTTP 404: Not Found (from old_env POST /seed_session, called by SimpleAgent___a)");
+}
+
+// Nested: the agent's call to its own /v1/responses failed because the model server did; the
+// innermost link's callee wins, and an upstream-worded link inside a named one is read too.
+TEST(FailureCause, NamedAndUpstreamLinksMix) {
+  auto inner = named_chain("SimpleAgent___a", "policy_model POST /v1/responses", 409,
+                           R"({"detail":{"type":"replay_no_match","message":"no match"}})");
+  auto cause =
+      innermost_cause(500, named_chain("SimpleAgent___a", "a POST /v1/responses", 500, inner));
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->callee, "policy_model POST /v1/responses");
+  EXPECT_EQ(cause->type, "replay_no_match");
+
+  auto upstream_inside =
+      innermost_cause(500, named_chain("SimpleAgent___a", "a POST /v1/responses", 500,
+                                       agent_chain("PyAgent___b", 502, "bad gateway")));
+  ASSERT_TRUE(upstream_inside);
+  EXPECT_EQ(upstream_inside->status, 502);
+  EXPECT_EQ(upstream_inside->callee, "");
+  EXPECT_EQ(upstream_inside->via, "PyAgent___b");
+  EXPECT_EQ(upstream_inside->text(), "HTTP 502: bad gateway (called by PyAgent___b)");
+}
+
+// Text that only looks like a chain stays a message.
+TEST(FailureCause, AChainWithoutAStatusIsAMessage) {
+  auto cause = innermost_cause(
+      500, "Hit an exception in X calling an inner server: the server: was not there");
+  ASSERT_TRUE(cause);
+  EXPECT_EQ(cause->via, "");
+  EXPECT_EQ(cause->status, 500);
+  EXPECT_NE(cause->message.find("the server: was not there"), std::string::npos);
+}
+
 TEST(FailureCause, PlainTextAndStringDetailsBecomeTheMessage) {
   auto text = innermost_cause(500, agent_chain("A___a", 500, "the model failed on purpose\n"));
   ASSERT_TRUE(text);
@@ -92,6 +152,18 @@ TEST(EndpointFailure, TheModelServersWordingIsReadBack) {
   EXPECT_FALSE(of("model endpoint " + url + " answered HTTP 200 with a body that is not JSON"));
   EXPECT_FALSE(of("model endpoint " + url + " answered without choices"));
   EXPECT_FALSE(of("the model failed on purpose"));
+}
+
+TEST(EndpointFailure, ReadBackThroughANamedChain) {
+  auto inner = json::serialize(
+      json::value(json::string("model endpoint http://10.0.0.7:8000/v1 answered HTTP 500: boom")));
+  auto cause = innermost_cause(
+      500, named_chain("SimpleAgent___a", "policy_model POST /v1/responses", 502, inner));
+  ASSERT_TRUE(cause);
+  auto failure = endpoint_failure_of(*cause);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->fault, EndpointFault::server_error);
+  EXPECT_EQ(failure->url, "http://10.0.0.7:8000/v1");
 }
 
 TEST(EndpointFailure, OutagesAreTheEndpointsAndRefusalsTheRequests) {
