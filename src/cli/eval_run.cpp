@@ -4,6 +4,7 @@
 
 #include "cli/builtins.h"
 #include "cli/deployment_watch.h"
+#include "core/console.h"
 #include "core/json_text.h"
 #include "core/process_limits.h"
 #include "core/termination_signals.h"
@@ -15,11 +16,15 @@
 #include "rollouts/options.h"
 #include "rollouts/plan.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/json.hpp>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 namespace gym::cli {
 namespace json = boost::json;
@@ -90,15 +95,42 @@ std::unique_ptr<telemetry::ProcessTelemetry> collector_telemetry(
       telemetry::ProcessRole::collector, getenv);
 }
 
-}  // namespace
+// With --json stdout holds the summary alone: until restore(), file descriptor 1 is stderr, so
+// whatever this process prints on stdout (the servers' output it pumps too) goes to stderr.
+class StdoutToStderr {
+ public:
+  StdoutToStderr() {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  ~StdoutToStderr() { restore(); }
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
 
-int run_eval(const core::ConfigSources& sources, bool no_serve,
-             const telemetry::PipelineFactory& pipelines) {
+ private:
+  int saved_ = -1;
+};
+
+// The run itself; `report` and `paths_out` are filled as far as it got.
+int collect(const core::ConfigSources& sources, bool no_serve,
+            const telemetry::PipelineFactory& pipelines, rollouts::CollectionReport& report,
+            std::optional<OutputPaths>& paths_out) {
   core::raise_fd_limit();
   core::ConfigOrigins origins;
   json::object local = core::load_config(sources, &origins);
   auto options = CollectionOptions::from_config(local, no_serve);
   auto paths = OutputPaths::for_output(options.output);
+  paths_out = paths;
+  if (options.quiet) {
+    core::console::set_quiet(true);
+    if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+  }
   std::error_code ec;
   if (paths.rollouts.has_parent_path())
     std::filesystem::create_directories(paths.rollouts.parent_path(), ec);
@@ -112,10 +144,12 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
       served = served_config(local);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
+      report.error = e.what();
       return 2;
     }
     auto telemetry = collector_telemetry(local, served, pipelines);  // before the pool (D4)
     auto plan = rollouts::plan_rows(options, paths, *options.input, agent_names(served));
+    report.planned(plan);
     // The deployment's client keys (retry budget, pool limits) unless set here.
     json::object pool_cfg = served;
     core::deep_merge(pool_cfg, local);
@@ -127,11 +161,13 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
     DeploymentWatch watch(
         "http://" + addresses.head_host + ":" + std::to_string(addresses.head_port),
         agent_urls(served), options.unreachable_seconds);
-    return rollouts::run_collection(pool_cfg, agent_urls(served), std::move(plan), options, paths,
-                                    *telemetry, [&](std::chrono::milliseconds wait) {
-                                      if (int code = signals.take(wait)) return code;
-                                      return watch.poll();
-                                    });
+    return rollouts::run_collection(
+        pool_cfg, agent_urls(served), std::move(plan), options, paths, *telemetry,
+        [&](std::chrono::milliseconds wait) {
+          if (int code = signals.take(wait)) return code;
+          return watch.poll();
+        },
+        &report);
   }
 
   core::validate_server_instances(local, builtin_registry().catalog(), sources.search_roots);
@@ -149,17 +185,64 @@ int run_eval(const core::ConfigSources& sources, bool no_serve,
     deploy_sources.overrides.push_back("++input_jsonl_fpath=" + input.string());
   }
   auto plan = rollouts::plan_rows(options, paths, input, agent_names(local));
+  report.planned(plan);
+  if (options.quiet) {
+    // -q: the servers' output goes to files (nemo_gym_log_dir), their warnings still show.
+    std::string dir = core::get_string(local, "nemo_gym_log_dir", "");
+    if (dir.empty()) {
+      dir = paths.stem.string() + "_logs";
+      deploy_sources.overrides.push_back("++nemo_gym_log_dir=" + dir);
+    }
+    report.server_logs = dir;
+    core::console::print("Server output: " + dir + "/<server>.log");
+  }
   orchestrator::Deployment deployment(deploy_sources, pipelines, builtin_registry().catalog());
   int code = deployment.start();
+  if (code == 2) report.error = "the deployment did not start (the reason is on stderr)";
+  if (code == 130 || code == 143)
+    report.stop_reason = code == 130 ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
   if (code == 0) {
     rollouts::prepare_output_files(plan, options, paths);  // every server is ready
     // T2: collection runs inside the orchestrator process and reports as `orchestrator`.
     code = rollouts::run_collection(
         deployment.config(), agent_urls(deployment.config()), std::move(plan), options, paths,
         *deployment.telemetry(),
-        [&](std::chrono::milliseconds wait) { return deployment.poll(wait); });
+        [&](std::chrono::milliseconds wait) { return deployment.poll(wait); }, &report);
   }
   deployment.shutdown();
+  return code;
+}
+
+}  // namespace
+
+int run_eval(const core::ConfigSources& sources, bool no_serve,
+             const telemetry::PipelineFactory& pipelines, bool json_summary) {
+  rollouts::CollectionReport report;
+  std::optional<OutputPaths> paths;
+  if (!json_summary) return collect(sources, no_serve, pipelines, report, paths);
+  StdoutToStderr redirect;
+  // The summary is the last line on stdout whatever happened; an error is still reported on
+  // stderr by the caller.
+  auto summarize = [&](int code) {
+    redirect.restore();
+    auto summary = rollouts::report_json(report, paths.value_or(OutputPaths{}), code);
+    if (!paths) summary["files"] = nullptr;
+    std::printf("%s\n", core::render_json(summary).c_str());
+    std::fflush(stdout);
+  };
+  int code = 0;
+  try {
+    code = collect(sources, no_serve, pipelines, report, paths);
+  } catch (const core::ConfigError& e) {
+    report.error = e.what();
+    summarize(1);
+    throw;
+  } catch (const std::exception& e) {
+    report.error = e.what();
+    summarize(2);
+    throw;
+  }
+  summarize(code);
   return code;
 }
 

@@ -9,7 +9,9 @@ namespace gym::cli {
 // Returns the exit code of runtime.md 9.5 (0, 1, 2, 3, 130, 143). Throws core::ConfigError for
 // config and usage errors (exit 1, nothing started). `pipelines` builds this process's metrics
 // pipeline: the orchestrator's with servers, the `rollout_collection` one with --no-serve (T2).
+// With `json_summary` (--json) stdout holds one line, the run's summary as a JSON object
+// (rollouts::report_json), written whatever happened; everything else goes to stderr.
 int run_eval(const core::ConfigSources& sources, bool no_serve,
-             const telemetry::PipelineFactory& pipelines);
+             const telemetry::PipelineFactory& pipelines, bool json_summary = false);
 
 }  // namespace gym::cli

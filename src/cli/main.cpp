@@ -55,7 +55,7 @@ struct EvalFlags {
     add("prompt_config", prompt_config);
     if (resume) out.push_back("++resume_from_cache=true");
     if (disable_aggregation) out.push_back("++disable_aggregation=true");
-    if (quiet) out.push_back("++progress_summaries=false");
+    if (quiet) out.push_back("++quiet=true");
     return out;
   }
 };
@@ -281,8 +281,8 @@ class Cli {
                     "responses_create_params.max_output_tokens")
         ->check(whole_number(1));
     run->add_flag("-q,--quiet", f.quiet,
-                  "No per-percent summaries on stdout (progress_summaries: false); the bar, "
-                  "failures and the final metrics stay");
+                  "quiet: print only warnings, errors and the result; the servers' output goes "
+                  "to <output stem>_logs/<server>.log");
     run->add_flag("--disable-aggregation", f.disable_aggregation, "Skip the aggregate metrics");
     run->add_option("--prompt-config", f.prompt_config,
                     "Not supported in this release: setting prompt_config is a config error");
@@ -344,7 +344,7 @@ class Cli {
       flags_.overrides.insert(flags_.overrides.begin(), eval_overrides.begin(),
                               eval_overrides.end());
       return cli::run_eval(cli::to_sources(flags_), eval_flags_.no_serve,
-                           exporters::metrics_pipelines());
+                           exporters::metrics_pipelines(), json_);
     }
     if (*eval_submit_) {
       auto more = eval_flags_.overrides();

@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator.h"
 
+#include "core/console.h"
 #include "core/json_text.h"
 #include "core/process_limits.h"
 #include "core/secrets.h"
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +40,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 
 namespace gym::orchestrator {
@@ -65,7 +68,29 @@ struct Child {
   std::unique_ptr<std::ofstream> log;
 };
 
-// Prints every child's output line by line, prefixed with its instance name.
+// Whether a server's line is a warning or an error: the level word of our servers' log lines
+// ("2025-01-01 12:00:00.000 warning ..."), or of Python's logging ("WARNING:root:...", uvicorn's
+// "ERROR:    ...") among the first words.
+bool is_warning_or_error(std::string_view line) {
+  std::size_t pos = 0;
+  for (int word = 0; word < 4 && pos < line.size(); ++word) {
+    while (pos < line.size() && line[pos] == ' ') ++pos;
+    const auto end = std::min(line.find(' ', pos), line.size());
+    // "WARNING:root:..." is one word; its level is the part before the first ':'.
+    std::string level(line.substr(pos, std::min(line.find(':', pos), end) - pos));
+    for (auto& ch : level) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (level == "warning" || level == "warn" || level == "error" || level == "critical" ||
+        level == "fatal")
+      return true;
+    if (level == "info" || level == "debug" || level == "trace") return false;
+    pos = end + 1;
+  }
+  return false;
+}
+
+// Prints every child's output line by line, prefixed with its instance name, through the console
+// (never on the progress bar's line). Quiet (`gym eval run -q`), and once the servers are being
+// stopped, only their warnings and errors are printed: the rest goes to their logs and tails.
 class OutputPump {
  public:
   explicit OutputPump(std::vector<Child>& children) : children_(children) {
@@ -80,12 +105,15 @@ class OutputPump {
     std::lock_guard lock(mu_);
     return {c.tail.begin(), c.tail.end()};
   }
+  // The servers are being stopped on purpose: their "received signal 15, shutting down" is no
+  // news.
+  void hush() { hushed_ = true; }
 
  private:
   void emit(Child& c, std::string line) {
     std::lock_guard lock(mu_);
-    std::fprintf(stdout, "(%s) %s\n", c.instance.name.c_str(), line.c_str());
-    std::fflush(stdout);
+    if (!(hushed_ || core::console::quiet()) || is_warning_or_error(line))
+      core::console::write(stdout, "(" + c.instance.name + ") " + line);
     if (c.log) *c.log << line << '\n' << std::flush;
     c.tail.push_back(std::move(line));
     if (c.tail.size() > kTailLines) c.tail.pop_front();
@@ -127,6 +155,7 @@ class OutputPump {
   std::thread thread_;
   std::mutex mu_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> hushed_{false};
 };
 
 // The head server on its own loop and thread.
@@ -262,7 +291,8 @@ class Deployment::Impl {
       head_yaml_ = core::to_yaml(core::masked_secrets(cfg_));
     }
     const std::string yaml = core::to_yaml(cfg_);
-    std::printf("Head server at http://%s:%d\n", addresses.head_host.c_str(), addresses.head_port);
+    core::console::note("Head server at http://%s:%d\n", addresses.head_host.c_str(),
+                        addresses.head_port);
 
     const std::string log_dir = core::get_string(cfg_, "nemo_gym_log_dir", "");
     children_.reserve(instances.size());
@@ -308,9 +338,8 @@ class Deployment::Impl {
     if (code == 0) code = probe_model_endpoints();
     if (code == 0) start_memory_sampler();
     if (code == 0) {
-      std::printf("All %zu / %zu servers ready!\n", children_.size(), children_.size());
-      print_table();
-      std::fflush(stdout);
+      core::console::note("All %zu / %zu servers ready!\n%s", children_.size(), children_.size(),
+                          table().c_str());
     }
     return code;
   }
@@ -376,7 +405,8 @@ class Deployment::Impl {
   }
 
   void report_exit(const Child& c, const char* when) {
-    pump_->stop();  // drain what it printed last
+    pump_->stop();                   // drain what it printed last
+    const core::console::Hold hold;  // the collection's bar may be shown
     const std::string external = c.external ? " (" + c.external->argv.at(0) + " " +
                                                   c.external->argv.at(1) + " in " +
                                                   c.external->folder + ")"
@@ -560,17 +590,21 @@ class Deployment::Impl {
     return 0;
   }
 
-  void print_table() const {
+  std::string table() const {
+    std::string text;
     for (const auto& c : children_) {
-      std::printf("  %-45s %s/%s  http://%s:%d  pid %d", c.instance.name.c_str(),
-                  c.instance.server_type.c_str(), c.instance.impl.c_str(), c.host.c_str(), c.port,
-                  c.process.pid);
+      char line[512];
+      std::snprintf(line, sizeof line, "  %-45s %s/%s  http://%s:%d  pid %d",
+                    c.instance.name.c_str(), c.instance.server_type.c_str(),
+                    c.instance.impl.c_str(), c.host.c_str(), c.port, c.process.pid);
+      text += line;
       if (c.external)
-        std::printf("  (%s %s in %s)", c.external->argv.at(0).c_str(),
-                    c.external->argv.at(1).c_str(), c.external->folder.c_str());
-      if (c.remote_node) std::printf("  on node %s (srun)", c.remote_node->name.c_str());
-      std::printf("\n");
+        text += "  (" + c.external->argv.at(0) + " " + c.external->argv.at(1) + " in " +
+                c.external->folder + ")";
+      if (c.remote_node) text += "  on node " + c.remote_node->name + " (srun)";
+      text += "\n";
     }
+    return text;
   }
 
   // telemetry.md 6.8: once every server passed readiness, when metrics and memory profiling
@@ -609,6 +643,7 @@ class Deployment::Impl {
     std::set<std::string> remote;
     for (const auto& c : children_)
       if (c.remote_node && c.exit_code < 0) remote.insert(c.instance.name);
+    if (pump_) pump_->hush();
     const char* job = std::getenv("SLURM_JOB_ID");
     const auto stepped = terminate_steps(job ? job : "", remote, run_command);
     for (auto& c : children_)
@@ -631,6 +666,7 @@ class Deployment::Impl {
     while (running() && Clock::now() < kill_deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (pump_) pump_->stop();
+    if (!children_.empty()) core::console::note("All %zu servers stopped\n", children_.size());
     head_.reset();
     for (auto& c : children_)
       if (!c.process.config_file.empty()) ::unlink(c.process.config_file.c_str());

@@ -1,4 +1,5 @@
 #include "rollouts/collection.h"
+#include "core/console.h"
 
 #include "core/secrets.h"
 #include "http/client.h"
@@ -35,7 +36,9 @@ struct Outcome {
   std::size_t total = 0;
   std::string stop_reason;  // the collector stopped on its own: the endpoint is at fault
   bool aggregate_failed = false;
+  std::string aggregate_error;
   std::optional<std::filesystem::path> aggregate_path;
+  json::array aggregate_entries;
   std::string error;  // a failure of the collector itself (e.g. a write error)
 };
 
@@ -70,6 +73,7 @@ class CollectionThread {
       io_->stop();
     });
     thread_.join();
+    if (collector_) outcome_.counts = collector_->counts();  // what finished before the stop
     // The run's span ends marked as cut off, so the rollouts already exported keep their parent.
     job_.cut_off();
     (void)collector_.release();
@@ -121,21 +125,23 @@ class CollectionThread {
       collector_.reset();
       co_return;
     }
-    std::puts("Sorting results to ensure consistent ordering");
+    core::console::note("Sorting results to ensure consistent ordering\n");
     auto& successes = collector_->successes();
     for (auto& row : done_) successes.push_back(std::move(row));
     if (options_.disable_aggregation) {
-      std::puts("Skipping aggregate-metrics computation because disable_aggregation=True.");
+      core::console::note(
+          "Skipping aggregate-metrics computation because disable_aggregation=True.\n");
     } else if (!successes.empty()) {
-      std::puts("Computing aggregate metrics");
-      std::fflush(stdout);
+      core::console::note("Computing aggregate metrics\n");
       try {
         auto entries = co_await fetch_aggregate_metrics(*client_, urls_, std::move(successes));
         write_aggregate_metrics(paths_.aggregate_metrics, entries);
         outcome_.aggregate_path = paths_.aggregate_metrics;
+        outcome_.aggregate_entries = std::move(entries);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "error: aggregate metrics: %s\n", e.what());
         outcome_.aggregate_failed = true;
+        outcome_.aggregate_error = e.what();
       }
     }
     collector_.reset();  // closes the files
@@ -215,14 +221,86 @@ void print_caveats(const Outcome& o, std::size_t earlier_results, std::size_t to
   std::fflush(stdout);
 }
 
+// The stop reason of a supervisor's exit code, in the words of the exit-code table.
+std::string stop_description(int code) {
+  switch (code) {
+    case 130:
+      return "interrupted (SIGINT)";
+    case 143:
+      return "terminated (SIGTERM)";
+    case 2:
+      return "the deployment failed: a server exited, or the deployment went away";
+    default:
+      return "stopped with exit code " + std::to_string(code);
+  }
+}
+
 }  // namespace
+
+void CollectionReport::planned(const Plan& plan) {
+  earlier_results = plan.done.size();
+  total = plan.rows.size() + earlier_results + plan.without_result;
+}
+
+json::object report_json(const CollectionReport& report, const OutputPaths& paths, int exit_code) {
+  auto text_or_null = [](const std::string& text) {
+    return text.empty() ? json::value(nullptr) : json::value(text);
+  };
+  auto path_or_null = [](const std::optional<std::filesystem::path>& path) {
+    return path ? json::value(path->string()) : json::value(nullptr);
+  };
+  const auto& c = report.counts;
+  const std::size_t with_result = c.succeeded + report.earlier_results;
+  json::object rollouts{
+      {"total", report.total},
+      {"dispatched", c.dispatched},
+      {"succeeded", c.succeeded},
+      {"failed", c.failed},
+      {"earlier_results", report.earlier_results},
+      {"without_result", report.total > with_result ? report.total - with_result : 0},
+      {"context_length_exceeded", c.context_length},
+  };
+  std::vector<std::pair<std::string, std::size_t>> causes(c.failure_causes.begin(),
+                                                          c.failure_causes.end());
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  json::array failure_causes;
+  for (const auto& [cause, n] : causes)
+    failure_causes.push_back(json::object{{"cause", cause}, {"rollouts", n}});
+  json::object key_metrics;
+  for (const auto& entry : report.aggregate_entries)
+    if (const auto* name = entry.at("agent_ref").as_object().if_contains("name");
+        name && name->is_string())
+      key_metrics[name->get_string()] = entry.at("key_metrics");
+  json::object files{
+      {"rollouts", paths.rollouts.string()},
+      {"materialized_inputs", paths.materialized.string()},
+      {"failures", paths.failures.string()},
+      {"aggregate_metrics", path_or_null(report.aggregate_metrics)},
+      {"server_logs", path_or_null(report.server_logs)},
+  };
+  return json::object{
+      {"exit_code", exit_code},
+      {"rollouts", std::move(rollouts)},
+      {"failure_causes", std::move(failure_causes)},
+      {"key_metrics", std::move(key_metrics)},
+      {"files", std::move(files)},
+      {"stop_reason", text_or_null(report.stop_reason)},
+      {"resume_command", text_or_null(report.resume_command)},
+      {"error", text_or_null(report.error)},
+  };
+}
 
 int run_collection(const json::object& client_config, std::map<std::string, std::string> agent_urls,
                    Plan plan, const CollectionOptions& options, const OutputPaths& paths,
-                   telemetry::ProcessTelemetry& telemetry, const Supervisor& supervise) {
+                   telemetry::ProcessTelemetry& telemetry, const Supervisor& supervise,
+                   CollectionReport* report) {
+  CollectionReport unused;
+  CollectionReport& r = report ? *report : unused;
+  r.planned(plan);
   if (options.concurrency)
-    std::printf("Querying with %lld concurrent requests\n",
-                static_cast<long long>(*options.concurrency));
+    core::console::note("Querying with %lld concurrent requests\n",
+                        static_cast<long long>(*options.concurrency));
   std::fflush(stdout);
   const std::size_t earlier_results = plan.done.size();
   const std::size_t without_result = plan.without_result;
@@ -234,38 +312,54 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
     if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;
   if (stop_code != 0 && !collection.finished()) {
     collection.cancel();
+    core::console::end_status(true);  // the bar the cancelled collection left
+    r.counts = collection.outcome().counts;
     std::fflush(stdout);
+    r.stop_reason = stop_description(stop_code);
+    r.resume_command = resume_command();
     std::fprintf(stderr,
                  "Collection stopped (exit code %d): rows already written stay; the unfinished "
                  "rollouts run with the same command and --resume:\n  %s\n",
-                 stop_code, resume_command().c_str());
+                 stop_code, r.resume_command.c_str());
     return stop_code;
   }
   auto& o = collection.outcome();
+  r.counts = o.counts;
+  r.aggregate_metrics = o.aggregate_path;
+  r.aggregate_entries = o.aggregate_entries;
+  if (o.aggregate_failed) r.error = "aggregate metrics: " + o.aggregate_error;
   if (!o.error.empty()) {
+    r.error = "collection failed: " + o.error;
     std::fprintf(stderr, "error: collection failed: %s\n", o.error.c_str());
     return 2;
   }
   if (!o.stop_reason.empty()) {
+    r.stop_reason = o.stop_reason;
+    r.resume_command = resume_command();
     print_caveats(o, earlier_results, total, without_result);
     std::fprintf(stderr,
                  "error: collection stopped: %s\nNo aggregate metrics were computed. Rows already "
                  "written stay, and failures the endpoint caused do not count as attempts: once "
                  "the endpoint works, the rest runs with the same command and --resume:\n  %s\n",
-                 o.stop_reason.c_str(), resume_command().c_str());
+                 o.stop_reason.c_str(), r.resume_command.c_str());
     return 2;
   }
   print_files(paths, o);
   print_caveats(o, earlier_results, total, without_result);
-  if (stop_code != 0) return stop_code;
+  if (stop_code != 0) {
+    r.stop_reason = stop_description(stop_code);
+    return stop_code;
+  }
+  if (o.counts.failed > 0 || o.counts.dispatched < o.total) r.resume_command = resume_command();
   if (without_result > 0) {
     const int attempts = max_rollout_attempts();
+    r.resume_command =
+        "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=" + std::to_string(attempts + 3) + " " + resume_command();
     std::fprintf(stderr,
                  "%zu rollouts have no result: they failed NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=%d times "
                  "or their agent marked the failure terminal (see %s). To give them more "
-                 "attempts:\n  NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=%d %s\n",
-                 without_result, attempts, paths.failures.c_str(), attempts + 3,
-                 resume_command().c_str());
+                 "attempts:\n  %s\n",
+                 without_result, attempts, paths.failures.c_str(), r.resume_command.c_str());
     return 3;
   }
   // Failure rows come first: the aggregate call usually fails for the same reason (a dead

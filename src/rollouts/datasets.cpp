@@ -1,4 +1,5 @@
 #include "rollouts/datasets.h"
+#include "core/console.h"
 
 #include "core/config.h"
 #include "core/json_text.h"
@@ -50,8 +51,8 @@ std::filesystem::path collate_datasets(const json::object& cfg, const std::strin
   auto out = stem / "preprocessed_datasets" / (split + ".jsonl");
   std::filesystem::create_directories(out.parent_path());
   write_jsonl(out, rows);
-  std::printf("Collated %zu rows from %zu dataset(s) into %s\n", rows.size(), datasets,
-              out.c_str());
+  core::console::note("Collated %zu rows from %zu dataset(s) into %s\n", rows.size(), datasets,
+                      out.c_str());
   return out;
 }
 

@@ -86,7 +86,8 @@ CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool n
   o.unreachable_seconds =
       core::get_double(cfg, "deployment_unreachable_seconds", o.unreachable_seconds, 0.0, 1e9);
   o.split = optional_string(cfg, "split");
-  o.progress_summaries = core::get_bool(cfg, "progress_summaries", true);
+  o.quiet = core::get_bool(cfg, "quiet", false);
+  o.progress_summaries = core::get_bool(cfg, "progress_summaries", !o.quiet);
   o.endpoint_error_limit = static_cast<std::size_t>(
       core::get_int(cfg, "model_endpoint_error_limit",
                     static_cast<std::int64_t>(o.endpoint_error_limit), 0, 1'000'000'000));

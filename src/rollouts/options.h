@@ -38,7 +38,10 @@ struct CollectionOptions {
   // --no-serve: give up once the head server and every agent have refused connections for this
   // long (deployment_unreachable_seconds); 0 = never, the retry budget alone applies.
   double unreachable_seconds = 5;
-  bool progress_summaries = true;  // the per-percent blocks on stdout (--quiet: false)
+  // quiet (--quiet): only warnings, errors and the result are printed; the servers' output goes
+  // to their log files.
+  bool quiet = false;
+  bool progress_summaries = true;  // the per-percent blocks on stdout (default: not quiet)
   // Stop once this many rollouts in a row failed with the same 4xx from the same model endpoint
   // (a bad key, an unknown model): model_endpoint_error_limit; 0 = never.
   std::size_t endpoint_error_limit = 20;

@@ -1,4 +1,5 @@
 #include "rollouts/plan.h"
+#include "core/console.h"
 
 #include "core/config.h"
 #include "core/json_text.h"
@@ -50,13 +51,14 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
                             "started and no output file was touched. Point --input "
                             "(input_jsonl_fpath) at a JSONL file with one row per line");
   if (options.limit)
-    std::printf("Limiting the number of rows to %lld\n", static_cast<long long>(*options.limit));
+    core::console::note("Limiting the number of rows to %lld\n",
+                        static_cast<long long>(*options.limit));
   if (options.agent_name)
-    std::printf("Using `%s` for rows that do not already have an agent ref\n",
-                options.agent_name->c_str());
+    core::console::note("Using `%s` for rows that do not already have an agent ref\n",
+                        options.agent_name->c_str());
   if (!options.create_params_overrides.empty())
-    std::printf("Overriding responses_create_params fields with %s\n",
-                core::render_json(options.create_params_overrides).c_str());
+    core::console::note("Overriding responses_create_params fields with %s\n",
+                        core::render_json(options.create_params_overrides).c_str());
   auto expanded = expand_rows(input, lines, options, agents);
 
   Plan plan;
@@ -72,7 +74,7 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
     }
     for (const auto* p : {&paths.rollouts, &paths.materialized})
       if (!std::filesystem::exists(*p))
-        std::printf("Skipping resume_from_cache because %s doesn't exist!\n", p->c_str());
+        core::console::note("Skipping resume_from_cache because %s doesn't exist!\n", p->c_str());
   }
   plan.fresh = true;
   plan.rows = std::move(expanded);
@@ -85,7 +87,8 @@ void prepare_output_files(const Plan& plan, const CollectionOptions& options,
     if (!plan.added.empty()) write_jsonl(paths.materialized, plan.added, /*append=*/true);
     return;
   }
-  if (!options.resume) std::puts("Clearing output fpath since `resume_from_cache=False`!");
+  if (!options.resume)
+    core::console::note("Clearing output fpath since `resume_from_cache=False`!\n");
   write_jsonl(paths.materialized, plan.rows);
   std::filesystem::remove(paths.rollouts);
   std::filesystem::remove(paths.failures);  // R6: a fresh run starts an empty sidecar

@@ -1,5 +1,6 @@
 #include "rollouts/progress.h"
 
+#include "core/console.h"
 #include "core/json_text.h"
 #include "rollouts/rows.h"
 
@@ -150,13 +151,7 @@ void Progress::print_summary() {
   print(text);
 }
 
-void Progress::print(const std::string& text) {
-  if (bar_shown_) std::fputs("\r\033[K", stderr);
-  std::fputs(text.c_str(), stdout);
-  if (!text.ends_with("\n")) std::fputc('\n', stdout);
-  std::fflush(stdout);
-  if (bar_shown_) draw_bar(true);
-}
+void Progress::print(const std::string& text) { core::console::print(text); }
 
 void Progress::draw_bar(bool force) {
   auto now = Clock::now();
@@ -165,6 +160,7 @@ void Progress::draw_bar(bool force) {
   last_draw_ = now;
   double elapsed = elapsed_seconds();
   if (!tty_) {
+    if (core::console::quiet()) return;  // -q: the result only
     double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
     double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
     double frac = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 1;
@@ -172,19 +168,22 @@ void Progress::draw_bar(bool force) {
     if (in_flight_ > 0 && done_ < total_)
       running =
           ", " + std::to_string(in_flight_) + " in flight, oldest " + clock_text(oldest_seconds_);
-    std::fprintf(stderr, "Collecting rollouts: %3d%% %zu/%zu [%s<%s, %.2f rollouts/s]%s\n",
-                 static_cast<int>(frac * 100), done_, total_, clock_text(elapsed).c_str(),
-                 clock_text(eta).c_str(), rate, running.c_str());
-    std::fflush(stderr);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "Collecting rollouts: %3d%% %zu/%zu [%s<%s, %.2f rollouts/s]%s",
+                  static_cast<int>(frac * 100), done_, total_, clock_text(elapsed).c_str(),
+                  clock_text(eta).c_str(), rate, running.c_str());
+    core::console::write(stderr, line);
     return;
   }
-  std::fprintf(stderr, "\r\033[K%s", bar_line(done_, total_, elapsed, columns_).c_str());
-  std::fflush(stderr);
+  // The console erases and redraws it around every other line written meanwhile.
+  core::console::show_status(bar_line(done_, total_, elapsed, columns_));
   bar_shown_ = true;
 }
 
 void Progress::finish() {
-  if (bar_shown_) std::fputs("\n", stderr);
+  // -q: the bar was only a live view; the result follows.
+  if (bar_shown_) core::console::end_status(!core::console::quiet());
   bar_shown_ = false;
 }
 

@@ -22,7 +22,7 @@ std::string bar_line(std::size_t done, std::size_t total, double elapsed_seconds
 class Progress {
  public:
   // `rows` are the rows about to be dispatched (their agent_ref names the agent). Without
-  // `summaries` the per-percent blocks are not printed (--quiet); the bar stays.
+  // `summaries` the per-percent blocks are not printed (progress_summaries: false).
   explicit Progress(const std::vector<boost::json::object>& rows, bool summaries = true);
   // One finished rollout (success or failure): counts it, adds its numeric fields to the agent's
   // running means, prints the percent summary when a threshold is crossed, refreshes the bar.

@@ -1,4 +1,5 @@
 #include "rollouts/resume.h"
+#include "core/console.h"
 
 #include "rollouts/collector.h"
 #include "rollouts/failure_cause.h"
@@ -173,22 +174,22 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
       row["_ng_attempt_index"] = it->second;
     plan.to_run.push_back(std::move(row));
   }
-  std::printf(
+  core::console::note(
       "Resumed from cache. Found:\n"
       "- %zu rollouts in the materialized inputs\n"
       "- %zu rollouts already done (in main jsonl)\n"
       "- %zu prior failed attempts (of %zu rollouts) in sidecar\n",
       plan.materialized, plan.done.size(), plan.failure_attempts, plan.failed_keys);
   if (plan.endpoint_outages > 0)
-    std::printf("- %zu failures caused by the model endpoint (not counted as attempts)\n",
-                plan.endpoint_outages);
-  std::printf(
+    core::console::note("- %zu failures caused by the model endpoint (not counted as attempts)\n",
+                        plan.endpoint_outages);
+  core::console::note(
       "- %zu sidecar-terminal -> not retried\n"
       "- %zu hit max_attempts=%d -> not retried\n",
       plan.terminal, plan.maxed_out, max_attempts);
   if (!plan.added.empty())
-    std::printf("- %zu rollouts added: the input now expands to more\n", plan.added.size());
-  std::printf("- %zu rollouts that still need to be run\n", plan.to_run.size());
+    core::console::note("- %zu rollouts added: the input now expands to more\n", plan.added.size());
+  core::console::note("- %zu rollouts that still need to be run\n", plan.to_run.size());
   return plan;
 }
 
