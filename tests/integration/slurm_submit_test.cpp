@@ -213,7 +213,7 @@ TEST_P(SlurmSubmitConformance, RecordedRewardsWithServersOnBothNodes) {
   auto r = submit(cluster, tmp.path(),
                   "--resources-server " + c.env + " --model-type replay_model --agent " + c.env +
                       "_simple_agent --input " + input +
-                      " -o out/rollouts.jsonl --nodes 2 ++head_server.port=0 -q --wait");
+                      " -o out/rollouts.jsonl --nodes 2 ++head_server.port=0 --wait");
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string id = job_id_of(r.output);
   const std::string log = read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
@@ -255,7 +255,7 @@ TEST(SlurmSubmit, OneNodeRunsEveryServerBesideTheDriver) {
   TempDir tmp;
   auto r = submit(cluster, tmp.path(),
                   "--resources-server mcqa --model-type replay_model --split example "
-                  "-o out/rollouts.jsonl ++head_server.port=0 -q --wait");
+                  "-o out/rollouts.jsonl ++head_server.port=0 --wait");
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string id = job_id_of(r.output);
   const std::string log = read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
@@ -265,7 +265,7 @@ TEST(SlurmSubmit, OneNodeRunsEveryServerBesideTheDriver) {
 
   r = submit(cluster, tmp.path(),
              "--resources-server mcqa --model-type replay_model --split example "
-             "-o out/pinned.jsonl ++head_server.port=0 -q --wait "
+             "-o out/pinned.jsonl ++head_server.port=0 --wait "
              "++mcqa.resources_servers.mcqa.slurm_node=n2");
   EXPECT_NE(r.code, 0) << r.output;
   EXPECT_TRUE(contains(r.output,
@@ -282,7 +282,7 @@ TEST(SlurmAllocation, FromALoginNodeEveryServerRunsOnTheNodes) {
   auto r = cluster.run("cd " + tmp.path() + " && salloc --nodes=2 " + gym_binary() +
                        " eval run --resources-server mcqa --model-type replay_model --split "
                        "example -o out/rollouts.jsonl ++head_server.port=0 "
-                       "++use_absolute_ip=true -q");
+                       "++use_absolute_ip=true");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "on node n1 (srun)")) << r.output;
   EXPECT_TRUE(contains(r.output, "on node n2 (srun)")) << r.output;
@@ -298,7 +298,7 @@ const std::string kLongRun =
     "--resources-server mcqa --model-type replay_model --split example -o out/rollouts.jsonl "
     "--nodes 2 --num-repeats " +
     std::to_string(kRepeats) +
-    " --concurrency 2 -q "
+    " --concurrency 2 "
     "++head_server.port=0";
 
 // Submits kLongRun from `tmp` and waits until it has written `rows` rows; the job id, or "" after
@@ -363,7 +363,7 @@ TEST(SlurmSubmit, ATimedOutJobResumesWithEveryRowExactlyOnce) {
                           cluster.host_address() + ":" + std::to_string(port) +
                           "/v1 --model fake-model --model-api-key none --agent mcqa_simple_agent "
                           "--split example -o out/rollouts.jsonl --nodes 2 --num-repeats 300 "
-                          "++head_server.port=0 -q";
+                          "++head_server.port=0";
   auto r = submit(cluster, tmp.path(), run + " --concurrency 2 --time 1");
   const std::string id = job_id_of(r.output);
   ASSERT_TRUE(r.code == 0 && !id.empty()) << r.output;
@@ -419,7 +419,7 @@ TEST(SlurmSubmit, TelemetryCarriesTheJobIdAndEachProcesssNode) {
   const std::string console = tmp.file("telemetry.jsonl");
   auto r = submit(cluster, tmp.path(),
                   "--resources-server mcqa --model-type replay_model --split example "
-                  "-o out/rollouts.jsonl --nodes 2 -q --wait ++head_server.port=0 "
+                  "-o out/rollouts.jsonl --nodes 2 --wait ++head_server.port=0 "
                   "++telemetry.enabled=true ++telemetry.exporter=console "
                   "++telemetry.console_path=" +
                       console + " ++telemetry.memory_profiling.enabled=true");
