@@ -29,29 +29,15 @@ using gym::test::write_file;
 
 namespace {
 
-std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
-
 // A vLLM context-length refusal, once: vllm_model logs a warning (a server's line) mid-run.
 constexpr const char* kContextRefusal =
     R"([{"status":400,"times":1,"body":{"object":"error","message":"This model's maximum )"
     R"(context length is 4096 tokens. However, you requested 9000 tokens.","type":)"
     R"("BadRequestError","code":400}}])";
 
-std::string input_rows(int n) {
-  std::string text;
-  for (int i = 0; i < n; ++i)
-    text += "{\"responses_create_params\":{\"input\":\"Weather in city " + std::to_string(i) +
-            "?\"}}\n";
-  return text;
-}
-
 std::string eval_command(const std::string& endpoint, const std::string& input,
                          const std::string& out, const std::string& extra = "") {
-  return gym_binary() +
-         " eval run --resources-server example_single_tool_call --model-type vllm_model"
-         " --model-url " +
-         endpoint + " --model fake-model --agent example_single_tool_call_simple_agent --input " +
-         input + " --output " + out + " " + extra;
+  return gym::test::live_eval_command(endpoint, input, out, extra);
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -142,7 +128,7 @@ TEST(EvalRunOutput, AServersLineNeverSharesALineWithTheProgressBar) {
   FakeEndpoint fake({"--delay-ms", "300"});
   fake.script(kContextRefusal);
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(4));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(4));
   const auto run = run_on_tty(eval_command(fake.base(), input, tmp.file("out.jsonl"),
                                            "--concurrency 1 --disable-aggregation"));
   EXPECT_EQ(run.code, 0) << run.output;
@@ -166,7 +152,7 @@ TEST(EvalRunOutput, QuietPrintsWarningsAndTheResultAndLogsTheServers) {
   FakeEndpoint fake;
   fake.script(kContextRefusal);
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(3));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(3));
   const auto out = tmp.file("out.jsonl");
   auto r = gym::test::run_command(eval_command(fake.base(), input, out, "-q"));
   ASSERT_EQ(r.code, 0) << r.output;
@@ -193,7 +179,7 @@ TEST(EvalRunOutput, QuietPrintsWarningsAndTheResultAndLogsTheServers) {
 TEST(EvalRunOutput, TheOrderlyShutdownDoesNotReadLikeAFailure) {
   FakeEndpoint fake;
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(2));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(2));
   auto r = gym::test::run_command(eval_command(fake.base(), input, tmp.file("out.jsonl")));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "(policy_model) ")) << r.output;
@@ -209,7 +195,7 @@ TEST(EvalRunOutput, JsonSummaryIsTheOnlyLineOnStdout) {
   fake.script(R"([{"content":"Sunny"},{"content":"Rainy"},)"
               R"({"status":400,"times":1000,"body":{"error":{"message":"bad request"}}}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(6));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(6));
   const auto out = tmp.file("out.jsonl");
   const auto err = tmp.file("stderr.txt");
   auto r = run_split(eval_command(fake.base(), input, out, "--concurrency 1 --json"), err);
@@ -252,7 +238,7 @@ TEST(EvalRunOutput, JsonSummaryNamesTheStopReasonAndErrors) {
   FakeEndpoint fake;
   fake.script(R"([{"status":400,"times":1000,"body":{"error":{"message":"bad key"}}}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(6));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(6));
   const auto err = tmp.file("stderr.txt");
   auto r = run_split(eval_command(fake.base(), input, tmp.file("out.jsonl"),
                                   "--concurrency 1 --json ++model_endpoint_error_limit=3"),

@@ -32,24 +32,10 @@ constexpr const char* kSecret = "sk-live-trust-5ecret-77ab";
 
 std::string gym_binary() { return gym::test::build_path("src/cli/gym"); }
 
-// `n` weather questions for example_single_tool_call.
-std::string input_rows(int n) {
-  std::string text;
-  for (int i = 0; i < n; ++i)
-    text += "{\"responses_create_params\":{\"input\":\"Weather in city " + std::to_string(i) +
-            "?\"}}\n";
-  return text;
-}
-
-// The command of a run against `endpoint` (a base URL), writing `out`; `extra` is appended.
+// The command of a run against `endpoint` (a base URL) with the key, writing `out`.
 std::string eval_command(const std::string& endpoint, const std::string& input,
                          const std::string& out, const std::string& extra = "") {
-  return gym_binary() +
-         " eval run --resources-server example_single_tool_call --model-type vllm_model"
-         " --model-url " +
-         endpoint + " --model fake-model --model-api-key " + kSecret +
-         " --agent example_single_tool_call_simple_agent --input " + input + " --output " + out +
-         " " + extra;
+  return gym::test::live_eval_command(endpoint, input, out, extra, kSecret);
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -79,7 +65,7 @@ TEST(LiveRunTrust, ADeadEndpointStopsTheRunAndResumeCompletesIt) {
   const int port = fake->port;
   const std::string base = fake->base();
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(40));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(40));
   const auto out = tmp.file("out.jsonl");
   const std::string command = eval_command(base, input, out,
                                            "--concurrency 2 ++model_endpoint_unavailable_seconds=1 "
@@ -125,7 +111,7 @@ TEST(LiveRunTrust, ADeadEndpointStopsTheRunAndResumeCompletesIt) {
 TEST(LiveRunTrust, EndpointOutagesDoNotUseUpAttempts) {
   FakeEndpoint fake;
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(3));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(3));
   const auto out = tmp.file("out.jsonl");
   const std::string command = eval_command(fake.base(), input, out,
                                            "++model_endpoint_unavailable_seconds=1 "
@@ -150,7 +136,7 @@ TEST(LiveRunTrust, AResumeThatLeavesRolloutsWithoutAResultSaysSoAndFails) {
   FakeEndpoint fake;
   fake.script(R"([{"status":400,"times":1000,"body":{"error":{"message":"bad tool schema"}}}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(2));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(2));
   const auto out = tmp.file("out.jsonl");
   const std::string command =
       "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS=1 " + eval_command(fake.base(), input, out);
@@ -170,7 +156,7 @@ TEST(LiveRunTrust, TheSameRefusalForManyRolloutsInARowStopsTheRun) {
   FakeEndpoint fake;
   fake.script(R"([{"status":401,"times":1000,"body":{"error":{"message":"Incorrect API key"}}}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(30));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(30));
   const auto out = tmp.file("out.jsonl");
   auto r = gym::test::run_command(
       eval_command(fake.base(), input, out, "--concurrency 1 ++model_endpoint_error_limit=5") +
@@ -192,7 +178,7 @@ TEST(LiveRunTrust, ResultsOverPartOfTheRolloutsSaySo) {
   fake.script(R"([{"content":"Sunny"},{"content":"Rainy"},)"
               R"({"status":400,"times":1000,"body":{"error":{"message":"bad request"}}}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(6));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(6));
   const auto out = tmp.file("out.jsonl");
   auto r =
       gym::test::run_command(eval_command(fake.base(), input, out, "--concurrency 1") + " 2>&1");
@@ -211,7 +197,7 @@ TEST(LiveRunTrust, AContextLengthRefusalIsKeptInTheRowAndCounted) {
       R"(context length is 4096 tokens. However, you requested 9000 tokens.","type":)"
       R"("BadRequestError","code":400}}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(2));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(2));
   const auto out = tmp.file("out.jsonl");
   auto r = gym::test::run_command(eval_command(fake.base(), input, out) + " 2>&1");
   const auto rows = read_jsonl(out);
@@ -235,7 +221,7 @@ TEST(LiveRunTrust, AHungEndpointShowsAsAHeartbeatAndCtrlCMasksTheKey) {
   FakeEndpoint fake;
   fake.script(R"([{"hang":true,"times":100}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(2));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(2));
   const auto out = tmp.file("out.jsonl");
   LoggedProcess run(eval_command(fake.base(), input, out), tmp.file("run.log"));
   EXPECT_TRUE(run.wait_for("0/2 [")) << run.output();
@@ -261,7 +247,7 @@ TEST(LiveRunTrust, ARolloutLongerThanTheReadTimeoutCompletes) {
   fake.script("[" + tool_call + R"(,{"content":"Sunny"},)" + tool_call +
               R"(,{"content":"Rainy"}])");
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(2));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(2));
   const auto out = tmp.file("out.jsonl");
   auto r =
       gym::test::run_command(eval_command(fake.base(), input, out,
@@ -276,7 +262,7 @@ TEST(LiveRunTrust, ARolloutLongerThanTheReadTimeoutCompletes) {
 TEST(LiveRunTrust, ResumeWithMoreRepeatsRunsTheAddedRollouts) {
   FakeEndpoint fake;
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(2));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(2));
   const auto out = tmp.file("out.jsonl");
   auto first =
       gym::test::run_command(eval_command(fake.base(), input, out, "--num-repeats 1") + " 2>&1");
@@ -294,7 +280,7 @@ TEST(LiveRunTrust, ResumeWithMoreRepeatsRunsTheAddedRollouts) {
 TEST(LiveRunTrust, TwoRunsAtOnceEachGetTheirOwnPorts) {
   FakeEndpoint fake({"--delay-ms", "300"});
   TempDir tmp;
-  const auto input = write_file(tmp, "in.jsonl", input_rows(4));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(4));
   LoggedProcess a(eval_command(fake.base(), input, tmp.file("a.jsonl")), tmp.file("a.log"));
   LoggedProcess b(eval_command(fake.base(), input, tmp.file("b.jsonl")), tmp.file("b.log"));
   EXPECT_EQ(a.child().wait_exit(std::chrono::seconds(120)), 0) << a.output();
@@ -322,7 +308,7 @@ TEST(LiveRunTrust, RolloutsTheCollectorAbandonedStopCallingTheModel) {
           fake.base() + " --model fake-model",
       tmp.file("deployment.log"));
   ASSERT_TRUE(d.ready()) << d.output();
-  const auto input = write_file(tmp, "in.jsonl", input_rows(4));
+  const auto input = write_file(tmp, "in.jsonl", gym::test::weather_rows(4));
   const auto out = tmp.file("out.jsonl");
   const std::string collect =
       gym_binary() + " eval run --no-serve ++head_server.port=" + std::to_string(d.head_port()) +

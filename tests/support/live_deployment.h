@@ -138,4 +138,26 @@ inline boost::json::array fake_token_ids(std::string_view text) {
   return out;
 }
 
+// `n` weather questions for example_single_tool_call, one JSONL row each.
+inline std::string weather_rows(int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i)
+    text += "{\"responses_create_params\":{\"input\":\"Weather in city " + std::to_string(i) +
+            "?\"}}\n";
+  return text;
+}
+
+// `gym eval run` of example_single_tool_call against a live endpoint (a base URL), from `input`
+// to `out`; `api_key` when not empty, then `extra`.
+inline std::string live_eval_command(const std::string& endpoint, const std::string& input,
+                                     const std::string& out, const std::string& extra = "",
+                                     const std::string& api_key = "") {
+  return build_path("src/cli/gym") +
+         " eval run --resources-server example_single_tool_call --model-type vllm_model"
+         " --model-url " +
+         endpoint + " --model fake-model" + (api_key.empty() ? "" : " --model-api-key " + api_key) +
+         " --agent example_single_tool_call_simple_agent --input " + input + " --output " + out +
+         " " + extra;
+}
+
 }  // namespace gym::test
