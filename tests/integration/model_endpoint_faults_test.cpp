@@ -87,6 +87,7 @@ TEST(ModelEndpointFaults, AnEndpointAnswering5xxBecomesUnavailableAndCallsFailFa
             200);
   a = post_json(port, "/v1/responses", R"({"input":"back"})");
   EXPECT_EQ(a.status, 200) << text_of(a);
+  EXPECT_TRUE(d.wait_for_output("model endpoint " + fake.base() + " answers again")) << d.output();
   const auto log = d.output();
   EXPECT_EQ(count_of(log, "model endpoint " + fake.base() + " is unavailable: "), 1u) << log;
   EXPECT_EQ(count_of(log, "model endpoint " + fake.base() + " answers again"), 1u) << log;
@@ -164,6 +165,7 @@ TEST(ModelEndpointFaults, RetriesAreLoggedAsOneSummaryAndHintsSayWhatHappened) {
   auto a = post_json(port, "/v1/responses", R"({"input":"hi"})");
   EXPECT_EQ(a.status, 200) << text_of(a);
   EXPECT_EQ(fake.received().size(), 11u);
+  EXPECT_TRUE(d.wait_for_output("1 attempt was rate limited (429)")) << d.output();
   auto log = d.output();
   // Ten retries within 5 s: one summary line (the first retry), no line per retry.
   EXPECT_EQ(count_of(log, "model endpoint " + fake.base() + ": "), 1u) << log;
@@ -263,6 +265,7 @@ TEST(ModelEndpointFaults, AContextOverflowKeepsTheEndpointsMessageInTheRow) {
                   R"({"messages":[{"role":"user","content":"long"}]})");
     ASSERT_EQ(a.status, 200) << text_of(a);
     EXPECT_EQ(a.body.at("choices").at(0).at("finish_reason"), "length");
+    EXPECT_TRUE(d.wait_for_output("--max-output-tokens")) << d.output();
     const auto log = d.output();
     // Rate-limited: the two refusals within 10 s make one line.
     EXPECT_EQ(count_of(log, "as too long for the model's context"), 1u) << log;

@@ -75,6 +75,17 @@ class Deployment {
     return false;
   }
   std::string output() const { return read_text(log_); }
+  // Polls the log until it contains `text` (a server's line reaches it through the orchestrator
+  // after that server has answered); false when `limit` passes first.
+  bool wait_for_output(const std::string& text,
+                       std::chrono::milliseconds limit = std::chrono::seconds(20)) const {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (output().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
   int head_port() const { return head_port_; }
   int port_of(const std::string& instance) {
     auto raw = http_raw(head_port_, "GET /server_instances HTTP/1.1\r\nHost: x\r\n\r\n");
