@@ -2,11 +2,15 @@
 #include "core/config.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -53,6 +57,63 @@ json::object as_config_mapping(json::value v, const std::string& origin) {
                     origin, describe(v)));
   }
   return std::move(v.as_object());
+}
+
+// What a file that is not a regular file is, for the error that refuses it.
+std::string_view file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+ConfigError not_a_regular_file(const std::string& path, mode_t mode) {
+  return ConfigError(fmt::format(
+      "config error: config file '{}' is {}; only regular files are read as config files", path,
+      file_kind(mode)));
+}
+
+ConfigError unreadable(const std::string& path, int err) {
+  return ConfigError(fmt::format("config error: cannot read config file '{}': {}", path,
+                                 err == ELOOP ? "it is a symlink loop (too many levels of "
+                                                "symbolic links)"
+                                              : std::strerror(err)));
+}
+
+// A config file's YAML. Only a regular file is read: a FIFO would block the load until something
+// writes to it, a device has no end or acts when opened, a socket is no file. Checked before the
+// open (opening a device can have effects) and again on the open file, opened non-blocking:
+// nothing swapped in between can block either.
+json::value load_config_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      throw ConfigError(fmt::format("config error: config file '{}' does not exist", path));
+    throw unreadable(path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) throw not_a_regular_file(path, st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw unreadable(path, errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) throw unreadable(path, errno);
+  if (!S_ISREG(st.st_mode)) throw not_a_regular_file(path, st.st_mode);
+  // One byte past the limit at most: parse_yaml refuses a text over it.
+  std::string text(kMaxYamlBytes + 1, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const auto n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw unreadable(path, errno);
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return parse_yaml(text, path);
 }
 
 // Removes and returns a file's own `config_paths` (a list of paths, or one path).
@@ -106,7 +167,7 @@ class IncludeLoader {
       return;
     }
     json::object tree = as_config_mapping(
-        bundled_text ? parse_yaml(*bundled_text, origin) : load_yaml_file(origin), origin);
+        bundled_text ? parse_yaml(*bundled_text, origin) : load_config_file(origin), origin);
     for (const auto& include : take_config_paths(tree, origin)) load(include, origin);
     entries_.push_back(entry);
     files_.emplace_back(origin, std::move(tree));
@@ -328,9 +389,21 @@ std::string resolve_search_path(const std::string& path, const std::vector<std::
   for (const auto& candidate : tried) {
     std::error_code ec;
     if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
+    // A loop is there, broken: say so rather than "not found".
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      throw ConfigError(fmt::format(
+          "config error{}: {} '{}' is a symlink loop (too many levels of symbolic links): make "
+          "it point at a file",
+          referrer.empty() ? "" : " in " + std::string(referrer), what, candidate.string()));
   }
   std::string looked;
-  for (const auto& candidate : tried) looked += "\n  - " + candidate.string();
+  for (const auto& candidate : tried) {
+    looked += "\n  - " + candidate.string();
+    std::error_code ec;
+    (void)fs::status(candidate, ec);  // why it could not be seen, when it is not just missing
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      looked += " (" + ec.message() + ")";
+  }
   throw ConfigError(fmt::format(
       "config error{}: {} '{}' was not found. Looked in:{}\nCheck the spelling, or add the "
       "directory that holds it with --search-dir (NEMO_GYM_EXTRA_ROOTS).",
@@ -527,10 +600,10 @@ json::object load_config(const ConfigSources& sources, ConfigOrigins* origins_ou
 
   const std::string env_path = env_file_path(sources, roots);
   json::object env;
-  if (!env_path.empty()) env = as_config_mapping(load_yaml_file(env_path), env_path);
+  if (!env_path.empty()) env = as_config_mapping(load_config_file(env_path), env_path);
   json::object initial;
   if (!sources.initial_config.empty())
-    initial = as_config_mapping(load_yaml_file(sources.initial_config), sources.initial_config);
+    initial = as_config_mapping(load_config_file(sources.initial_config), sources.initial_config);
   // As in NeMo Gym, config paths from the command line replace the initial config's list, which
   // replaces env.yaml's.
   const bool initial_lists_paths = initial.contains(kConfigPaths);

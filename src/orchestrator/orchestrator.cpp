@@ -9,10 +9,12 @@
 #include "http/server.h"
 #include "http/session_cookie.h"
 #include "http/url.h"
+#include "orchestrator/descendants.h"
 #include "orchestrator/model_preflight.h"
 #include "orchestrator/placement.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
+#include "orchestrator/server_output.h"
 #include "orchestrator/spawn.h"
 #include "servers/head_server.h"
 #include "telemetry/config.h"
@@ -29,10 +31,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <deque>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -49,7 +52,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kTailLines = 50;
 constexpr int kStdoutClosedExitCode = 141;  // 128 + SIGPIPE, as a shell reports a broken pipe
 
 // One spawned server root and what it printed.
@@ -63,8 +65,8 @@ struct Child {
   bool ready = false;
   int exit_code = -1;  // once reaped
   int killed_by = 0;   // the signal that ended it, 0 for a normal exit
-  std::deque<std::string> tail;
-  std::string partial;
+  LineSplitter lines;  // what it printed, cut into lines of bounded length
+  OutputTail tail;     // its last lines, for an error message
   std::unique_ptr<std::ofstream> log;
 };
 
@@ -91,35 +93,48 @@ bool is_warning_or_error(std::string_view line) {
 // Prints every child's output line by line, prefixed with its instance name, through the console
 // (never on the progress bar's line). Quiet (`gym eval run -q`), and once the servers are being
 // stopped, only their warnings and errors are printed: the rest goes to their logs and tails.
+// One thread polls every pipe and reads at most one buffer from each ready one per round, so a
+// server that floods its pipe delays the others by one buffer, never more; a line longer than
+// kMaxLineBytes is relayed cut (LineSplitter), so no line costs more memory than that.
 class OutputPump {
  public:
   explicit OutputPump(std::vector<Child>& children) : children_(children) {
     thread_ = std::thread([this] { loop(); });
   }
   ~OutputPump() { stop(); }
+  // Relays what is already in the pipes (a server that keeps printing is read for at most
+  // kStopDrain more), then the unfinished last lines, and ends the thread.
   void stop() {
     stopping_ = true;
     if (thread_.joinable()) thread_.join();
   }
   std::vector<std::string> tail(const Child& c) {
     std::lock_guard lock(mu_);
-    return {c.tail.begin(), c.tail.end()};
+    return c.tail.lines();
   }
   // The servers are being stopped on purpose: their "received signal 15, shutting down" is no
   // news.
   void hush() { hushed_ = true; }
 
  private:
-  void emit(Child& c, std::string line) {
+  static constexpr auto kStopDrain = std::chrono::seconds(2);
+
+  void emit(Child& c, const OutputLine& output) {
+    const std::string line = shown(output);
     std::lock_guard lock(mu_);
     if (!(hushed_ || core::console::quiet()) || is_warning_or_error(line))
       core::console::write(stdout, "(" + c.instance.name + ") " + line);
     if (c.log) *c.log << line << '\n' << std::flush;
-    c.tail.push_back(std::move(line));
-    if (c.tail.size() > kTailLines) c.tail.pop_front();
+    c.tail.add(output);
+  }
+
+  void finish(Child& c) {
+    if (auto last = c.lines.finish()) emit(c, *last);
   }
 
   void loop() {
+    std::vector<char> buf(kMaxLineBytes);
+    std::optional<Clock::time_point> drain_until;
     for (;;) {
       std::vector<pollfd> fds;
       std::vector<Child*> owners;
@@ -128,27 +143,28 @@ class OutputPump {
           fds.push_back({c.process.output_fd, POLLIN, 0});
           owners.push_back(&c);
         }
-      if (fds.empty() || (stopping_ && ::poll(fds.data(), fds.size(), 0) <= 0)) break;
-      if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+      if (fds.empty()) break;
+      if (stopping_ && !drain_until) drain_until = Clock::now() + kStopDrain;
+      if (drain_until && (Clock::now() > *drain_until || ::poll(fds.data(), fds.size(), 0) <= 0))
+        break;
+      if (!drain_until && ::poll(fds.data(), fds.size(), 100) <= 0) continue;
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         Child& c = *owners[i];
-        char buf[8192];
-        auto n = ::read(c.process.output_fd, buf, sizeof buf);
+        auto n = ::read(c.process.output_fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-          if (!c.partial.empty()) emit(c, std::move(c.partial));
-          c.partial.clear();
+          finish(c);
           ::close(c.process.output_fd);
           c.process.output_fd = -1;
           continue;
         }
-        c.partial.append(buf, static_cast<std::size_t>(n));
-        for (auto nl = c.partial.find('\n'); nl != std::string::npos; nl = c.partial.find('\n')) {
-          emit(c, c.partial.substr(0, nl));
-          c.partial.erase(0, nl + 1);
-        }
+        c.lines.feed({buf.data(), static_cast<std::size_t>(n)},
+                     [&](OutputLine line) { emit(c, line); });
       }
     }
+    // A pipe still open (a server's child holds it) may end in half a line: relay that too.
+    for (auto& c : children_) finish(c);
   }
 
   std::vector<Child>& children_;
@@ -200,6 +216,12 @@ class Deployment::Impl {
     // Signals are taken synchronously by this thread; every thread started later inherits
     // the mask, and spawned servers restore theirs.
     signals_.emplace(core::TerminationSignals::Children::wake);
+    // What a server leaves behind when its parent exits comes to us, to be stopped at shutdown.
+    if (!become_subreaper())
+      spdlog::warn(
+          "cannot become a child subreaper ({}): processes the servers start may "
+          "outlive the deployment",
+          std::strerror(errno));
     core::raise_fd_limit();
     start_time_ =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -357,7 +379,16 @@ class Deployment::Impl {
       report_exit(*c, "unexpectedly");
       return 2;
     }
+    adopted_children(running_servers());  // reaps the adopted processes that exited
     return 0;
+  }
+
+  // The servers not reaped yet: our own children, never taken for adopted ones.
+  std::set<pid_t> running_servers() const {
+    std::set<pid_t> pids;
+    for (const auto& c : children_)
+      if (c.exit_code < 0) pids.insert(c.process.pid);
+    return pids;
   }
 
   json::array server_instances() const {
@@ -416,11 +447,12 @@ class Deployment::Impl {
     std::fprintf(stderr, "error: server %s%s%s exited %s%s%s; its last output:\n",
                  c.instance.name.c_str(), external.c_str(), where.c_str(), when,
                  c.killed_by ? ", " : " ", exit_description(c.exit_code, c.killed_by).c_str());
-    for (const auto& line : c.tail) std::fprintf(stderr, "  %s\n", line.c_str());
+    const auto tail = c.tail.lines();
+    for (const auto& line : tail) std::fprintf(stderr, "  %s\n", line.c_str());
     if (c.external) {
       const char* path = std::getenv("PATH");
-      const std::string hint = missing_module_hint(*c.external, {c.tail.begin(), c.tail.end()},
-                                                   path ? path : "/usr/bin:/bin");
+      const std::string hint =
+          missing_module_hint(*c.external, tail, path ? path : "/usr/bin:/bin");
       std::fputs(hint.c_str(), stderr);
     }
   }
@@ -646,8 +678,13 @@ class Deployment::Impl {
     if (pump_) pump_->hush();
     const char* job = std::getenv("SLURM_JOB_ID");
     const auto stepped = terminate_steps(job ? job : "", remote, run_command);
-    for (auto& c : children_)
-      if (c.exit_code < 0 && !stepped.count(c.instance.name)) ::kill(c.process.pid, SIGTERM);
+    for (auto& c : children_) {
+      if (c.exit_code >= 0 || stepped.count(c.instance.name)) continue;
+      // A built-in server stops its own workers; an external server's children are told with it
+      // (its process group), as they may not stop when it does.
+      const bool group = c.external && ::getpgid(c.process.pid) == c.process.pid;
+      ::kill(group ? -c.process.pid : c.process.pid, SIGTERM);
+    }
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(grace));
     auto running = [&] {
@@ -655,7 +692,14 @@ class Deployment::Impl {
       return std::any_of(children_.begin(), children_.end(),
                          [](const Child& c) { return c.exit_code < 0; });
     };
-    while (running() && Clock::now() < deadline)
+    // What the servers left behind (their children once they exit, setsid daemons, double
+    // forks) was adopted by us: it gets SIGTERM as it appears and the same grace period.
+    Orphans orphans;
+    auto settled = [&] {
+      const bool servers = running();
+      return orphans.terminate(running_servers()) == 0 && !servers;
+    };
+    while (!settled() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (auto& c : children_) {
       if (c.exit_code >= 0) continue;
@@ -663,8 +707,22 @@ class Deployment::Impl {
       ::kill(-c.process.pid, SIGKILL);
     }
     const auto kill_deadline = Clock::now() + std::chrono::seconds(2);
-    while (running() && Clock::now() < kill_deadline)
+    for (;;) {
+      const bool servers = running();
+      if ((orphans.kill(running_servers()) == 0 && !servers) || Clock::now() >= kill_deadline)
+        break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (orphans.signalled())
+      spdlog::info("stopped {} processes the servers had left running", orphans.signalled());
+    if (!orphans.left().empty()) {
+      std::string pids;
+      for (pid_t pid : orphans.left()) pids += " " + std::to_string(pid);
+      spdlog::warn(
+          "processes the servers started did not die of SIGKILL within 2 s (stuck in "
+          "the kernel?), pids:{}",
+          pids);
+    }
     if (pump_) pump_->stop();
     if (!children_.empty()) core::console::note("All %zu servers stopped\n", children_.size());
     head_.reset();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <random>
 #include <set>
 
@@ -72,11 +73,26 @@ PortHold::PortHold(PortHold&& other) noexcept : fd_(other.fd_), port_(other.port
   other.fd_ = -1;
 }
 
+bool is_loopback_host(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.ends_with('.')) host.remove_suffix(1);  // "localhost." is the same name, rooted
+  std::string text(host);
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (text == "localhost") return true;
+  if (text.find_first_of(" \t\n") != std::string::npos) return false;  // inet_aton stops there
+  // An IPv4 address in any form the resolver takes (127.1 is 127.0.0.1).
+  in_addr v4{};
+  if (::inet_aton(text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, text.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;  // ::ffff:127.0.0.1
+}
+
 std::vector<std::string> check_listen_hosts(const json::object& cfg,
                                             const std::vector<core::ServerInstance>& instances) {
-  auto loopback = [](const std::string& host) {
-    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-  };
   const auto addresses = core::DeploymentAddresses::from_config(cfg);
   std::vector<std::string> warnings;
   auto warn = [&](const std::string& who, const std::string& host) {
@@ -86,10 +102,10 @@ std::vector<std::string> check_listen_hosts(const json::object& cfg,
                        "config from the head server). Bind 127.0.0.1 unless this is a private "
                        "network.");
   };
-  if (!loopback(addresses.head_host)) warn("the head server", addresses.head_host);
+  if (!is_loopback_host(addresses.head_host)) warn("the head server", addresses.head_host);
   for (const auto& inst : instances) {
     const std::string host = core::get_string(inst.config, "host", addresses.default_host);
-    if (!loopback(host)) warn("server " + inst.name, host);
+    if (!is_loopback_host(host)) warn("server " + inst.name, host);
   }
   return warnings;
 }

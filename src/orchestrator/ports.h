@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gym::orchestrator {
@@ -15,8 +16,13 @@ namespace gym::orchestrator {
 // A port the OS considers free on `host` right now (bind to port 0 and read it back).
 std::uint16_t free_port(const std::string& host = "127.0.0.1");
 
+// Whether a configured host is a loopback address: localhost (any case, a trailing dot
+// allowed), 127.0.0.0/8 in any form inet_aton takes, ::1, or IPv4-mapped ::ffff:127.x.y.z;
+// IPv6 addresses with or without [].
+bool is_loopback_host(std::string_view host);
+
 // Servers have no authentication, so where they listen matters: every host that is not loopback
-// (127.0.0.0/8, ::1, localhost) is returned as a warning naming the instance.
+// (is_loopback_host) is returned as a warning naming the instance.
 std::vector<std::string> check_listen_hosts(const boost::json::object& cfg,
                                             const std::vector<core::ServerInstance>& instances);
 // Whether `port` can be bound on `host` right now.
