@@ -409,12 +409,15 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
             spdlog::info("request {} {} failed: {}", to_string(method), url, a.error.message);
           }
           // A stale keep-alive connection says nothing about the endpoint, nor does a
-          // certificate it is not trusted with.
+          // certificate it is not trusted with, nor an answer too long to take.
           if (req.health && a.error.failure != AttemptFailure::stale &&
-              a.error.failure != AttemptFailure::tls && req.health->failed(a.error.message, now))
+              a.error.failure != AttemptFailure::tls &&
+              a.error.failure != AttemptFailure::too_large &&
+              req.health->failed(a.error.message, now))
             throw EndpointUnavailableError(req.health->why_unavailable(now));
           d = policy.after_failure(a.error.failure, now);
           if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
+          if (d.action == RetryAction::fail_too_large) throw ResponseTooLargeError(a.error.message);
           if (d.action == RetryAction::fail) throw RequestError(a.error.message);
           if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
           why = std::move(a.error.message);

@@ -15,6 +15,8 @@
 #include <boost/json/storage_ptr.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -82,6 +84,14 @@ class PoolObserver {
                              QueueOutcome outcome, std::chrono::nanoseconds waited) noexcept = 0;
 };
 
+// The longest response body a request takes unless it says otherwise (ClientRequest::
+// max_response_bytes): far above any answer between gym servers (a rollout with token ids and
+// logprobs is a few MB), far below what would hurt the process.
+inline constexpr std::uint64_t kDefaultMaxResponseBytes = 256ull << 20;
+// The longest status line and header block of a response; each chunk-size line and the trailer
+// section of a chunked body are held to it too.
+inline constexpr std::size_t kMaxResponseHeadBytes = 1u << 20;
+
 struct ClientRequest {
   Method method = Method::post;
   std::string url;                       // http(s)://host:port/path?query
@@ -107,6 +117,13 @@ struct ClientRequest {
   // When the client starts a CLIENT span for this request, its context is written here (the
   // collector puts the trace id of a failed rollout into its failure row).
   telemetry::SpanContext* started = nullptr;
+  // The longest response body taken; 0: no limit. A longer one (a Content-Length above it, or
+  // that many bytes received) ends the attempt at once with ResponseTooLargeError, never retried:
+  // an endless answer costs this process at most this much memory.
+  std::uint64_t max_response_bytes = kDefaultMaxResponseBytes;
+  // The setting `max_response_bytes` comes from, named in that error ("response body from <url>
+  // exceeded N bytes (<setting>)"); empty: the client's default.
+  std::string max_response_setting;
 };
 
 struct ClientResponse {
@@ -156,6 +173,15 @@ class RetryBudgetError : public RequestError {
 // (SSL routines): unable to get local issuer certificate". Never retried: the next attempt
 // would fail the same way.
 class TlsError : public RequestError {
+ public:
+  using RequestError::RequestError;
+};
+
+// The response was longer than the request allows (ClientRequest::max_response_bytes), or its
+// header block, a chunk-size line or its trailers longer than kMaxResponseHeadBytes. what():
+// "response body from http://host:port/path exceeded 67108864 bytes (model_response_max_bytes)".
+// Never retried: the server would most likely answer the same way again.
+class ResponseTooLargeError : public RequestError {
  public:
   using RequestError::RequestError;
 };

@@ -1,5 +1,7 @@
 #include "http/client_exchange.h"
 
+#include "http/response_reader.h"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -18,24 +20,6 @@ namespace bhttp = beast::http;
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-
-// The status, headers, cookies (from Set-Cookie, in order) and body of `res`.
-ClientResponse to_client_response(bhttp::response<bhttp::string_body>& res) {
-  ClientResponse r;
-  r.status = static_cast<int>(res.result_int());
-  for (const auto& f : res) {
-    r.headers.push_back({std::string(f.name_string()), std::string(f.value())});
-    if (f.name() == bhttp::field::set_cookie) {
-      auto v = f.value();
-      auto pair = v.substr(0, v.find(';'));
-      auto eq = pair.find('=');
-      if (eq != std::string_view::npos)
-        r.cookies.emplace_back(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1)));
-    }
-  }
-  r.body = std::move(res.body());
-  return r;
-}
 
 // "2 s", "0.25 s".
 std::string seconds_text(std::chrono::milliseconds ms) {
@@ -208,13 +192,44 @@ class ProgressDeadline {
 // written; its answer is then already in the socket, or about to be.
 constexpr std::chrono::milliseconds kEarlyResponseWait{5'000};
 
+// Reads the response into `reader` from `stream` (plain TCP or TLS over it), the bytes kept in
+// the connection's buffer between reads; the deadline is armed before each read by `arm`.
+// Returns the transport error (the reader's own failures are in the reader).
+template <typename Stream, typename Arm>
+asio::awaitable<boost::system::error_code> read_response(Stream& stream, ClientConnection& c,
+                                                         ResponseReader& reader, Arm arm) {
+  // Enough for a large body in few reads; the reader bounds what stays buffered unparsed.
+  constexpr std::size_t kReadSize = 64 * 1024;
+  for (;;) {
+    if (c.buffer.size() != 0) {
+      const auto data = c.buffer.data();
+      c.buffer.consume(
+          reader.put(std::string_view(static_cast<const char*>(data.data()), data.size())));
+    }
+    if (reader.done() || reader.failed()) co_return boost::system::error_code{};
+    arm();
+    auto [ec, n] = co_await stream.async_read_some(c.buffer.prepare(kReadSize), kTuple);
+    c.buffer.commit(n);
+    if (ec == asio::error::eof && reader.got_some()) {
+      // The close ends a body without a length; anything else is cut short.
+      reader.put(std::string_view(static_cast<const char*>(c.buffer.data().data()),
+                                  c.buffer.data().size()));
+      reader.put_eof();
+      co_return reader.done() || reader.failed() ? boost::system::error_code{} : ec;
+    }
+    if (ec) co_return ec;
+  }
+}
+
 // Writes the request (`head`, then `body`) and reads the response on `stream` (plain TCP or TLS
 // over it); one template, so the plain path pays no indirection. `sent`: set once the whole
 // request is written.
 template <typename Stream>
-asio::awaitable<boost::system::error_code> write_and_read(
-    Stream& stream, ClientConnection& c, const std::string& head, const std::string& body,
-    bhttp::response_parser<bhttp::string_body>& parser, ProgressDeadline& deadline, bool& sent) {
+asio::awaitable<boost::system::error_code> write_and_read(Stream& stream, ClientConnection& c,
+                                                          const std::string& head,
+                                                          const std::string& body,
+                                                          ResponseReader& reader,
+                                                          ProgressDeadline& deadline, bool& sent) {
   boost::system::error_code write_ec;
   for (std::size_t written = 0; written < head.size() + body.size();) {
     deadline.arm();
@@ -234,19 +249,13 @@ asio::awaitable<boost::system::error_code> write_and_read(
   }
   if (write_ec) {
     if (write_ec == beast::error::timeout || !closed_before_response(write_ec)) co_return write_ec;
+    // The whole wait for the early answer is bounded, however it trickles in.
     deadline.arm_at_most(kEarlyResponseWait);
-    auto [ec, n] = co_await bhttp::async_read(stream, c.buffer, parser, kTuple);
-    (void)n;
-    co_return ec ? write_ec : boost::system::error_code{};
+    const auto ec = co_await read_response(stream, c, reader, [] {});
+    co_return ec || !reader.done() ? write_ec : boost::system::error_code{};
   }
   sent = true;
-  while (!parser.is_done()) {
-    deadline.arm();
-    auto [ec, n] = co_await bhttp::async_read_some(stream, c.buffer, parser, kTuple);
-    (void)n;
-    if (ec) co_return ec;
-  }
-  co_return boost::system::error_code{};
+  co_return co_await read_response(stream, c, reader, [&deadline] { deadline.arm(); });
 }
 
 }  // namespace
@@ -257,15 +266,26 @@ asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u, const Clie
                                    const telemetry::TraceContext* propagated) {
   const std::string head = request_head(u, req, method, body.size(), propagated);
   ProgressDeadline deadline(c.stream, req, read_timeout);
-  bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(boost::none);
-  parser.header_limit(1u << 20);
-  if (method == Method::head) parser.skip(true);
+  ResponseReader reader(ResponseLimits{req.max_response_bytes, kMaxResponseHeadBytes},
+                        method == Method::head);
   bool sent = false;
-  const boost::system::error_code ec =
-      c.tls ? co_await write_and_read(*c.tls, c, head, body, parser, deadline, sent)
-            : co_await write_and_read(c.stream, c, head, body, parser, deadline, sent);
+  boost::system::error_code ec =
+      c.tls ? co_await write_and_read(*c.tls, c, head, body, reader, deadline, sent)
+            : co_await write_and_read(c.stream, c, head, body, reader, deadline, sent);
   Exchange out;
+  if (!ec && reader.failed()) {
+    const ResponseProblem problem = reader.problem();
+    if (problem != ResponseProblem::malformed) {
+      // Without the query string, as every message of the client (it may hold a key).
+      out.error.failure = AttemptFailure::too_large;
+      out.error.message = reader.describe(req.url.substr(0, req.url.find('?')),
+                                          req.max_response_setting.empty()
+                                              ? "the HTTP client's limit for this request"
+                                              : req.max_response_setting);
+      co_return out;
+    }
+    ec = reader.error();
+  }
   if (ec) {
     // Each names the setting to change.
     std::string timeout_text;
@@ -280,13 +300,12 @@ asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u, const Clie
       timeout_text = "timed out";
     }
     out.error =
-        exchange_failure(ec, reused, !parser.got_some(), sent, method, req.url, timeout_text);
+        exchange_failure(ec, reused, !reader.got_some(), sent, method, req.url, timeout_text);
     co_return out;
   }
-  auto& res = parser.get();
   // A response that came while the request was still being written ends the connection.
-  out.keep_alive = res.keep_alive() && parser.is_done();
-  out.response = to_client_response(res);
+  out.keep_alive = reader.keep_alive() && sent;
+  out.response = reader.take();
   c.stream.expires_never();
   co_return out;
 }

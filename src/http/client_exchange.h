@@ -26,10 +26,12 @@ struct Exchange {
 // the response: within req.timeout when set, else with at most `read_timeout` (zero: no limit)
 // between two steps of progress (a part of the request taken, a part of the response received).
 // When the write fails because the server closed (a 413 before the whole body was sent), the
-// response it sent before closing is read and returned. `reused`: `c` served earlier requests
-// (a failure before any byte of the response then means the server had closed it). On failure
-// `c` is to be closed; on success its deadline is cleared.
-// `propagated`: the trace context sent as traceparent/tracestate/baggage (none: null).
+// response it sent before closing is read and returned. The response is read by ResponseReader
+// (interim 1xx answers skipped), its body bounded by req.max_response_bytes: a longer one fails
+// the exchange with AttemptFailure::too_large at once, before the rest is read. `reused`: `c`
+// served earlier requests (a failure before any byte of the response then means the server had
+// closed it). On failure `c` is to be closed; on success its deadline is cleared. `propagated`: the
+// trace context sent as traceparent/tracestate/baggage (none: null).
 boost::asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u,
                                           const ClientRequest& req, Method method,
                                           const std::string& body, bool reused,

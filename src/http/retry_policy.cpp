@@ -93,6 +93,8 @@ RetryDecision RetryPolicy::after_failure(AttemptFailure failure, Clock::time_poi
   // A server that took the request and went silent (hung, stopped): waiting the read timeout
   // again would only double the stall, and the request may have been acted on.
   if (failure == AttemptFailure::read_timeout) return {RetryAction::fail};
+  // An endless or oversized answer: asking again would only cost as much again.
+  if (failure == AttemptFailure::too_large) return {RetryAction::fail_too_large};
   if (!retry_) return {RetryAction::fail};
   switch (failure) {
     case AttemptFailure::stale:  // a keep-alive connection the server had closed
@@ -108,6 +110,7 @@ RetryDecision RetryPolicy::after_failure(AttemptFailure failure, Clock::time_poi
       return {RetryAction::fail};
     case AttemptFailure::tls:
     case AttemptFailure::read_timeout:
+    case AttemptFailure::too_large:
     case AttemptFailure::other:
       break;
   }

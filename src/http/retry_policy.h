@@ -16,6 +16,8 @@
 // | stale keep-alive connection     | retried at once      | retried at once                     |
 // | TLS handshake refused           | fails (TlsError)     | fails (TlsError)                    |
 // | read timeout (server silent)    | fails                | fails                               |
+// | response too large              | fails (ResponseToo-  | fails (ResponseTooLargeError)       |
+// |                                 | LargeError)          |                                     |
 // | other transport errors          | retried              | 3 tries in total                    |
 //
 // Retries wait kRetryWait, or what the Retry-After of an external call's 429 or 503 asks for, and
@@ -42,6 +44,8 @@ enum class AttemptFailure {
   tls,                   // TLS handshake refused (certificate, host name, protocol): never retried
   read_timeout,          // the server took the request, then sent nothing for the read timeout:
                          // never retried (the next attempt would likely wait as long again)
+  too_large,             // the response (body, header block, chunk line) exceeded its bound:
+                         // never retried (the server would answer the same way again)
   other,                 // other transport errors (timeout, name resolution, pool wait given up)
 };
 
@@ -59,6 +63,7 @@ enum class RetryAction {
   done,              // give the response to the caller
   fail,              // throw RequestError with the attempt's error
   fail_tls,          // throw TlsError with the attempt's error
+  fail_too_large,    // throw ResponseTooLargeError with the attempt's error
   retry_now,         // a stale connection: try again at once, with a fresh connection
   retry_after_wait,  // wait `wait`, then try again
   budget_exhausted,  // a retry was due, but the budget would run out during the wait

@@ -1,5 +1,7 @@
 #include "orchestrator/probe.h"
 
+#include "http/response_reader.h"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -88,43 +90,55 @@ std::string get_request(const std::string& host, int port, const std::string& pa
   return request + "Connection: close\r\n\r\n";
 }
 
-// Everything the server sent until it closed, as a ProbeResult.
-ProbeResult parse_answer(const std::string& data) {
-  ProbeResult r;
-  if (data.rfind("HTTP/1.", 0) != 0 || data.size() < 12) {
-    r.error = "not an HTTP answer";
+// The probe's answer as it arrives: read by its framing (status line, headers, Content-Length
+// or chunks), so a server that keeps the connection open despite `Connection: close` still
+// answers, and bounded, so an endless one cannot fill the orchestrator's memory.
+class Answer {
+ public:
+  Answer(std::string url, std::size_t max_body_bytes)
+      : url_(std::move(url)), reader_(http::ResponseLimits{max_body_bytes, kMaxHeadBytes}) {}
+  // Takes received bytes; true once the answer is complete or cannot be.
+  bool add(const char* data, std::size_t size) {
+    pending_.append(data, size);
+    pending_.erase(0, reader_.put(pending_));
+    return over();
+  }
+  // The server closed.
+  void close() { reader_.put_eof(); }
+  bool over() const { return reader_.done() || reader_.failed(); }
+  ProbeResult result() {
+    ProbeResult r;
+    if (reader_.done()) {
+      http::ClientResponse response = reader_.take();
+      r.outcome = ProbeOutcome::success;
+      r.status = response.status;
+      r.body = std::move(response.body);
+    } else if (reader_.problem() == http::ResponseProblem::malformed && !reader_.head_done()) {
+      r.error = "not an HTTP answer";
+    } else {
+      r.error = reader_.describe(url_, "the probe's limit");
+    }
     return r;
   }
-  r.outcome = ProbeOutcome::success;
-  r.status = std::atoi(data.c_str() + 9);
-  auto head_end = data.find("\r\n\r\n");
-  if (head_end != std::string::npos) {
-    std::string head = data.substr(0, head_end);
-    r.body = data.substr(head_end + 4);
-    // A chunked answer (not what gym servers send, but possible) is decoded simply.
-    std::string lower = head;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower.find("transfer-encoding: chunked") != std::string::npos) {
-      std::string decoded;
-      std::size_t pos = 0;
-      while (pos < r.body.size()) {
-        auto eol = r.body.find("\r\n", pos);
-        if (eol == std::string::npos) break;
-        auto size = std::strtoul(r.body.substr(pos, eol - pos).c_str(), nullptr, 16);
-        if (size == 0) break;
-        decoded += r.body.substr(eol + 2, size);
-        pos = eol + 2 + size + 2;
-      }
-      r.body = decoded;
-    }
-  }
-  return r;
+
+ private:
+  // A status line and headers far longer than any server's.
+  static constexpr std::size_t kMaxHeadBytes = 64 * 1024;
+  std::string url_;
+  http::ResponseReader reader_;
+  std::string pending_;  // received, not parsed yet
+};
+
+std::string url_of(const char* scheme, const std::string& host, int port, const std::string& path) {
+  return std::string(scheme) + "://" + host + ":" + std::to_string(port) +
+         path.substr(0, path.find('?'));
 }
 
-// A TLS session with host:port; with `request`, also sends it and reads the answer until the
-// server closes.
+// A TLS session with host:port; with `request` (a GET of `request_path`), also sends it and
+// reads the answer, its body at most `max_body_bytes`.
 ProbeResult tls_session(const std::string& host, int port, std::chrono::milliseconds timeout,
-                        const std::string* request) {
+                        const std::string* request, const std::string& request_path = {},
+                        std::size_t max_body_bytes = 0) {
   ProbeResult r;
   const auto deadline = Clock::now() + timeout;
   int fd = connect_before(host, port, deadline, r);
@@ -185,13 +199,15 @@ ProbeResult tls_session(const std::string& host, int port, std::chrono::millisec
     if (!await(rc, timed_out)) return finish(ProbeOutcome::connection_error, "TLS send failed");
     if (timed_out) return finish(ProbeOutcome::timeout, "send timed out");
   }
-  std::string data;
-  for (;;) {
+  Answer answer(url_of("https", host, port, request_path), max_body_bytes);
+  bool received = false;
+  while (!answer.over()) {
     ERR_clear_error();
     char buf[8192];
     const int rc = SSL_read(ssl, buf, sizeof buf);
     if (rc > 0) {
-      data.append(buf, static_cast<std::size_t>(rc));
+      received = true;
+      answer.add(buf, static_cast<std::size_t>(rc));
       continue;
     }
     bool timed_out = false;
@@ -200,20 +216,21 @@ ProbeResult tls_session(const std::string& host, int port, std::chrono::millisec
       continue;
     }
     // A close without close_notify still ends an answer that came.
-    if (data.empty()) return finish(ProbeOutcome::connection_error, "the connection closed");
-    break;
+    if (!received) return finish(ProbeOutcome::connection_error, "the connection closed");
+    answer.close();
   }
-  auto answer = parse_answer(data);
-  finish(answer.outcome, answer.error);
-  r.status = answer.status;
-  r.body = std::move(answer.body);
+  auto result = answer.result();
+  finish(result.outcome, result.error);
+  r.status = result.status;
+  r.body = std::move(result.body);
   return r;
 }
 
 }  // namespace
 
 ProbeResult http_get(const std::string& host, int port, const std::string& path,
-                     std::chrono::milliseconds timeout, const ProbeHeaders& headers) {
+                     std::chrono::milliseconds timeout, const ProbeHeaders& headers,
+                     std::size_t max_body_bytes) {
   ProbeResult r;
   const auto deadline = Clock::now() + timeout;
   int fd = connect_before(host, port, deadline, r);
@@ -231,27 +248,30 @@ ProbeResult http_get(const std::string& host, int port, const std::string& path,
     if (n < 0 && errno != EAGAIN) return fail(ProbeOutcome::connection_error, std::strerror(errno));
     if (n > 0) sent += static_cast<std::size_t>(n);
   }
-  std::string data;
-  for (;;) {
+  Answer answer(url_of("http", host, port, path), max_body_bytes);
+  bool received = false;
+  while (!answer.over()) {
     if (!wait_for(fd, POLLIN, deadline)) return fail(ProbeOutcome::timeout, "no answer in time");
     char buf[8192];
     auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      if (data.empty()) return fail(ProbeOutcome::connection_error, std::strerror(errno));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n < 0 && !received) return fail(ProbeOutcome::connection_error, std::strerror(errno));
+    if (n <= 0) {
+      answer.close();
       break;
     }
-    data.append(buf, static_cast<std::size_t>(n));
+    received = true;
+    answer.add(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
-  return parse_answer(data);
+  return answer.result();
 }
 
 ProbeResult https_get(const std::string& host, int port, const std::string& path,
-                      std::chrono::milliseconds timeout, const ProbeHeaders& headers) {
+                      std::chrono::milliseconds timeout, const ProbeHeaders& headers,
+                      std::size_t max_body_bytes) {
   const std::string request = get_request(host, port, path, headers);
-  return tls_session(host, port, timeout, &request);
+  return tls_session(host, port, timeout, &request, path, max_body_bytes);
 }
 
 ProbeResult tls_handshake(const std::string& host, int port, std::chrono::milliseconds timeout) {

@@ -1,6 +1,7 @@
 // The HTTP client against servers that misbehave (issue 13, items 2, 4 and 6): a server that
 // stops answering, one that accepts no connection, one that rejects a body while it is still
 // being sent, and a request torn down mid-connect. Every case must end, none may leak.
+#include "files.h"
 #include "http/client.h"
 #include "process.h"
 
@@ -220,6 +221,139 @@ TEST(HttpClientFaults, RequestTornDownMidConnectClosesItsSocket) {
   EXPECT_EQ(::recv(accepted, &byte, 1, MSG_DONTWAIT), 0) << "no end of stream from the client";
   ::close(accepted);
   ::close(listener);
+}
+
+// ---- Bounded responses and protocol edges (gym_raw_http_server) ----
+
+namespace {
+
+std::unique_ptr<ChildProcess> raw_server(const std::string& mode) {
+  return std::make_unique<ChildProcess>(std::vector<std::string>{
+      gym::test::build_path("tests/support/gym_raw_http_server"), "--mode", mode});
+}
+
+// The peak resident memory of this process so far (VmHWM), in bytes.
+std::uint64_t peak_rss_bytes() {
+  const std::string status = gym::test::read_text("/proc/self/status");
+  const auto at = status.find("VmHWM:");
+  return at == std::string::npos ? 0 : std::stoull(status.substr(at + 6)) * 1024;
+}
+
+// An external call (retried the most) with a 1 MiB bound and a whole-attempt timeout, so even a
+// client without a bound ends the attempt instead of reading for ever.
+ClientRequest bounded_call(int port) {
+  ClientRequest req = post(base_url(port) + "/v1/chat/completions?api-version=1", "{}");
+  req.kind = gym::http::CallKind::external;
+  req.max_response_bytes = 1u << 20;
+  req.max_response_setting = "model_response_max_bytes";
+  req.timeout = 5s;
+  return req;
+}
+
+}  // namespace
+
+TEST(HttpClientBounds, AnEndlessBodyFailsAtTheLimitAtOnceWithoutRetrying) {
+  for (const std::string mode : {"endless-chunked", "endless-length", "endless-close"}) {
+    SCOPED_TRACE(mode);
+    auto server = raw_server(mode);
+    const int port = server->wait_port();
+    ASSERT_GT(port, 0);
+    PoolParams params;
+    params.retry_budget_seconds = 60;
+    auto out = run_request(params, bounded_call(port), 30s);
+    ASSERT_TRUE(out.finished) << "the endless answer was read for ever";
+    EXPECT_FALSE(out.response);
+    // Named with the URL (without its query) and the setting; not a timeout, not retried.
+    EXPECT_EQ(out.error, "response body from " + base_url(port) +
+                             "/v1/chat/completions exceeded 1048576 bytes "
+                             "(model_response_max_bytes)");
+    EXPECT_EQ(out.stats.retries, 0u);
+    EXPECT_EQ(out.stats.acquisitions, 1u);
+  }
+  // Three endless answers cost this process a few MB, not what 5 s of reading would (GBs).
+  EXPECT_LT(peak_rss_bytes(), 300ull << 20);
+}
+
+TEST(HttpClientBounds, TheDefaultLimitAppliesToEveryRequestAndThrowsResponseTooLarge) {
+  auto server = raw_server("endless-length");  // Content-Length: 10^12
+  const int port = server->wait_port();
+  ASSERT_GT(port, 0);
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  bool too_large = false;
+  std::string error;
+  asio::co_spawn(io, client.request(post(base_url(port) + "/x", "{}")),
+                 [&](std::exception_ptr e, ClientResponse) {
+                   io.stop();
+                   try {
+                     if (e) std::rethrow_exception(e);
+                   } catch (const gym::http::ResponseTooLargeError& ex) {
+                     too_large = true;
+                     error = ex.what();
+                   } catch (const std::exception& ex) {
+                     error = ex.what();
+                   }
+                 });
+  io.run_for(30s);
+  EXPECT_TRUE(too_large) << error;
+  EXPECT_EQ(error, "response body from " + base_url(port) + "/x exceeded " +
+                       std::to_string(gym::http::kDefaultMaxResponseBytes) +
+                       " bytes (the HTTP client's limit for this request)");
+}
+
+TEST(HttpClientBounds, EndlessHeaderAndChunkSizeLinesAreBounded) {
+  auto header = raw_server("endless-header");
+  const int header_port = header->wait_port();
+  ASSERT_GT(header_port, 0);
+  auto out = run_request(PoolParams{}, bounded_call(header_port), 30s);
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.error, "response header from " + base_url(header_port) +
+                           "/v1/chat/completions exceeded 1048576 bytes");
+  EXPECT_EQ(out.stats.retries, 0u);
+
+  auto chunk_line = raw_server("endless-chunk-line");
+  const int chunk_port = chunk_line->wait_port();
+  ASSERT_GT(chunk_port, 0);
+  out = run_request(PoolParams{}, bounded_call(chunk_port), 30s);
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.error, "a chunk-size line or the trailers of the response from " +
+                           base_url(chunk_port) + "/v1/chat/completions exceeded 1048576 bytes");
+  EXPECT_EQ(out.stats.retries, 0u);
+  EXPECT_LT(peak_rss_bytes(), 300ull << 20);
+}
+
+TEST(HttpClientProtocol, InterimAnswersAreSkippedForTheFinalOne) {
+  // "100 Continue" and "103 Early Hints" before the 200: before, the 100 was taken as the answer.
+  auto server = raw_server("continue");
+  const int port = server->wait_port();
+  ASSERT_GT(port, 0);
+  asio::io_context io;
+  HttpClient client(io.get_executor(), PoolParams{});
+  std::vector<int> statuses;
+  std::string body;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Twice on one connection: the bytes after the first answer are not left behind.
+        for (int i = 0; i < 2; ++i) {
+          auto r = co_await client.request(post(base_url(port) + "/x", "{}"));
+          statuses.push_back(r.status);
+          body = r.body;
+        }
+      },
+      [&](std::exception_ptr e) {
+        io.stop();
+        try {
+          if (e) std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          body = ex.what();
+        }
+      });
+  io.run_for(30s);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200})) << body;
+  EXPECT_EQ(body, "{\"ok\":true}");
+  EXPECT_EQ(client.stats().connections_opened, 1u);
+  EXPECT_EQ(client.stats().connections_reused, 1u);
 }
 
 TEST(PoolParams, TimeoutKeysHaveDocumentedDefaultsAndZeroMeansNone) {

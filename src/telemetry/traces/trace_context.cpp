@@ -117,8 +117,65 @@ std::string format_traceparent(const SpanContext& context) {
   return out;
 }
 
+namespace {
+
+bool key_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '*' ||
+         c == '/';
+}
+
+// A list-member's key: "vendor", or "tenant@system" (multi-tenant). Lowercase letters, digits and
+// _ - * /; the first character (of the system part too) a letter or, for a simple key or the
+// tenant part, a digit.
+bool tracestate_key(std::string_view key) noexcept {
+  const auto part = [](std::string_view p, std::size_t max, bool digit_first) {
+    if (p.empty() || p.size() > max) return false;
+    const char c = p.front();
+    if (!((c >= 'a' && c <= 'z') || (digit_first && c >= '0' && c <= '9'))) return false;
+    return std::all_of(p.begin(), p.end(), key_char);
+  };
+  const auto at = key.find('@');
+  if (at == std::string_view::npos) return part(key, 256, true);
+  return part(key.substr(0, at), 241, true) && part(key.substr(at + 1), 14, false);
+}
+
+// A list-member's value: 1 to 256 printable ASCII characters other than ',' and '=', spaces
+// allowed inside but not at the end.
+bool tracestate_value(std::string_view value) noexcept {
+  if (value.empty() || value.size() > 256 || value.back() == ' ') return false;
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return c >= 0x20 && c <= 0x7e && c != ',' && c != '='; });
+}
+
+}  // namespace
+
 bool acceptable_tracestate(std::string_view header) noexcept {
-  return !header.empty() && header.size() <= 512 && printable_ascii(header);
+  if (header.empty() || header.size() > 512) return false;
+  constexpr std::size_t kMaxMembers = 32;
+  std::array<std::string_view, kMaxMembers> keys;
+  std::size_t members = 0;
+  for (std::size_t begin = 0; begin <= header.size();) {
+    std::size_t end = header.find(',', begin);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view member = header.substr(begin, end - begin);
+    begin = end + 1;
+    // Optional whitespace around each member; an empty member is allowed and ignored.
+    while (!member.empty() && (member.front() == ' ' || member.front() == '\t'))
+      member.remove_prefix(1);
+    while (!member.empty() && (member.back() == ' ' || member.back() == '\t'))
+      member.remove_suffix(1);
+    if (member.empty()) continue;
+    const auto eq = member.find('=');
+    if (eq == std::string_view::npos) return false;
+    const std::string_view key = member.substr(0, eq);
+    if (!tracestate_key(key) || !tracestate_value(member.substr(eq + 1))) return false;
+    if (members == kMaxMembers) return false;
+    // A key twice makes the whole header invalid.
+    if (std::find(keys.begin(), keys.begin() + members, key) != keys.begin() + members)
+      return false;
+    keys[members++] = key;
+  }
+  return members > 0;
 }
 
 bool acceptable_baggage(std::string_view header) noexcept {

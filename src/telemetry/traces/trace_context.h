@@ -53,8 +53,12 @@ std::string format_traceparent(const SpanContext& context);
 inline constexpr std::size_t kTraceparentSize = 55;
 void write_traceparent(char* out, const SpanContext& context) noexcept;
 
-// A tracestate header worth passing on: at most 512 characters (the W3C limit below which no
-// entry may be dropped) of printable ASCII. Anything else is dropped rather than forwarded.
+// A tracestate header worth passing on, as W3C Trace Context defines one: at most 512
+// characters (the length every vendor must propagate), 1 to 32 comma-separated `key=value`
+// members (optional spaces around them, empty members ignored), each key unique and made of
+// lowercase letters, digits and _ - * / (or "tenant@system"), each value printable ASCII
+// without ',' or '=' and not ending in a space. Anything else is dropped rather than forwarded
+// (the traceparent beside it is kept).
 bool acceptable_tracestate(std::string_view header) noexcept;
 // A baggage header worth passing on: at most 8192 bytes of printable ASCII (W3C Baggage limit).
 bool acceptable_baggage(std::string_view header) noexcept;

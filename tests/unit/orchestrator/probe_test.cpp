@@ -117,6 +117,122 @@ TEST(HttpGet, ClosingWithoutAnswerIsAnUnknownError) {
   EXPECT_EQ(r.error, "not an HTTP answer");
 }
 
+// Accepts one connection on `server`, reads the request head, writes `reply`, then `forever`
+// again and again until the client goes away (an endless body), and closes. With an empty
+// `forever` the connection stays open, unanswered further, until the client closes it.
+std::thread serve_open(const Socket& server, std::string reply, std::string forever = "") {
+  return std::thread([fd = server.fd(), reply = std::move(reply), forever = std::move(forever)] {
+    int conn = ::accept(fd, nullptr, nullptr);
+    if (conn < 0) return;
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      auto n = ::recv(conn, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<std::size_t>(n));
+    }
+    auto send_all = [conn](const std::string& data) {
+      for (std::size_t sent = 0; sent < data.size();) {
+        auto n = ::send(conn, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        sent += static_cast<std::size_t>(n);
+      }
+      return true;
+    };
+    if (send_all(reply)) {
+      if (forever.empty()) {
+        while (::recv(conn, buf, sizeof buf, 0) > 0) {
+        }
+      } else {
+        while (send_all(forever)) {
+        }
+      }
+    }
+    ::close(conn);
+  });
+}
+
+TEST(HttpGet, AnAnswerOnAConnectionKeptOpenEndsAtItsLength) {
+  // The server ignores `Connection: close`: the answer ends where its Content-Length says, not
+  // at a close that never comes (before, the probe waited for it and timed out).
+  Socket server;
+  server.listen();
+  auto thread = serve_open(server, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}");
+  auto r = http_get("127.0.0.1", server.port(), "/", 20s);
+  thread.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::success) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "{\"ok\":true}");
+  // Chunked likewise: the last chunk ends it.
+  auto chunked = serve_open(server,
+                            "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: "
+                            "chunked\r\n\r\n4\r\nbusy\r\n0\r\n\r\n");
+  r = http_get("127.0.0.1", server.port(), "/", 20s);
+  chunked.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::success) << r.error;
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, "busy");
+}
+
+TEST(HttpGet, InterimAnswersAreSkipped) {
+  Socket server;
+  server.listen();
+  std::string request;
+  auto thread =
+      serve_once(server,
+                 "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                 request);
+  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
+  thread.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::success) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok");
+}
+
+TEST(HttpGet, AnEndlessBodyFailsAtTheLimitWithoutFillingMemory) {
+  // Before, the probe kept everything until its deadline: gigabytes from a local server.
+  Socket server;
+  server.listen();
+  const std::string piece(64 * 1024, 'x');
+  auto chunked = serve_open(server, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                            "10000\r\n" + piece + "\r\n");
+  auto r = http_get("127.0.0.1", server.port(), "/v1/models", 30s, {}, 1u << 20);
+  chunked.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
+  EXPECT_EQ(r.error, "response body from http://127.0.0.1:" + std::to_string(server.port()) +
+                         "/v1/models exceeded 1048576 bytes (the probe's limit)");
+  EXPECT_TRUE(r.body.empty());
+  // Without a length, until the close.
+  auto to_close = serve_open(server, "HTTP/1.1 200 OK\r\n\r\n", piece);
+  r = http_get("127.0.0.1", server.port(), "/", 30s);
+  to_close.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
+  EXPECT_NE(r.error.find("exceeded " + std::to_string(kMaxProbeBodyBytes) + " bytes"),
+            std::string::npos)
+      << r.error;
+  // A Content-Length above the limit fails before any of the body is read.
+  auto declared =
+      serve_open(server, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n", piece);
+  r = http_get("127.0.0.1", server.port(), "/", 30s);
+  declared.join();
+  EXPECT_NE(r.error.find("exceeded"), std::string::npos) << r.error;
+  // A chunk-size line or a header line that never ends.
+  auto chunk_line = serve_open(server, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                               std::string(piece.size(), 'f'));
+  r = http_get("127.0.0.1", server.port(), "/", 30s);
+  chunk_line.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
+  EXPECT_NE(r.error.find("a chunk-size line or the trailers of the response from"),
+            std::string::npos)
+      << r.error;
+  auto header = serve_open(server, "HTTP/1.1 200 OK\r\nX-Endless: ", piece);
+  r = http_get("127.0.0.1", server.port(), "/", 30s);
+  header.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
+  EXPECT_NE(r.error.find("response header from"), std::string::npos) << r.error;
+}
+
 TEST(HttpGet, NobodyListeningIsAConnectionError) {
   Socket bound;  // bound, never listening: connections are refused
   auto r = http_get("127.0.0.1", bound.port(), "/", 10s);

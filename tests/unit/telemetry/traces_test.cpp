@@ -108,6 +108,39 @@ TEST(TraceState, OnlyPrintableBoundedValuesArePassedOn) {
   EXPECT_FALSE(acceptable_baggage(std::string(8193, 'a')));
 }
 
+TEST(TraceState, OnlyWellFormedW3CListsArePassedOn) {
+  // What W3C Trace Context allows: spaces around members, empty members, multi-tenant keys,
+  // digits first, spaces inside a value, 32 members.
+  EXPECT_TRUE(acceptable_tracestate("rojo=00f067aa0ba902b7 , ,congo=t61rcWkgMzE"));
+  EXPECT_TRUE(acceptable_tracestate("fw529a3039@dt=00f067aa0ba902b7"));
+  EXPECT_TRUE(acceptable_tracestate("1vendor=x,a_b-c*d/e=one two"));
+  EXPECT_TRUE(acceptable_tracestate("k=~!\"#$%&'()*+-./:;<>?@[]^_`{|}"));
+  std::string members;
+  for (int i = 0; i < 32; ++i)
+    members += (i ? "," : "") + std::string("k") + std::to_string(i) + "=v";
+  EXPECT_TRUE(acceptable_tracestate(members));
+  // And what it does not: each of these would be forwarded by a printable-ASCII check.
+  EXPECT_FALSE(acceptable_tracestate(members + ",k32=v")) << "33 members";
+  EXPECT_FALSE(acceptable_tracestate("Rojo=1")) << "uppercase key";
+  EXPECT_FALSE(acceptable_tracestate("rojo")) << "no '='";
+  EXPECT_FALSE(acceptable_tracestate("rojo=")) << "empty value";
+  EXPECT_FALSE(acceptable_tracestate("=1")) << "empty key";
+  EXPECT_FALSE(acceptable_tracestate("rojo=a=b")) << "'=' in a value";
+  EXPECT_FALSE(acceptable_tracestate("rojo=1 , x")) << "a member without a value";
+  EXPECT_FALSE(acceptable_tracestate("ro jo=1")) << "space in a key";
+  EXPECT_FALSE(acceptable_tracestate("rojo=1,rojo=2")) << "a key twice";
+  EXPECT_FALSE(acceptable_tracestate("_rojo=1")) << "key starting with '_'";
+  EXPECT_FALSE(acceptable_tracestate("t@Sys=1")) << "uppercase system";
+  EXPECT_FALSE(acceptable_tracestate("t@1sys=1")) << "system starting with a digit";
+  EXPECT_FALSE(acceptable_tracestate("t@abcdefghijklmno=1")) << "system of 15 characters";
+  EXPECT_FALSE(acceptable_tracestate("a@b@c=1")) << "two '@'";
+  EXPECT_FALSE(acceptable_tracestate("rojo=\x7f")) << "DEL in a value";
+  EXPECT_FALSE(acceptable_tracestate("rojo=\xc3\xa9")) << "non-ASCII value";
+  EXPECT_FALSE(acceptable_tracestate("k=" + std::string(257, 'v'))) << "value of 257";
+  EXPECT_TRUE(acceptable_tracestate("k=" + std::string(256, 'v')));
+  EXPECT_FALSE(acceptable_tracestate(" , ")) << "no member at all";
+}
+
 // ---- samplers ----
 
 TraceId id_with_low(std::uint64_t low) {
