@@ -19,6 +19,7 @@
 #include "servers/head_server.h"
 #include "telemetry/config.h"
 #include "telemetry/memory_sampler.h"
+#include "telemetry/shutdown_report.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
@@ -39,6 +40,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -122,7 +124,13 @@ class OutputPump {
   void emit(Child& c, const OutputLine& output) {
     const std::string line = shown(output);
     std::lock_guard lock(mu_);
-    if (!(hushed_ || core::console::quiet()) || is_warning_or_error(line))
+    // A server's account of its failed last export joins this process's one line.
+    const auto report =
+        hushed_ ? line.find(telemetry::shutdown_report::kLineStart) : std::string::npos;
+    if (report != std::string::npos)
+      telemetry::shutdown_report::hold_server(
+          c.instance.name, line.substr(report + telemetry::shutdown_report::kLineStart.size()));
+    else if (!(hushed_ || core::console::quiet()) || is_warning_or_error(line))
       core::console::write(stdout, "(" + c.instance.name + ") " + line);
     if (c.log) *c.log << line << '\n' << std::flush;
     c.tail.add(output);
@@ -266,6 +274,9 @@ class Deployment::Impl {
     const auto run_id = telemetry::resolve_run_id(telemetry_settings, getenv);
     for (const auto& [key, value] : telemetry::child_environment(telemetry_settings, run_id))
       child_env.push_back(key + "=" + value);
+    child_env.push_back(
+        std::string(telemetry::kShutdownBoundVariable) + "=" +
+        std::to_string((telemetry::kShutdownBound - telemetry::kSignalFlushBound).count()));
     // One secret per deployment signs every server's session cookies (not in the config, so
     // the head server never shows it).
     child_env.push_back(std::string(http::kSessionKeyVariable) + "=" + http::new_session_key());
@@ -660,16 +671,21 @@ class Deployment::Impl {
     sampler_->start();
   }
 
-  // runtime.md 3.7: SIGTERM every root, wait the grace period, SIGKILL the rest's groups.
+  // SIGTERM every root, wait the grace period, SIGKILL the rest's groups. The telemetry of the
+  // whole deployment is flushed within one bound (kShutdownBound): a collector that does not
+  // answer costs 5 s, not one bound per process in turn.
   void shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
-    if (sampler_) sampler_->stop();  // its final sample is recorded (telemetry.md 7.6)
+    const auto telemetry_end = Clock::now() + telemetry::kShutdownBound;
+    // What this process and its servers could not export is said once, after they stopped.
+    const bool report = telemetry::shutdown_report::begin();
+    if (sampler_) sampler_->stop();  // its final sample is recorded
     if (telemetry_) {
-      // telemetry.md 7.6: gym.servers.active reads 0 and is exported before any server is
-      // signalled (D5).
+      // gym.servers.active reads 0 and is exported before any server is signalled; a collector
+      // that has not taken it within kSignalFlushBound is not waited for longer.
       telemetry_->metrics().set_servers_active(0);
-      telemetry_->force_flush();
+      telemetry_->force_flush(telemetry::kSignalFlushBound);
     }
     const double grace = core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600);
     std::set<std::string> remote;
@@ -684,6 +700,19 @@ class Deployment::Impl {
       // (its process group), as they may not stop when it does.
       const bool group = c.external && ::getpgid(c.process.pid) == c.process.pid;
       ::kill(group ? -c.process.pid : c.process.pid, SIGTERM);
+    }
+    // This process's last export goes out while the servers make theirs (they were given the
+    // rest of the bound in kShutdownBoundVariable).
+    std::future<bool> last_export;
+    if (telemetry_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::max(telemetry_end - Clock::now(), Clock::duration::zero()));
+      try {
+        last_export =
+            std::async(std::launch::async, [this, left] { return telemetry_->shutdown(left); });
+      } catch (const std::system_error&) {  // no thread to spare: the servers wait meanwhile
+        telemetry_->shutdown(left);
+      }
     }
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(grace));
@@ -723,7 +752,10 @@ class Deployment::Impl {
           "the kernel?), pids:{}",
           pids);
     }
+    if (last_export.valid()) last_export.wait();
     if (pump_) pump_->stop();
+    if (report)
+      if (auto line = telemetry::shutdown_report::end()) spdlog::warn("{}", *line);
     if (!children_.empty()) core::console::note("All %zu servers stopped\n", children_.size());
     head_.reset();
     for (auto& c : children_)

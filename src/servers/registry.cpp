@@ -161,8 +161,9 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
     client.reset();
   };
   hooks.on_exit = [&] {
-    if (own_memory) own_memory->stop();                    // its final sample is exported
-    if (process_telemetry) process_telemetry->shutdown();  // D5: bounded final export
+    if (own_memory) own_memory->stop();  // its final sample is exported
+    // Bounded final export, within what the orchestrator's shutdown left for it.
+    if (process_telemetry) process_telemetry->shutdown(telemetry::shutdown_bound(getenv));
   };
   return server.run(hooks);
 }

@@ -1,6 +1,9 @@
 #include "telemetry/process_telemetry.h"
 
+#include "telemetry/shutdown_report.h"
+
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <system_error>
@@ -15,6 +18,16 @@ TelemetrySettings resolve_checked_settings(const boost::json::object& config, co
   TelemetrySettings settings = resolve_settings(config, getenv);
   if (pipelines.check) pipelines.check(settings, getenv ? getenv : process_env());
   return settings;
+}
+
+std::chrono::milliseconds shutdown_bound(const GetEnv& getenv) {
+  const auto text = getenv ? getenv(kShutdownBoundVariable) : std::nullopt;
+  if (!text) return kShutdownBound;
+  char* end = nullptr;
+  const long ms = std::strtol(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || ms < 0 || ms >= kShutdownBound.count())
+    return kShutdownBound;
+  return std::chrono::milliseconds(ms);
 }
 
 ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySettings settings,
@@ -109,12 +122,16 @@ bool ProcessTelemetry::shutdown(std::chrono::milliseconds wait) {
   // metrics go out within one bound. The final collection runs the facade's observable
   // callbacks: on this thread, before it goes.
   const auto end = std::chrono::steady_clock::now() + wait;
+  // What fails is said in one line at the end (a caller that began the report says it).
+  const bool report = shutdown_report::begin();
   tracer_->begin_shutdown();
   const bool flushed = side_by_side([&] { return pipeline_ ? pipeline_->shutdown(wait) : true; },
                                     {[&] { return spans_ ? spans_->shutdown(wait) : true; },
                                      [&] { return logs_ ? logs_->force_flush(wait) : true; }});
   // What the shutdown itself logged (a failed final export, dropped spans) in what is left.
   const bool logs = logs_ ? logs_->shutdown(time_left(end)) : true;
+  if (report)
+    if (auto line = shutdown_report::end()) spdlog::warn("{}", *line);
   return flushed && logs;
 }
 

@@ -74,6 +74,16 @@ struct PipelineFactory {
 TelemetrySettings resolve_checked_settings(const boost::json::object& config, const GetEnv& getenv,
                                            const PipelineFactory& pipelines);
 
+// A deployment's shutdown has one bound in all, kShutdownBound: the orchestrator flushes for at
+// most kSignalFlushBound before it signals its servers, and gives them the rest for their final
+// export through this variable (milliseconds), while its own last export runs side by side.
+inline constexpr char kShutdownBoundVariable[] = "GYM_TELEMETRY_SHUTDOWN_MS";
+inline constexpr std::chrono::milliseconds kSignalFlushBound{1000};
+
+// The bound of this process's final export: kShutdownBoundVariable when set to a number of
+// milliseconds below kShutdownBound, else kShutdownBound.
+std::chrono::milliseconds shutdown_bound(const GetEnv& getenv);
+
 class ProcessTelemetry {
  public:
   // With metrics inactive (or no factory) the provider is disabled and nothing

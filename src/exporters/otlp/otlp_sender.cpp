@@ -3,6 +3,8 @@
 // completion queue drained by its own thread).
 #include "exporters/otlp/otlp_sender.h"
 
+#include "telemetry/shutdown_report.h"
+
 #include <pthread.h>
 
 #include <openssl/x509.h>
@@ -74,6 +76,8 @@ struct SendResult {
 using Outcome = std::shared_ptr<std::promise<SendResult>>;
 
 constexpr const char* kUserAgent = "gym-cpp/" GYM_VERSION;
+// The longest answer taken from an OTLP/HTTP collector.
+constexpr std::uint64_t kMaxCollectorAnswerBytes = 64 * 1024;
 
 }  // namespace
 
@@ -101,7 +105,7 @@ struct OtlpSender::Impl {
       stats.items_dropped += items;
       line = failure_log.dropped(items, error, Clock::now());
     }
-    if (line) spdlog::warn("{}", *line);
+    if (line) telemetry::shutdown_report::warn_or_hold(std::move(*line));
   }
 
   void retried() {
@@ -208,6 +212,10 @@ class HttpTransport final : public OtlpSender::Transport {
       req.body = body;
       req.retry = false;
       req.timeout = std::chrono::ceil<std::chrono::milliseconds>(end - now);
+      // A collector answers with a small ExportServiceResponse (a partial_success at most): a
+      // longer answer is a broken or hostile collector, cut off before it costs memory.
+      req.max_response_bytes = kMaxCollectorAnswerBytes;
+      req.max_response_setting = "the OTLP exporter's limit for a collector's answer";
       req.headers.push_back({"Content-Type", content_type(settings.protocol)});
       req.headers.push_back({"User-Agent", kUserAgent});
       if (settings.compression == Compression::gzip) {
@@ -230,6 +238,9 @@ class HttpTransport final : public OtlpSender::Transport {
       } catch (const http::TlsError& e) {
         // An untrusted certificate or a wrong host fails every retry the same way: the batch is
         // dropped now instead of waiting out the OTLP timeout (not a "connection error" of D9).
+        co_return SendResult{false, e.what()};
+      } catch (const http::ResponseTooLargeError& e) {
+        // An endless answer would be endless again on a retry.
         co_return SendResult{false, e.what()};
       } catch (const std::exception& e) {
         error = e.what();
@@ -672,7 +683,7 @@ void OtlpSender::shutdown(telemetry::Deadline deadline) noexcept {
       std::lock_guard lock(s.mutex);
       line = s.failure_log.pending(Clock::now());
     }
-    if (line) spdlog::warn("{}", *line);
+    if (line) telemetry::shutdown_report::warn_or_hold(std::move(*line));
     s.transport->stop(deadline);
   } catch (...) {
   }

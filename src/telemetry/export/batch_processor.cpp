@@ -1,5 +1,9 @@
 #include "telemetry/export/batch_processor.h"
 
+#include "telemetry/shutdown_report.h"
+
+#include <fmt/format.h>
+
 #include <pthread.h>
 
 #include <vector>
@@ -81,8 +85,9 @@ void BatchProcessor<Record>::push(Record&& record) noexcept {
 
 template <class Record>
 void BatchProcessor<Record>::warn_dropped(std::uint64_t n, const char* is_or_was) const {
-  spdlog::warn("telemetry: the {} queue {} full ({}={}); dropped {} {}(s)", what_, is_or_was,
-               queue_variable_, settings_.max_queue_size, n, what_);
+  shutdown_report::warn_or_hold(
+      fmt::format("telemetry: the {} queue {} full ({}={}); dropped {} {}(s)", what_, is_or_was,
+                  queue_variable_, settings_.max_queue_size, n, what_));
 }
 
 template <class Record>
@@ -161,7 +166,8 @@ bool BatchProcessor<Record>::shutdown(std::chrono::milliseconds wait) noexcept {
       stats_.export_failed += left;
       queue_.clear();
       if (left)
-        spdlog::warn("telemetry: {} {}(s) not exported within the shutdown bound", left, what_);
+        shutdown_report::warn_or_hold(
+            fmt::format("telemetry: {} {}(s) not exported within the shutdown bound", left, what_));
     }
     stopped_ = true;
   }

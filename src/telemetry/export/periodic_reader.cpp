@@ -1,5 +1,7 @@
 #include "telemetry/export/periodic_reader.h"
 
+#include "telemetry/shutdown_report.h"
+
 #include <pthread.h>
 
 #include <condition_variable>
@@ -140,7 +142,8 @@ bool PeriodicReader::force_flush(std::chrono::milliseconds wait) {
   const std::uint64_t generation = ++s.requested;
   s.changed.notify_all();
   if (!s.changed.wait_until(lock, deadline, [&] { return s.completed >= generation; })) {
-    spdlog::warn("telemetry: metrics flush did not finish within {} ms", wait.count());
+    shutdown_report::warn_or_hold(
+        fmt::format("telemetry: metrics flush did not finish within {} ms", wait.count()));
     return false;
   }
   return s.last_ok;
@@ -172,10 +175,9 @@ bool PeriodicReader::shutdown(std::chrono::milliseconds wait) {
   }
   lock.unlock();
   thread_.detach();
-  spdlog::warn(
-      "telemetry: the final metrics export did not finish within {} ms; its data is "
-      "dropped",
-      wait.count());
+  shutdown_report::warn_or_hold(fmt::format(
+      "telemetry: the final metrics export did not finish within {} ms; its data is dropped",
+      wait.count()));
   return false;
 }
 
