@@ -18,6 +18,8 @@
 // printed ("[figures] ...") for the report instead.
 #include <gtest/gtest.h>
 
+#include "live_deployment.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -551,6 +553,49 @@ TEST(TelemetryFaults, GrpcPermanentStatusIsNotRetriedEvenWithTimeLeft) {
   EXPECT_NE(run.output.find("gRPC PERMISSION_DENIED"), std::string::npos) << run.output;
   ASSERT_TRUE(collector->sync()) << collector->output();
   EXPECT_EQ(gym::test::exports_only(collector->requests()).size(), 1u);
+}
+
+// ---- A deployment's shutdown with a collector that never answers (issue 28) ----
+
+// The orchestrator's flush, every server's last export and its own used to come one after the
+// other, each with its 5 s bound, each signal of each process saying its failure: 15 s and nine
+// warnings for three servers. One bound for the whole shutdown, and one line.
+TEST(TelemetryFaults, ADeploymentStopsWithinOneBoundAndSaysItsLostExportsOnce) {
+  Collector collector("hang");
+  ASSERT_GT(collector.port(), 0);
+  gym::test::FakeEndpoint fake;
+  gym::test::TempDir tmp;
+  const std::string config = gym::test::write_file(
+      tmp, "m.yaml",
+      "policy_model:\n  responses_api_models:\n    vllm_model:\n      base_url: " + fake.base() +
+          "\n      api_key: k\n      model: fake-model\n      return_token_id_information: "
+          "false\n");
+  gym::test::Deployment d(
+      "--config " + config, tmp.file("log"),
+      "NEMO_GYM_OTEL_ENABLED=1 OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.endpoint() +
+          " OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_TRACES_EXPORTER=otlp"
+          " OTEL_METRIC_EXPORT_INTERVAL=60000");
+  ASSERT_TRUE(d.ready()) << d.output();
+  const auto raw = gym::test::http_raw(d.port_of("policy_model"),
+                                       gym::test::post("/v1/responses", R"({"input":"hi"})"));
+  ASSERT_EQ(gym::test::status_of(raw), 200) << raw;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(d.stop(), 143) << d.output();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[figures] deployment-stop-hanging-collector seconds=%.2f\n", seconds);
+  // Not three bounds in a row (15 s): one, with room for a loaded machine.
+  EXPECT_LT(seconds, 11.0) << d.output();
+  const std::string log = d.output();
+  const std::string report = "telemetry: the last export at shutdown did not complete: ";
+  EXPECT_EQ(count(log, report), 1u) << log;
+  // This process's own failures too: no "export failed" line of its own.
+  EXPECT_EQ(count(log, "warning telemetry:"), 1u) << log;
+  // The servers' failures are in that line, not lines of their own.
+  EXPECT_NE(log.find("server policy_model: "), std::string::npos) << log;
+  for (std::size_t at = log.find("(policy_model) "); at != std::string::npos;
+       at = log.find("(policy_model) ", at + 1))
+    EXPECT_EQ(log.substr(at, log.find('\n', at) - at).find("telemetry:"), std::string::npos) << log;
 }
 
 }  // namespace
