@@ -5,6 +5,7 @@
 #include "telemetry/traces/tracer.h"
 
 #include "core/json_text.h"
+#include "core/secrets.h"
 #include "http/client_connection.h"
 #include "http/client_exchange.h"
 #include "http/retry_policy.h"
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <list>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace gym::http {
@@ -56,6 +58,20 @@ bool follow_redirect(const ClientResponse& res, std::string& url, Method& method
     body.clear();
   }
   return true;
+}
+
+// `text` (an answer's body, an error) without the credentials `req` carries, however the peer
+// escaped them when it echoed them back, nor those of any URL in it.
+std::string without_credentials(std::string text, const ClientRequest& req) {
+  const auto mask = [&](std::string_view secret) { text = core::masked_secret(text, secret); };
+  for (const Header& h : req.headers) {
+    if (!core::is_secret_header(h.name)) continue;
+    mask(h.value);
+    if (auto space = h.value.find(' '); space != std::string::npos)
+      mask(std::string_view(h.value).substr(space + 1));  // the key of "Bearer <key>"
+  }
+  for (const auto& cookie : req.cookies) mask(cookie.second);
+  return core::masked_urls_in(text);
 }
 
 }  // namespace
@@ -105,6 +121,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   asio::steady_timer sweeper;
   std::unique_ptr<ssl::context> tls_context;  // created with the first https host
   bool closed = false;
+  std::set<std::string> cross_origin_logged;  // "from -> to" origins already warned about
 
   Pool(asio::any_io_executor e, PoolParams p, PoolObserver* o, const telemetry::Tracer* t)
       : ex(e),
@@ -323,7 +340,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         tracer->start(std::move(name), telemetry::SpanKind::client, req.trace.span);
     if (span.recording()) {
       span.set_attribute("http.request.method", method);
-      span.set_attribute("url.full", std::string_view(req.url).substr(0, req.url.find('?')));
+      span.set_attribute("url.full", span_url(req.url));
       if (!req.trace.rollout_id.empty())
         span.set_attribute("nemo.gym.rollout.id", req.trace.rollout_id);
     }
@@ -372,9 +389,13 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         std::string why;
         const auto now = Clock::now();
         if (a.response) {
-          if (hops < kMaxRedirects && follow_redirect(*a.response, url, method, body)) {
-            ++hops;
-            continue;
+          if (hops < kMaxRedirects) {
+            const std::string from = url;
+            if (follow_redirect(*a.response, url, method, body)) {
+              if (!same_origin(from, url)) drop_credentials(req, from, url);
+              ++hops;
+              continue;
+            }
           }
           const int st = a.response->status;
           if (req.health) {
@@ -396,8 +417,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           if (d.action == RetryAction::done) {
             if (params.request_debug && st >= 400) {
               const telemetry::ScopedLogTrace in_span(req.trace.span);
-              spdlog::info("request {} {} failed with {}: {}", to_string(method), url, st,
-                           a.response->body);
+              spdlog::info("request {} {} failed with {}: {}", to_string(method),
+                           core::masked_url(url), st, without_credentials(a.response->body, req));
             }
             end_client_span(span, st);
             co_return std::move(*a.response);
@@ -406,7 +427,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
         } else {
           if (params.request_debug) {
             const telemetry::ScopedLogTrace in_span(req.trace.span);
-            spdlog::info("request {} {} failed: {}", to_string(method), url, a.error.message);
+            spdlog::info("request {} {} failed: {}", to_string(method), core::masked_url(url),
+                         without_credentials(a.error.message, req));
           }
           // A stale keep-alive connection says nothing about the endpoint, nor does a
           // certificate it is not trusted with, nor an answer too long to take.
@@ -460,7 +482,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
   void note_retry(const ClientRequest& req, const std::string& url, int status, RetryReason reason,
                   Clock::time_point now) {
     // Named without the query string, which may hold a key.
-    const std::string endpoint = req.health ? req.health->name() : url.substr(0, url.find('?'));
+    const std::string endpoint =
+        core::masked_url(req.health ? req.health->name() : url.substr(0, url.find('?')));
     auto& t = retry_tallies[endpoint];
     if (status != 0) {
       ++t.statuses[status];
@@ -503,7 +526,27 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
           "{} refused or dropped connections so far in this process, the last to {}: {}. Check "
           "that the server at that address is running; if it is, it may be out of file "
           "descriptors (raise `ulimit -n`) or need more replicas",
-          n, url, error);
+          n, core::masked_url(url), core::masked_urls_in(error));
+  }
+
+  // A redirect to another origin (scheme, host or port) goes on without the request's
+  // credentials, as curl and aiohttp do: a key for the endpoint is not sent to wherever it points
+  // (curl's CVE-2022-27774). Warned about once per pair of origins, never naming the key.
+  void drop_credentials(ClientRequest& req, const std::string& from, const std::string& to) {
+    std::string dropped;
+    std::erase_if(req.headers, [&](const Header& h) {
+      if (!core::is_secret_header(h.name)) return false;
+      dropped += (dropped.empty() ? "" : ", ") + h.name;
+      return true;
+    });
+    if (!req.cookies.empty()) dropped += dropped.empty() ? "Cookie" : ", Cookie";
+    req.cookies.clear();
+    if (dropped.empty()) return;
+    const std::string hop = origin_of(from) + " -> " + origin_of(to);
+    if (!cross_origin_logged.insert(hop).second) return;
+    const telemetry::ScopedLogTrace in_span(req.trace.span);
+    spdlog::warn("redirect {} leaves the origin: followed without the request's credentials ({})",
+                 hop, dropped);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/json_text.h"
+#include "core/secrets.h"
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -17,11 +18,9 @@ namespace {
 constexpr std::size_t kBodyInMessage = 1000;  // enough for any endpoint's error text
 constexpr double kUnavailableSecondsDefault = 60;
 
-std::string masked(std::string text, const std::string& secret) {
-  if (secret.size() < 4) return text;  // too short to tell from ordinary text
-  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
-    text.replace(at, secret.size(), "***");
-  return text;
+// `text` without the key, however the endpoint escaped it when it echoed it back.
+std::string masked(const std::string& text, const std::string& secret) {
+  return core::masked_secret(text, secret);
 }
 
 std::string hint(int status, std::string_view body) {
@@ -76,8 +75,9 @@ void apply_call_settings(UpstreamEndpoint& endpoint, const json::object& global)
     return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
   };
   endpoint.health = std::make_shared<http::EndpointHealth>(
-      endpoint.base_url, ms(core::get_double(global, "model_endpoint_unavailable_seconds",
-                                             kUnavailableSecondsDefault, 0, 1e9)));
+      core::masked_url(endpoint.base_url),
+      ms(core::get_double(global, "model_endpoint_unavailable_seconds", kUnavailableSecondsDefault,
+                          0, 1e9)));
   endpoint.call_timeout = ms(core::get_double(global, "model_call_timeout_seconds", 0, 0, 1e9));
 }
 

@@ -3,6 +3,7 @@
 // gateway): JSON POSTs through the process's HTTP client as external calls (429/5xx retried
 // within the retry budget, runtime.md 8.3), and the answer a failed call gives our caller. The
 // API key travels only in the request headers: it is never part of a message.
+#include "core/secrets.h"
 #include "http/client.h"
 #include "http/endpoint_health.h"
 #include "http/message.h"
@@ -48,8 +49,9 @@ bool is_context_length_error(int status, std::string_view body);
 // unavailable: ..." (the collector tells them apart by these words).
 class UpstreamError : public std::runtime_error {
  public:
-  UpstreamError(std::string message, int status, std::string body, bool unavailable = false)
-      : std::runtime_error(std::move(message)),
+  // The message's URLs are shown without their passwords and keys (core::masked_urls_in).
+  UpstreamError(const std::string& message, int status, std::string body, bool unavailable = false)
+      : std::runtime_error(core::masked_urls_in(message)),
         status_(status),
         body_(std::move(body)),
         unavailable_(unavailable) {}

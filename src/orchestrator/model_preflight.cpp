@@ -28,10 +28,8 @@ std::string excerpt(const std::string& body, const std::string& api_key) {
   std::string out;
   for (char c : body.substr(0, kBodyExcerpt)) out += c == '\n' || c == '\r' ? ' ' : c;
   if (body.size() > kBodyExcerpt) out += "...";
-  if (api_key.size() >= 4 && api_key != "EMPTY")
-    for (auto at = out.find(api_key); at != std::string::npos; at = out.find(api_key, at))
-      out.replace(at, api_key.size(), core::kMaskedSecret);
-  return out;
+  // However the endpoint escaped it (JSON, percent-encoding).
+  return api_key == "EMPTY" ? out : core::masked_secret(out, api_key);
 }
 
 std::string strip_slashes(std::string url) {
@@ -116,8 +114,9 @@ std::vector<ModelEndpointCheck> model_endpoint_checks(const json::object& cfg,
 PreflightVerdict check_models_answer(const ModelEndpointCheck& check, int status,
                                      const std::string& body) {
   using Kind = PreflightVerdict::Kind;
-  const std::string url = models_url(check.url);
-  const std::string where = "model endpoint " + check.url + " (" + check.url_key + "): GET " + url +
+  const std::string shown = core::masked_url(check.url);  // a password or key in it masked
+  const std::string url = models_url(shown);
+  const std::string where = "model endpoint " + shown + " (" + check.url_key + "): GET " + url +
                             " answered " + std::to_string(status);
   if (status == 401 || status == 403)
     return {Kind::fail, where + ": the endpoint refused the API key; check " + check.api_key_key +
@@ -131,7 +130,7 @@ PreflightVerdict check_models_answer(const ModelEndpointCheck& check, int status
       std::string message = where + " (" + excerpt(body, check.api_key) +
                             "), not an OpenAI model list ({\"object\": \"list\", \"data\": "
                             "[{\"id\": ...}]}): the base URL is probably wrong";
-      const std::string base = strip_slashes(check.url);
+      const std::string base = strip_slashes(shown);
       if (!base.ends_with("/v1"))
         message += "; OpenAI-compatible base URLs usually end in /v1: try " + base + "/v1";
       return {Kind::fail, message + kSkipHint};
@@ -152,7 +151,7 @@ PreflightVerdict check_models_answer(const ModelEndpointCheck& check, int status
     if (entries->size() > kListedIds)
       ids += " (and " + std::to_string(entries->size() - kListedIds) + " more)";
     const std::string from = check.model_from_flag ? "--model / policy_model_name, " : "";
-    return {Kind::fail, "model endpoint " + check.url + " (" + check.url_key +
+    return {Kind::fail, "model endpoint " + shown + " (" + check.url_key +
                             ") does not serve model '" + check.model + "' (" + from +
                             check.model_key + "); it serves: " + (ids.empty() ? "none" : ids) +
                             ". Set " + (check.model_from_flag ? "--model" : check.model_key) +
@@ -160,11 +159,11 @@ PreflightVerdict check_models_answer(const ModelEndpointCheck& check, int status
   }
   const auto max_len = whole_number(served->if_contains("max_model_len"));
   if (check.max_output_tokens && max_len && *check.max_output_tokens >= *max_len)
-    return {Kind::fail,
-            "--max-output-tokens " + std::to_string(*check.max_output_tokens) +
-                " (responses_create_params.max_output_tokens) cannot fit: " + check.url +
-                " serves " + check.model + " with max_model_len " + std::to_string(*max_len) +
-                " (prompt + output must fit); lower --max-output-tokens"};
+    return {Kind::fail, "--max-output-tokens " + std::to_string(*check.max_output_tokens) +
+                            " (responses_create_params.max_output_tokens) cannot fit: " + shown +
+                            " serves " + check.model + " with max_model_len " +
+                            std::to_string(*max_len) +
+                            " (prompt + output must fit); lower --max-output-tokens"};
   return {};
 }
 

@@ -66,6 +66,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,13 +79,15 @@ namespace {
 
 // A scripted answer. Also {"reset": true}: the connection is reset (TCP RST) once the request
 // was read, as an endpoint that crashed mid-generation; {"headers": {"Retry-After": "2"}}: headers
-// on the step's answer (with status, body, answer or content).
+// on the step's answer (with status, body, answer or content); {"raw": "<text>"}: that text as
+// the body, byte for byte (JSON spelled as a serializer would not, e.g. "\u0073k-...").
 struct Step {
   int status = 200;
   json::value body;  // null: the usual answer of the route
   bool hang = false;
   bool reset = false;
-  std::string content;  // a chat answer with this text
+  std::string content;             // a chat answer with this text
+  std::optional<std::string> raw;  // the body as is
   json::object headers;
   int times = 1;
 };
@@ -400,6 +403,12 @@ asio::awaitable<Response> serve(Request& req, bool chat) {
     }
     if (!step->content.empty())
       co_return with_headers(Response::json(chat_answer(request, step->content)), step->headers);
+    if (step->raw) {
+      Response res;
+      res.status = step->status;
+      res.body = *step->raw;
+      co_return with_headers(std::move(res), step->headers);
+    }
     if (!step->body.is_null())
       co_return with_headers(
           Response::json(chat && step->status == 200 ? with_token_information(request, step->body)
@@ -514,6 +523,7 @@ int main(int argc, char** argv) {
       if (const auto* v = o.if_contains("reset")) step.reset = v->as_bool();
       if (const auto* v = o.if_contains("headers")) step.headers = v->as_object();
       if (const auto* v = o.if_contains("content")) step.content = v->as_string();
+      if (const auto* v = o.if_contains("raw")) step.raw = std::string(v->as_string());
       if (const auto* v = o.if_contains("times"))
         step.times = static_cast<int>(v->to_number<std::int64_t>());
       fake().script.push_back(std::move(step));

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+using gym::http::origin_of;
 using gym::http::parse_url;
 using gym::http::resolve_location;
+using gym::http::same_origin;
+using gym::http::span_url;
 
 TEST(Url, ParsesHostPortAndTarget) {
   std::string error;
@@ -59,4 +62,31 @@ TEST(Url, ResolvesLocationsAgainstTheRequestUrl) {
   EXPECT_EQ(resolve_location("http://[::1]:9000/a", "/b"), "http://[::1]:9000/b");
   // Not a URI reference: left as it is, so parsing it says why.
   EXPECT_EQ(resolve_location(base, "bad location"), "bad location");
+}
+
+TEST(Url, OriginsCompareSchemeHostAndPort) {
+  EXPECT_TRUE(same_origin("http://127.0.0.1:8000/a?x=1", "http://127.0.0.1:8000/b"));
+  EXPECT_TRUE(same_origin("http://Example.COM/a", "http://example.com:80/b"));  // default port
+  EXPECT_TRUE(same_origin("https://h/a", "https://u:p@h:443/b"));
+  EXPECT_FALSE(same_origin("http://127.0.0.1:8000/a", "http://127.0.0.1:8001/a"));  // port
+  EXPECT_FALSE(same_origin("http://127.0.0.1:8000/a", "http://localhost:8000/a"));  // host
+  EXPECT_FALSE(same_origin("http://h/a", "https://h/a"));                           // scheme
+  EXPECT_FALSE(same_origin("http://h:443/a", "https://h/a"));
+  EXPECT_FALSE(same_origin("http://h/a", "not a url"));
+  EXPECT_EQ(origin_of("https://u:p@Api.example.com/v1?key=x"), "https://Api.example.com:443");
+  EXPECT_EQ(origin_of("http://[::1]:9/x"), "http://[::1]:9");
+}
+
+TEST(Url, SpanUrlsCarryNoCredentials) {
+  EXPECT_EQ(span_url("http://user:pass@host:1/v1/chat?api-key=K#f"),
+            "http://REDACTED:REDACTED@host:1/v1/chat");
+  EXPECT_EQ(span_url("https://tok@host/v1"), "https://REDACTED:REDACTED@host/v1");
+  EXPECT_EQ(span_url("http://127.0.0.1:8000/run"), "http://127.0.0.1:8000/run");
+}
+
+TEST(Url, RefusalsDoNotRepeatAPassword) {
+  std::string error;
+  EXPECT_FALSE(parse_url("ftp://u:pw@host/file?token=t", error));
+  EXPECT_EQ(error.find("pw@"), std::string::npos) << error;
+  EXPECT_EQ(error.find("token=t"), std::string::npos) << error;
 }

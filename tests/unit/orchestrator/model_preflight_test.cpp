@@ -67,6 +67,17 @@ TEST(ModelPreflight, RefusedKeysNameTheKeyAndOtherFailuresOnlyWarn) {
   }
 }
 
+TEST(ModelPreflight, MessagesMaskAPasswordOrKeyInTheUrlAndAnEscapedEcho) {
+  auto v = check_models_answer(vllm_check("http://u:pw-9911@h:8000/v1?api-key=qk-9911"), 503,
+                               R"({"error":"bad key \u0073k-secret-1234"})");
+  EXPECT_EQ(v.kind, Kind::warn);
+  EXPECT_TRUE(has(v.message, "http://u:****@h:8000/v1?api-key=****")) << v.message;
+  for (const char* secret : {"pw-9911", "qk-9911", "\\u0073k-secret-1234"})
+    EXPECT_FALSE(has(v.message, secret)) << v.message;
+  v = check_models_answer(vllm_check("http://u:pw-9911@h:8000/"), 404, "{}");
+  EXPECT_FALSE(has(v.message, "pw-9911")) << v.message;
+}
+
 TEST(ModelPreflight, AModelNotServedListsTheServedOnesAndTheKey) {
   json::array data;
   for (int i = 0; i < 22; ++i) data.push_back(json::object{{"id", "m" + std::to_string(i)}});
