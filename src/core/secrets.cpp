@@ -63,8 +63,8 @@ void mask(json::value& v) {
   }
 }
 
-// An override's value that YAML reads as a number, a boolean or null: a setting, not a secret
-// (++max_output_tokens=1024).
+// An override's value that YAML reads as a number, a boolean or null, or a list of them: a
+// setting, not a secret (++max_output_tokens=1024).
 bool plain_scalar(const std::string& value) {
   static constexpr std::string_view kWords[] = {"true",  "false", "True", "False", "TRUE",
                                                 "FALSE", "null",  "Null", "NULL",  "~"};
@@ -72,7 +72,19 @@ bool plain_scalar(const std::string& value) {
     if (value == w) return true;
   char* end = nullptr;
   std::strtod(value.c_str(), &end);
-  return end == value.c_str() + value.size();
+  if (!value.empty() && end == value.c_str() + value.size()) return true;
+  // A list of them (++stop_token_ids=[1,2]): passed on as a secret, it would arrive as a string.
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
+  for (std::size_t from = 1; from < value.size() - 1;) {
+    auto comma = value.find(',', from);
+    if (comma == std::string::npos) comma = value.size() - 1;
+    std::string item = value.substr(from, comma - from);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty() && !plain_scalar(item)) return false;
+    from = comma + 1;
+  }
+  return true;
 }
 
 int hex_digit(char c) {

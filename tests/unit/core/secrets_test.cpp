@@ -97,6 +97,8 @@ TEST(Secrets, AnEchoedKeyIsMaskedHoweverJsonEscapesIt) {
 TEST(Secrets, OverridesOfNumbersAndBooleansAreNotSecrets) {
   EXPECT_FALSE(gym::core::secret_override("++max_output_tokens=1024"));
   EXPECT_FALSE(gym::core::secret_override("++a.return_token_id_information=false"));
+  EXPECT_FALSE(gym::core::secret_override("++a.stop_token_ids=[1, 2,3]"));
+  EXPECT_TRUE(gym::core::secret_override("++a.api_keys=[sk-1,sk-2]"));
   EXPECT_FALSE(gym::core::secret_override("++policy_api_key=${oc.env:KEY}"));
   auto s = gym::core::secret_override("++a.private_key=pem");
   ASSERT_TRUE(s);
