@@ -566,6 +566,7 @@ class Deployment::Impl {
     const auto report_every = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::clamp(timeout_s / 10, 3.0, 30.0)));
     for (const auto& e : endpoints) {
+      const std::string shown = core::masked_url(e.url);  // a password in it stays home
       std::string url = e.check ? models_url(e.url) : e.url;
       while (url.ends_with("/")) url.pop_back();
       if (!e.check && url.ends_with("/v1")) url += "/models";
@@ -573,7 +574,7 @@ class Deployment::Impl {
       auto parsed = http::parse_url(url, why);
       if (!parsed) {
         std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(),
-                     e.url.c_str());
+                     shown.c_str());
         return 2;
       }
       auto next_report = Clock::now() + report_every;
@@ -591,18 +592,18 @@ class Deployment::Impl {
           r = tls_handshake(parsed->host, port, std::chrono::seconds(5));
         if (r.outcome == ProbeOutcome::success) break;
         if (parsed->tls && r.outcome == ProbeOutcome::unknown_error) {
-          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), e.url.c_str(),
+          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), shown.c_str(),
                        r.error.c_str());
           return 2;
         }
         if (r.error.rfind("cannot resolve", 0) == 0) {
-          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), e.url.c_str(),
+          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), shown.c_str(),
                        r.error.c_str());
           return 2;
         }
         const auto now = Clock::now();
         if (!reported) {
-          spdlog::info("waiting for model endpoint {} ({}): {}", e.url, e.key, r.error);
+          spdlog::info("waiting for model endpoint {} ({}): {}", shown, e.key, r.error);
           reported = true;
         } else if (now >= next_report) {
           next_report = now + report_every;
@@ -611,13 +612,13 @@ class Deployment::Impl {
           spdlog::info(
               "still waiting for model endpoint {} ({}): {}:{:02} of "
               "model_endpoint_readiness_timeout_seconds={} s; last: {}",
-              e.url, e.key, elapsed / 60, elapsed % 60, timeout_s, r.error);
+              shown, e.key, elapsed / 60, elapsed % 60, timeout_s, r.error);
         }
         if (now > deadline) {
           std::fprintf(stderr,
                        "error: model endpoint %s = %s did not answer within "
                        "model_endpoint_readiness_timeout_seconds=%g\n",
-                       e.key.c_str(), e.url.c_str(), timeout_s);
+                       e.key.c_str(), shown.c_str(), timeout_s);
           return 2;
         }
         if (int code = take_signal(std::chrono::milliseconds(3000))) return code;
