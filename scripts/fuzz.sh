@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 timeout=${FUZZ_TIMEOUT:-10}
-targets=${FUZZ_TARGETS:-"fuzz_http_request fuzz_schema fuzz_config fuzz_session_cookie fuzz_input_rows fuzz_chat_conversion fuzz_secrets"}
+targets=${FUZZ_TARGETS:-"fuzz_http_request fuzz_http_response fuzz_schema fuzz_config fuzz_session_cookie fuzz_input_rows fuzz_chat_conversion fuzz_secrets"}
 
 # Leaks fail the run; UBSan findings abort (they are built with -fno-sanitize-recover).
 # malloc_context_size=2: ASan records each allocation's stack by walking frame pointers, and

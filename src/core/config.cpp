@@ -497,6 +497,7 @@ void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
   set_default(cfg, "model_call_timeout_seconds", 0);
   get_double(cfg, "model_endpoint_unavailable_seconds", 60, 0, 1e9);
   get_double(cfg, "model_call_timeout_seconds", 0, 0, 1e9);
+  get_int(cfg, "model_response_max_bytes", 64ll << 20, 0, 1ll << 50);
 
   // Global skip_verification* are defaults for every agent (runtime.md 4.6).
   for (const auto& instance : find_server_instances(cfg, &origins)) {

@@ -39,6 +39,11 @@ std::size_t ResponseReader::put(std::string_view data) {
     boost::system::error_code ec;
     const std::size_t n = parser_->put(boost::asio::buffer(rest.data(), rest.size()), ec);
     used += n;
+    if (parser_->is_header_done() && parser_->get().result_int() < 100) {
+      // "000" to "099" parse as three digits but are no status; 0 would read as "no response".
+      fail(ResponseProblem::malformed, bhttp::error::bad_status);
+      break;
+    }
     if (ec == bhttp::error::need_more) {
       // What is left is an unfinished head, chunk-size line or trailer section: it stays
       // buffered until its end arrives, so it must not grow without bound.

@@ -79,6 +79,9 @@ void apply_call_settings(UpstreamEndpoint& endpoint, const json::object& global)
       ms(core::get_double(global, "model_endpoint_unavailable_seconds", kUnavailableSecondsDefault,
                           0, 1e9)));
   endpoint.call_timeout = ms(core::get_double(global, "model_call_timeout_seconds", 0, 0, 1e9));
+  endpoint.max_response_bytes = static_cast<std::uint64_t>(core::get_int(
+      global, "model_response_max_bytes", static_cast<std::int64_t>(kDefaultModelResponseMaxBytes),
+      0, std::int64_t{1} << 50));
 }
 
 asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client,
@@ -97,6 +100,8 @@ asio::awaitable<http::ClientResponse> post_upstream_raw(http::HttpClient& client
     req.timeout = endpoint.call_timeout;
     req.timeout_setting = "model_call_timeout_seconds";
   }
+  req.max_response_bytes = endpoint.max_response_bytes;
+  req.max_response_setting = "model_response_max_bytes";
   try {
     co_return co_await client.request(std::move(req));
   } catch (const http::EndpointUnavailableError& e) {

@@ -21,6 +21,9 @@
 
 namespace gym::models {
 
+// A long completion with logprobs and token ids is several MB; an endless one is cut here.
+inline constexpr std::uint64_t kDefaultModelResponseMaxBytes = 64ull << 20;
+
 struct UpstreamEndpoint {
   std::string base_url;               // e.g. https://api.openai.com/v1 (no trailing slash)
   std::string query;                  // appended to every URL, e.g. "?api-version=2024-10-21"
@@ -29,13 +32,16 @@ struct UpstreamEndpoint {
   // Shared by every call of the process (copies share it): whether the endpoint is up.
   std::shared_ptr<http::EndpointHealth> health;
   std::chrono::milliseconds call_timeout{0};  // model_call_timeout_seconds; zero: none
+  // model_response_max_bytes: the longest answer body taken from the endpoint; zero: no limit.
+  std::uint64_t max_response_bytes = kDefaultModelResponseMaxBytes;
 
   std::string url(std::string_view path) const { return base_url + std::string(path) + query; }
 };
 
 // The endpoint's call settings from the global config: its health tracker
 // (model_endpoint_unavailable_seconds, default 60, 0 = never unavailable) and the timeout of one
-// attempt (model_call_timeout_seconds, default 0 = none). A ConfigError names a bad value.
+// attempt (model_call_timeout_seconds, default 0 = none) and the longest answer body
+// (model_response_max_bytes, default 64 MiB, 0 = no limit). A ConfigError names a bad value.
 void apply_call_settings(UpstreamEndpoint& endpoint, const boost::json::object& global);
 
 // A 400 that says the conversation does not fit the model's context (vLLM: "maximum context

@@ -233,6 +233,20 @@ TEST(HttpGet, AnEndlessBodyFailsAtTheLimitWithoutFillingMemory) {
   EXPECT_NE(r.error.find("response header from"), std::string::npos) << r.error;
 }
 
+TEST(HttpGet, AStatusBelow100IsNoAnswer) {
+  // Three digits as HTTP's grammar wants, but no status: taken as 0 it would read as "no response".
+  Socket server;
+  server.listen();
+  std::string request;
+  auto thread = serve_once(server, "HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n", request);
+  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
+  thread.join();
+  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.error.find("malformed response from http://127.0.0.1:"), std::string::npos)
+      << r.error;
+}
+
 TEST(HttpGet, NobodyListeningIsAConnectionError) {
   Socket bound;  // bound, never listening: connections are refused
   auto r = http_get("127.0.0.1", bound.port(), "/", 10s);
