@@ -38,7 +38,9 @@ json::object served_config(const json::object& local) {
   const auto addresses = core::DeploymentAddresses::from_config(local);
   const std::string& host = addresses.head_host;
   const int port = addresses.head_port;
-  auto r = orchestrator::http_get(host, port, "/global_config_dict_yaml", std::chrono::seconds(5));
+  // The served config may be as large as a config file may be.
+  auto r = orchestrator::http_get(host, port, "/global_config_dict_yaml", std::chrono::seconds(5),
+                                  {}, core::kMaxYamlBytes);
   if (r.outcome != orchestrator::ProbeOutcome::success || r.status != 200)
     throw std::runtime_error("no running deployment answered at http://" + host + ":" +
                              std::to_string(port) + "/global_config_dict_yaml (" +
