@@ -5,13 +5,42 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 namespace gym::core {
 namespace {
 
-// True for the bytes Python's json.dumps(ensure_ascii=False) writes as they are.
-constexpr bool plain_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\'; }
+// True for the ASCII bytes Python's json.dumps(ensure_ascii=False) writes as they are.
+constexpr bool plain_byte(unsigned char c) {
+  return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
+
+// The length of the valid UTF-8 sequence at `p` (before `end`), 0 when the byte at `p` starts
+// none: a stray continuation byte, a truncated sequence, an overlong form, a surrogate or a code
+// point above U+10FFFF.
+std::size_t utf8_sequence_length(const char* p, const char* end) {
+  const auto c = static_cast<unsigned char>(*p);
+  const std::size_t len = c < 0x80           ? 1
+                          : (c >> 5) == 0x6  ? 2
+                          : (c >> 4) == 0xE  ? 3
+                          : (c >> 3) == 0x1E ? 4
+                                             : 0;
+  if (len <= 1) return len;
+  if (static_cast<std::size_t>(end - p) < len) return 0;
+  std::uint32_t cp = c & (0xFF >> (len + 1));
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto next = static_cast<unsigned char>(p[k]);
+    if ((next & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (next & 0x3F);
+  }
+  const bool overlong =
+      (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+  if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return len;
+}
 
 void render_string(boost::json::string_view s, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -20,9 +49,20 @@ void render_string(boost::json::string_view s, std::string& out) {
   const char* p = s.data();
   const char* const end = p + s.size();
   while (p < end) {
-    // Runs of plain bytes (almost all of a text) are copied at once.
+    // Runs of plain bytes and valid UTF-8 sequences (almost all of a text) are copied at once.
     const char* run = p;
-    while (p < end && plain_byte(static_cast<unsigned char>(*p))) ++p;
+    while (p < end) {
+      const auto c = static_cast<unsigned char>(*p);
+      if (plain_byte(c)) {
+        ++p;
+      } else if (c >= 0x80) {
+        const std::size_t n = utf8_sequence_length(p, end);
+        if (n == 0) break;
+        p += n;
+      } else {
+        break;
+      }
+    }
     out.append(run, static_cast<std::size_t>(p - run));
     if (p == end) break;
     const auto c = static_cast<unsigned char>(*p++);
@@ -48,7 +88,12 @@ void render_string(boost::json::string_view s, std::string& out) {
       case '\f':
         out += "\\f";
         break;
-      default:  // other control characters below 0x20; DEL (0x7f) stays literal, as in Python
+      default:
+        if (c >= 0x80) {  // a byte that starts no valid UTF-8 sequence
+          out += kReplacementCharacter;
+          break;
+        }
+        // Other control characters below 0x20; DEL (0x7f) stays literal, as in Python.
         out += "\\u00";
         out.push_back(kHex[c >> 4]);
         out.push_back(kHex[c & 0xf]);
@@ -158,6 +203,39 @@ boost::json::value parse_json(std::string_view text) {
   auto v = parse_json(text, ec);
   if (ec) throw std::runtime_error("invalid JSON: " + ec.message());
   return v;
+}
+
+std::string utf8_replace_invalid(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  while (p < end) {
+    const std::size_t n = utf8_sequence_length(p, end);
+    if (n == 0) {
+      out += kReplacementCharacter;
+      ++p;
+    } else {
+      out.append(p, n);
+      p += n;
+    }
+  }
+  return out;
+}
+
+bool is_valid_utf8(std::string_view bytes) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  while (p < end) {
+    if (static_cast<unsigned char>(*p) < 0x80) {
+      ++p;
+      continue;
+    }
+    const std::size_t n = utf8_sequence_length(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
 }
 
 std::string python_float_repr(double d) {

@@ -1,5 +1,7 @@
 #include "python_compat/utf8.h"
 
+#include "core/json_text.h"
+
 #include <unicode/utf8.h>
 
 #include <cstdint>
@@ -41,38 +43,7 @@ void append_utf8(std::string& out, char32_t c) {
   }
 }
 
-std::string utf8_replace_invalid(std::string_view s) {
-  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  std::string out;
-  out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80           ? 1
-                      : (c >> 5) == 0x6  ? 2
-                      : (c >> 4) == 0xE  ? 3
-                      : (c >> 3) == 0x1E ? 4
-                                         : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (std::size_t k = 1; ok && k < len; ++k)
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && len > 1) {
-      // Reject overlong forms, surrogates and code points above U+10FFFF.
-      std::uint32_t cp = c & (0xFF >> (len + 1));
-      for (std::size_t k = 1; k < len; ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-      ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
-           !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
-    }
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += kReplacement;
-      ++i;
-    }
-  }
-  return out;
-}
+// One implementation for the verifiers and for every JSON text gym writes (core::render_json).
+std::string utf8_replace_invalid(std::string_view s) { return core::utf8_replace_invalid(s); }
 
 }  // namespace gym::python_compat

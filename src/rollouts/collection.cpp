@@ -46,13 +46,13 @@ struct Outcome {
 class CollectionThread {
  public:
   CollectionThread(json::object pool_cfg, std::map<std::string, std::string> urls,
-                   std::vector<json::object> rows, std::vector<json::object> done,
+                   std::vector<json::object> rows, std::size_t done,
                    const CollectionOptions& options, const OutputPaths& paths,
                    telemetry::ProcessTelemetry& telemetry)
       : pool_cfg_(std::move(pool_cfg)),
         urls_(std::move(urls)),
         rows_(std::move(rows)),
-        done_(std::move(done)),
+        done_(done),
         options_(options),
         paths_(paths),
         metrics_(telemetry.metrics()),
@@ -126,15 +126,14 @@ class CollectionThread {
       co_return;
     }
     core::console::note("Sorting results to ensure consistent ordering\n");
-    auto& successes = collector_->successes();
-    for (auto& row : done_) successes.push_back(std::move(row));
     if (options_.disable_aggregation) {
       core::console::note(
           "Skipping aggregate-metrics computation because disable_aggregation=True.\n");
-    } else if (!successes.empty()) {
+    } else if (outcome_.counts.succeeded + done_ > 0) {
       core::console::note("Computing aggregate metrics\n");
       try {
-        auto entries = co_await fetch_aggregate_metrics(*client_, urls_, std::move(successes));
+        // From the rollouts file: every result, this run's and earlier ones, read line by line.
+        auto entries = co_await fetch_aggregate_metrics(*client_, urls_, paths_.rollouts);
         write_aggregate_metrics(paths_.aggregate_metrics, entries);
         outcome_.aggregate_path = paths_.aggregate_metrics;
         outcome_.aggregate_entries = std::move(entries);
@@ -149,7 +148,8 @@ class CollectionThread {
 
   json::object pool_cfg_;
   std::map<std::string, std::string> urls_;
-  std::vector<json::object> rows_, done_;
+  std::vector<json::object> rows_;
+  std::size_t done_;  // results of earlier runs in the rollouts file
   CollectionOptions options_;
   OutputPaths paths_;
   telemetry::GymMetrics& metrics_;
@@ -238,7 +238,7 @@ std::string stop_description(int code) {
 }  // namespace
 
 void CollectionReport::planned(const Plan& plan) {
-  earlier_results = plan.done.size();
+  earlier_results = plan.done;
   total = plan.rows.size() + earlier_results + plan.without_result;
 }
 
@@ -302,11 +302,11 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
     core::console::note("Querying with %lld concurrent requests\n",
                         static_cast<long long>(*options.concurrency));
   std::fflush(stdout);
-  const std::size_t earlier_results = plan.done.size();
+  const std::size_t earlier_results = plan.done;
   const std::size_t without_result = plan.without_result;
   const std::size_t total = plan.rows.size() + earlier_results + without_result;
-  CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows),
-                              std::move(plan.done), options, paths, telemetry);
+  CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows), plan.done,
+                              options, paths, telemetry);
   int stop_code = 0;
   while (!collection.finished())
     if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;
@@ -326,7 +326,7 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
   auto& o = collection.outcome();
   r.counts = o.counts;
   r.aggregate_metrics = o.aggregate_path;
-  r.aggregate_entries = o.aggregate_entries;
+  r.aggregate_entries = std::move(o.aggregate_entries);  // group_level_metrics grow with rollouts
   if (o.aggregate_failed) r.error = "aggregate metrics: " + o.aggregate_error;
   if (!o.error.empty()) {
     r.error = "collection failed: " + o.error;

@@ -295,7 +295,6 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     ++counts_.succeeded;
     rejections_in_a_row_ = 0;
     note_context_length(out);
-    successes_.push_back(strip_for_aggregation(out));
   }
   in_flight_.erase(number);
   progress.record(agent, out);

@@ -55,8 +55,6 @@ class Collector {
   // Why the collector stopped dispatching on its own: a model endpoint declared unavailable, or
   // the same 4xx for endpoint_error_limit rollouts in a row. Empty when it did not.
   const std::string& stop_reason() const { return stop_reason_; }
-  // Successful results of this run, stripped for /aggregate_metrics (runtime.md 7.9).
-  std::vector<boost::json::object>& successes() { return successes_; }
 
  private:
   boost::asio::awaitable<void> worker(std::vector<boost::json::object>& rows, std::size_t& next,
@@ -91,7 +89,6 @@ class Collector {
   std::map<std::uint64_t, Clock::time_point> in_flight_;  // dispatch number -> start
   std::uint64_t dispatch_number_ = 0;
   CollectionCounts counts_;
-  std::vector<boost::json::object> successes_;
   std::string line_;  // reused rendering buffer
 };
 

@@ -59,15 +59,19 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
   if (!options.create_params_overrides.empty())
     core::console::note("Overriding responses_create_params fields with %s\n",
                         core::render_json(options.create_params_overrides).c_str());
-  auto expanded = expand_rows(input, lines, options, agents);
+  check_rows(input, lines, options, agents);
 
   Plan plan;
   if (options.resume) {
     if (std::filesystem::exists(paths.materialized) && std::filesystem::exists(paths.rollouts)) {
+      // The expansion is compared with the materialized file row by row, never held whole.
+      auto expanded = [&](const std::function<void(json::object &&)>& each) {
+        for_each_expanded_row(input, lines, options, each);
+      };
       auto resumed = plan_resume(paths, expanded, max_rollout_attempts());
       check_resumed_agents(paths.materialized, resumed.to_run, agents);
       plan.rows = std::move(resumed.to_run);
-      plan.done = std::move(resumed.done);
+      plan.done = resumed.done;
       plan.added = std::move(resumed.added);
       plan.without_result = resumed.terminal + resumed.maxed_out;
       return plan;
@@ -77,7 +81,8 @@ Plan plan_rows(const CollectionOptions& options, const OutputPaths& paths,
         core::console::note("Skipping resume_from_cache because %s doesn't exist!\n", p->c_str());
   }
   plan.fresh = true;
-  plan.rows = std::move(expanded);
+  for_each_expanded_row(input, lines, options,
+                        [&](json::object&& row) { plan.rows.push_back(std::move(row)); });
   return plan;
 }
 

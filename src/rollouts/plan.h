@@ -13,8 +13,8 @@ namespace gym::rollouts {
 
 struct Plan {
   std::vector<boost::json::object> rows;  // to dispatch, in materialized order
-  std::vector<boost::json::object> done;  // results of an earlier run kept by --resume
-  bool fresh = false;  // not a resumed run: prepare_output_files starts the files anew
+  std::size_t done = 0;  // results of an earlier run kept by --resume (rows of the rollouts file)
+  bool fresh = false;    // not a resumed run: prepare_output_files starts the files anew
   // A resumed run: rollouts the input now adds (more repeats), appended to the materialized file
   // by prepare_output_files; and rollouts left without a result (terminal, or out of attempts).
   std::vector<boost::json::object> added;

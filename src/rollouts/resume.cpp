@@ -1,5 +1,6 @@
 #include "rollouts/resume.h"
 #include "core/console.h"
+#include "core/json_text.h"
 
 #include "rollouts/collector.h"
 #include "rollouts/failure_cause.h"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,20 +21,37 @@ namespace json = boost::json;
 
 namespace {
 
+// The output files are gym's own: a line an older gym wrote with bytes that are not UTF-8 (an
+// endpoint's Latin-1 error page) is read with U+FFFD in their place, never refused.
+const JsonlReading kOwnFile = JsonlReading::own_file();
+
 // A collector killed mid-write leaves a line without its newline: cut it off so appending
-// continues on a clean line.
+// continues on a clean line. Only the tail is read, back from the end to the last newline.
 void drop_partial_last_line(const std::filesystem::path& path) {
   std::error_code ec;
-  auto size = std::filesystem::file_size(path, ec);
+  const auto size = std::filesystem::file_size(path, ec);
   if (ec || size == 0) return;
   std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.ends_with('\n')) return;
-  auto keep = text.rfind('\n');
-  keep = keep == std::string::npos ? 0 : keep + 1;
+  std::vector<char> block(1 << 16);
+  std::uintmax_t end = size, keep = 0;
+  bool complete = false;
+  while (end > 0) {
+    const std::uintmax_t n = std::min<std::uintmax_t>(block.size(), end);
+    in.seekg(static_cast<std::streamoff>(end - n));
+    if (!in.read(block.data(), static_cast<std::streamsize>(n)))
+      throw std::runtime_error("cannot read " + path.string());
+    const auto* found = static_cast<const char*>(memrchr(block.data(), '\n', n));
+    if (found) {
+      keep = end - n + static_cast<std::uintmax_t>(found - block.data()) + 1;
+      complete = keep == size;
+      break;
+    }
+    end -= n;
+  }
+  if (complete) return;
   std::printf(
-      "WARNING: %s ends with an incomplete line (%zu bytes); removing it, its rollout runs again\n",
-      path.c_str(), text.size() - keep);
+      "WARNING: %s ends with an incomplete line (%ju bytes); removing it, its rollout runs again\n",
+      path.c_str(), size - keep);
   std::filesystem::resize_file(path, keep);
 }
 
@@ -49,29 +68,28 @@ void drop_partial_last_line(const std::filesystem::path& path) {
   throw std::runtime_error("cannot resume: " + problem + "; " + fix);
 }
 
-// The rows of an output file, each with its (task, rollout) key; a line --resume cannot use is
-// an error saying how to repair the file.
-std::vector<std::pair<JsonlLine, RolloutKey>> read_keyed(const std::filesystem::path& path,
-                                                         bool is_materialized) {
-  std::vector<JsonlLine> lines;
+// Calls `each` with every row of an output file and its (task, rollout) key, one line at a
+// time; a line --resume cannot use is an error saying how to repair the file.
+void for_each_keyed(const std::filesystem::path& path, bool is_materialized,
+                    const std::function<void(JsonlLine&, const RolloutKey&)>& each) {
   try {
-    lines = read_jsonl(path);
+    for_each_jsonl(
+        path,
+        [&](JsonlLine& line) {
+          RolloutKey key;
+          try {
+            key = key_of(line.row);
+          } catch (const std::runtime_error& e) {
+            refuse_line(path, line.number,
+                        path.string() + " line " + std::to_string(line.number) + ": " + e.what(),
+                        is_materialized);
+          }
+          each(line, key);
+        },
+        kOwnFile);
   } catch (const JsonlLineError& e) {
     refuse_line(path, e.line, e.what(), is_materialized);
   }
-  std::vector<std::pair<JsonlLine, RolloutKey>> out;
-  for (auto& line : lines) {
-    RolloutKey key;
-    try {
-      key = key_of(line.row);
-    } catch (const std::runtime_error& e) {
-      refuse_line(path, line.number,
-                  path.string() + " line " + std::to_string(line.number) + ": " + e.what(),
-                  is_materialized);
-    }
-    out.emplace_back(std::move(line), key);
-  }
-  return out;
 }
 
 // A failure row the model endpoint caused (collector.cpp marks them): not the rollout's attempt.
@@ -82,19 +100,31 @@ bool is_outage(const json::object& row) {
   return named && is_endpoint_outage(*named);
 }
 
-// The rollouts `expected` adds to `materialized` when every materialized rollout is still in it
+// A row as the comparison of the materialized file with the input's expansion needs it: its key
+// and a digest of its content (equal rows, whatever their key order, have equal digests).
+struct RowDigest {
+  RolloutKey key;
+  std::size_t hash = 0;
+  std::uint64_t offset = 0;  // of its line in the materialized file
+};
+
+RowDigest digest_of(const json::object& row) {
+  return {key_of(row), std::hash<json::object>{}(row)};
+}
+
+// The keys `expected` adds to `materialized` when every materialized rollout is still in it
 // unchanged (the same input with more repeats); else a warning and none (the file wins).
-std::vector<json::object> added_rollouts(const OutputPaths& paths,
-                                         const std::vector<json::object>& materialized,
-                                         const std::vector<json::object>& expected) {
-  std::map<RolloutKey, const json::object*> by_key;
-  for (const auto& row : expected) by_key.emplace(key_of(row), &row);
+std::set<RolloutKey> added_keys(const OutputPaths& paths,
+                                const std::vector<RowDigest>& materialized,
+                                const std::vector<RowDigest>& expected) {
+  std::map<RolloutKey, std::size_t> by_key;  // the first row of each key
+  for (const auto& row : expected) by_key.emplace(row.key, row.hash);
   std::size_t kept = 0;
   std::set<std::int64_t> tasks;
   for (const auto& row : materialized) {
-    auto it = by_key.find(key_of(row));
-    tasks.insert(key_of(row).first);
-    if (it != by_key.end() && *it->second == row) {
+    auto it = by_key.find(row.key);
+    tasks.insert(row.key.first);
+    if (it != by_key.end() && it->second == row.hash) {
       ++kept;
       by_key.erase(it);
     }
@@ -103,9 +133,8 @@ std::vector<json::object> added_rollouts(const OutputPaths& paths,
   const bool only_repeats = std::all_of(
       by_key.begin(), by_key.end(), [&](const auto& kv) { return tasks.count(kv.first.first); });
   if (kept == materialized.size() && !by_key.empty() && only_repeats) {
-    std::vector<json::object> added;
-    for (const auto& row : expected)
-      if (by_key.count(key_of(row))) added.push_back(row);
+    std::set<RolloutKey> added;
+    for (const auto& kv : by_key) added.insert(kv.first);
     return added;
   }
   std::printf(
@@ -117,46 +146,97 @@ std::vector<json::object> added_rollouts(const OutputPaths& paths,
   return {};
 }
 
+// Reads back rows of the materialized file by the offsets of their lines.
+class MaterializedRows {
+ public:
+  explicit MaterializedRows(const std::filesystem::path& path)
+      : path_(path), in_(path, std::ios::binary) {}
+
+  json::object at(std::uint64_t offset) {
+    in_.clear();
+    in_.seekg(static_cast<std::streamoff>(offset));
+    std::getline(in_, line_);
+    if (!core::is_valid_utf8(line_)) line_ = core::utf8_replace_invalid(line_);
+    boost::system::error_code ec;
+    auto value = core::parse_json(line_, ec);
+    if (!in_ || ec || !value.is_object())
+      throw std::runtime_error("cannot resume: " + path_.string() +
+                               " changed while it was read (the line at byte " +
+                               std::to_string(offset) + "); run the command again");
+    return std::move(value.get_object());
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::ifstream in_;
+  std::string line_;
+};
+
 }  // namespace
 
 ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>& expected,
                        int max_attempts) {
+  return plan_resume(
+      paths,
+      [&](const std::function<void(json::object &&)>& each) {
+        for (const auto& row : expected) each(json::object(row));
+      },
+      max_attempts);
+}
+
+ResumePlan plan_resume(const OutputPaths& paths, const ExpandedRows& expected, int max_attempts) {
   ResumePlan plan;
+  std::vector<RowDigest> expansion;
+  expected([&](json::object&& row) { expansion.push_back(digest_of(row)); });
   drop_partial_last_line(paths.rollouts);
   drop_partial_last_line(paths.failures);
-  std::vector<json::object> materialized;
-  for (auto& [line, key] : read_keyed(paths.materialized, true))
-    materialized.push_back(std::move(line.row));
+  std::vector<RowDigest> materialized;
+  for_each_keyed(paths.materialized, true, [&](JsonlLine& line, const RolloutKey& key) {
+    materialized.push_back({key, std::hash<json::object>{}(line.row), line.offset});
+  });
   plan.materialized = materialized.size();
 
-  if (materialized != expected) plan.added = added_rollouts(paths, materialized, expected);
-
-  std::set<RolloutKey> done;
-  for (auto& [line, key] : read_keyed(paths.rollouts, false)) {
-    done.insert(key);
-    plan.done.push_back(strip_for_aggregation(line.row));
+  const bool same = std::equal(
+      materialized.begin(), materialized.end(), expansion.begin(), expansion.end(),
+      [](const RowDigest& a, const RowDigest& b) { return a.key == b.key && a.hash == b.hash; });
+  if (!same) {
+    const auto added = added_keys(paths, materialized, expansion);
+    if (!added.empty())
+      expected([&](json::object&& row) {
+        if (added.count(key_of(row))) plan.added.push_back(std::move(row));
+      });
   }
+  expansion = {};
+
+  std::vector<RolloutKey> done;
+  for_each_keyed(paths.rollouts, false,
+                 [&](JsonlLine&, const RolloutKey& key) { done.push_back(key); });
+  plan.done = done.size();
+  std::sort(done.begin(), done.end());
+  done.erase(std::unique(done.begin(), done.end()), done.end());
   std::map<RolloutKey, int> attempts;
   std::set<RolloutKey> terminal;
   if (std::filesystem::exists(paths.failures)) {
-    std::vector<JsonlLine> failure_lines;
     try {
-      failure_lines = read_jsonl(paths.failures);
+      for_each_jsonl(
+          paths.failures,
+          [&](JsonlLine& line) {
+            if (!line.row.contains("_ng_task_index") || !line.row.contains("_ng_rollout_index"))
+              return;
+            auto key = key_of(line.row);
+            if (is_outage(line.row)) {
+              ++plan.endpoint_outages;
+              attempts.try_emplace(key, 0);
+              return;
+            }
+            ++attempts[key];
+            ++plan.failure_attempts;
+            const auto* t = line.row.if_contains("_ng_failure_terminal");
+            if (t && t->is_bool() && t->get_bool()) terminal.insert(key);
+          },
+          kOwnFile);
     } catch (const JsonlLineError& e) {
       refuse_line(paths.failures, e.line, e.what(), false);
-    }
-    for (auto& line : failure_lines) {
-      if (!line.row.contains("_ng_task_index") || !line.row.contains("_ng_rollout_index")) continue;
-      auto key = key_of(line.row);
-      if (is_outage(line.row)) {
-        ++plan.endpoint_outages;
-        attempts.try_emplace(key, 0);
-        continue;
-      }
-      ++attempts[key];
-      ++plan.failure_attempts;
-      const auto* t = line.row.if_contains("_ng_failure_terminal");
-      if (t && t->is_bool() && t->get_bool()) terminal.insert(key);
     }
   }
   for (const auto& [key, n] : attempts) plan.failed_keys += n > 0;
@@ -166,20 +246,32 @@ ResumePlan plan_resume(const OutputPaths& paths, const std::vector<json::object>
     if (n >= max_attempts) maxed.insert(key);
   plan.maxed_out = maxed.size();
 
-  for (const auto& row : plan.added) materialized.push_back(row);
-  for (auto& row : materialized) {
-    auto key = key_of(row);
-    if (done.count(key) || terminal.count(key) || maxed.count(key)) continue;
+  auto runs_again = [&](const RolloutKey& key) {
+    return !std::binary_search(done.begin(), done.end(), key) && !terminal.count(key) &&
+           !maxed.count(key);
+  };
+  auto stamp_attempts = [&](json::object& row, const RolloutKey& key) {
     if (auto it = attempts.find(key); it != attempts.end() && it->second > 0)
       row["_ng_attempt_index"] = it->second;
-    plan.to_run.push_back(std::move(row));
+  };
+  MaterializedRows rows(paths.materialized);
+  for (const auto& m : materialized) {
+    if (!runs_again(m.key)) continue;
+    plan.to_run.push_back(rows.at(m.offset));
+    stamp_attempts(plan.to_run.back(), m.key);
+  }
+  for (const auto& row : plan.added) {
+    const auto key = key_of(row);
+    if (!runs_again(key)) continue;
+    plan.to_run.push_back(row);
+    stamp_attempts(plan.to_run.back(), key);
   }
   core::console::note(
       "Resumed from cache. Found:\n"
       "- %zu rollouts in the materialized inputs\n"
       "- %zu rollouts already done (in main jsonl)\n"
       "- %zu prior failed attempts (of %zu rollouts) in sidecar\n",
-      plan.materialized, plan.done.size(), plan.failure_attempts, plan.failed_keys);
+      plan.materialized, plan.done, plan.failure_attempts, plan.failed_keys);
   if (plan.endpoint_outages > 0)
     core::console::note("- %zu failures caused by the model endpoint (not counted as attempts)\n",
                         plan.endpoint_outages);

@@ -1,16 +1,19 @@
 #pragma once
-// --resume (runtime.md 7.7): what is done, what failed how often, what runs again.
+// --resume: what is done, what failed how often, what runs again.
 #include "rollouts/options.h"
 
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <vector>
 
 namespace gym::rollouts {
 
 struct ResumePlan {
   std::vector<boost::json::object> to_run;  // materialized rows, _ng_attempt_index stamped
-  std::vector<boost::json::object> done;    // rows of the rollouts file (stripped, 7.9)
+  // Rows of the rollouts file: results of earlier runs. Only counted: the aggregate metrics read
+  // them from the file after the run (rollouts/aggregate.h), so a resume holds no row it keeps.
+  std::size_t done = 0;
   // Rollouts the input expands to beyond the materialized ones (e.g. a larger --num-repeats):
   // appended to the materialized file when the run starts, and run (they are in to_run too).
   std::vector<boost::json::object> added;
@@ -21,11 +24,20 @@ struct ResumePlan {
   std::size_t endpoint_outages = 0;
 };
 
-// Reads the materialized inputs, the rollouts file and the failures sidecar. A last line cut
+// Gives every row the input expands to, in order, to its argument; called at most twice (the
+// second time only for the rows a larger --num-repeats adds).
+using ExpandedRows = std::function<void(const std::function<void(boost::json::object&&)>& each)>;
+
+// Reads the materialized inputs, the rollouts file and the failures sidecar line by line,
+// keeping per rollout only its key, what the sidecar says about it, and the rows that run again:
+// memory grows with the number of rollouts, not with the size of the files. A last line cut
 // short by a crash is removed from the file (its rollout runs again). `expected` is the
 // expansion recomputed from the input: rollouts it adds (same rows, more repeats) are run too;
-// any other difference is a warning, the materialized file wins.
-// Prints the summary of 7.7. Throws std::runtime_error on an unreadable file.
+// any other difference is a warning, the materialized file wins. Lines with bytes that are not
+// UTF-8 (written by an older gym) are read with U+FFFD in their place.
+// Prints the summary of the resume. Throws std::runtime_error on an unreadable file.
+ResumePlan plan_resume(const OutputPaths& paths, const ExpandedRows& expected, int max_attempts);
+// The same with the expansion at hand.
 ResumePlan plan_resume(const OutputPaths& paths, const std::vector<boost::json::object>& expected,
                        int max_attempts);
 

@@ -98,46 +98,62 @@ std::string agent_of(const json::object& row) {
   return name && name->is_string() ? std::string(name->get_string()) : "";
 }
 
-std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
-                                  std::optional<std::int64_t> max_lines,
-                                  std::size_t max_line_bytes) {
+void for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&)>& each,
+                    const JsonlReading& how) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error("cannot read " + path.string() + ": no such file or not readable");
-  LineReader reader(*in.rdbuf(), max_line_bytes);
-  std::vector<JsonlLine> lines;
-  std::string text;
+  LineReader reader(*in.rdbuf(), how.max_line_bytes);
+  JsonlLine line;
+  std::int64_t delivered = 0;
+  std::uint64_t offset = 0;
   bool had_newline = false;
-  for (std::size_t number = 1; !max_lines || static_cast<std::int64_t>(lines.size()) < *max_lines;
-       ++number) {
+  for (std::size_t number = 1; !how.max_lines || delivered < *how.max_lines; ++number) {
+    line.raw.clear();
     try {
-      if (!reader.next(text, had_newline)) break;
+      if (!reader.next(line.raw, had_newline)) break;
     } catch (const LineReader::TooLong&) {
       throw JsonlLineError(path.string() + " line " + std::to_string(number) + ": longer than " +
-                               std::to_string(max_line_bytes) +
+                               std::to_string(how.max_line_bytes) +
                                " bytes, the largest request body a server accepts "
                                "(http_max_request_body_bytes); shorten the row, or raise "
                                "http_max_request_body_bytes for the collector and the servers",
                            number);
     }
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::uint64_t start = offset;
+    offset += line.raw.size() + (had_newline ? 1 : 0);
+    if (line.raw.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (how.repair_utf8 && !core::is_valid_utf8(line.raw))
+      line.raw = core::utf8_replace_invalid(line.raw);
     boost::system::error_code ec;
-    auto value = core::parse_json(text, ec);
+    auto value = core::parse_json(line.raw, ec);
     if (ec || !value.is_object())
       throw JsonlLineError(path.string() + " line " + std::to_string(number) + ": " +
                                (ec ? "not valid JSON (" + ec.message() + ")" : "not a JSON object"),
                            number);
-    if (had_newline) text.push_back('\n');
-    lines.push_back({number, std::move(text), std::move(value.get_object())});
-    text = std::string();
+    if (had_newline) line.raw.push_back('\n');
+    line.number = number;
+    line.offset = start;
+    line.row = std::move(value.get_object());
+    ++delivered;
+    each(line);
   }
+}
+
+std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
+                                  std::optional<std::int64_t> max_lines,
+                                  std::size_t max_line_bytes) {
+  JsonlReading how;
+  how.max_lines = max_lines;
+  how.max_line_bytes = max_line_bytes;
+  std::vector<JsonlLine> lines;
+  for_each_jsonl(
+      path, [&](JsonlLine& line) { lines.push_back(std::move(line)); }, how);
   return lines;
 }
 
-std::vector<json::object> expand_rows(const std::filesystem::path& input,
-                                      const std::vector<JsonlLine>& lines,
-                                      const CollectionOptions& options,
-                                      const std::vector<std::string>& agents) {
+void check_rows(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
+                const CollectionOptions& options, const std::vector<std::string>& agents) {
   // 7.2: every problem of every line, reported together.
   std::vector<std::string> problems;
   std::set<std::string> missing_repeats;
@@ -195,11 +211,14 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
     throw core::ConfigError("num_repeats has no entry for agent(s) " + join(names) +
                             " and no _default; add ++num_repeats._default=<n>");
   }
+}
 
+void for_each_expanded_row(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
+                           const CollectionOptions& options,
+                           const std::function<void(json::object&&)>& each) {
   // 7.3.
   std::unordered_map<std::string, std::int64_t> task_of_line;
   std::map<std::int64_t, std::int64_t> next_rollout;
-  std::vector<json::object> rows;
   for (const auto& line : lines) {
     json::object row = line.row;
     if (!row.contains("agent_ref") && options.agent_name)
@@ -244,9 +263,19 @@ std::vector<json::object> expand_rows(const std::filesystem::path& input,
         body.as_object()["seed"] = rollout;
         extra = core::render_json_indented(body, -1);  // json.dumps default separators
       }
-      rows.push_back(std::move(copy));
+      each(std::move(copy));
     }
   }
+}
+
+std::vector<json::object> expand_rows(const std::filesystem::path& input,
+                                      const std::vector<JsonlLine>& lines,
+                                      const CollectionOptions& options,
+                                      const std::vector<std::string>& agents) {
+  check_rows(input, lines, options, agents);
+  std::vector<json::object> rows;
+  for_each_expanded_row(input, lines, options,
+                        [&](json::object&& row) { rows.push_back(std::move(row)); });
   return rows;
 }
 

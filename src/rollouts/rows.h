@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,22 +29,51 @@ struct JsonlLineError : std::runtime_error {
   std::size_t line;  // 1-based
 };
 
-// Reads every line of `path` up to `max_lines` non-blank lines (none: all). A line that is not
-// a JSON object, or longer than `max_line_bytes` (0: no limit; the line is never held whole),
-// throws JsonlLineError naming the file and line number.
+// A non-blank line of a JSONL file.
 struct JsonlLine {
-  std::size_t number = 0;  // 1-based line number
-  std::string raw;         // the line's bytes including its newline, when it had one
+  std::size_t number = 0;    // 1-based line number
+  std::uint64_t offset = 0;  // of its first byte in the file
+  std::string raw;           // the line's bytes including its newline, when it had one
   boost::json::object row;
 };
+
+struct JsonlReading {
+  std::optional<std::int64_t> max_lines;  // read up to this many non-blank lines (none: all)
+  std::size_t max_line_bytes = 0;         // a longer line is an error (0: no limit)
+  // A file gym wrote itself: bytes that are not UTF-8 (an older gym copied an endpoint's Latin-1
+  // error page into a failure row) are read as U+FFFD instead of making the line unreadable.
+  bool repair_utf8 = false;
+
+  // How gym reads back the output files it wrote (rollouts, failures, materialized inputs).
+  static JsonlReading own_file() {
+    JsonlReading how;
+    how.repair_utf8 = true;
+    return how;
+  }
+};
+
+// Calls `each` with every non-blank line of `path`, in order, one at a time: the memory used is
+// that of the longest line, whatever the size of the file (`each` may move from the line). A line
+// that is not a JSON object, or longer than `max_line_bytes` (the line is never held whole),
+// throws JsonlLineError naming the file and line number.
+void for_each_jsonl(const std::filesystem::path& path, const std::function<void(JsonlLine&)>& each,
+                    const JsonlReading& how = {});
+// Every line of `path` (as for_each_jsonl), up to `max_lines` non-blank lines.
 std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
                                   std::optional<std::int64_t> max_lines = std::nullopt,
                                   std::size_t max_line_bytes = 0);
 
-// Checks every input row (7.2) and reports all offending lines in one core::ConfigError; then
-// expands them (7.3): agent_ref from --agent, create-params overrides, task and rollout indices,
-// num_repeats consecutive copies, optional seeds. `agents` are the responses_api_agents
-// instances the rows may name.
+// Checks every input row (7.2) and reports all offending lines in one core::ConfigError. `agents`
+// are the responses_api_agents instances the rows may name.
+void check_rows(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
+                const CollectionOptions& options, const std::vector<std::string>& agents);
+// Expands checked rows (7.3): agent_ref from --agent, create-params overrides, task and rollout
+// indices, num_repeats consecutive copies, optional seeds; `each` gets every expanded row in
+// order, one at a time (a resume compares them with the materialized file without holding all).
+void for_each_expanded_row(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
+                           const CollectionOptions& options,
+                           const std::function<void(boost::json::object&&)>& each);
+// check_rows, then every row for_each_expanded_row gives.
 std::vector<boost::json::object> expand_rows(const std::filesystem::path& input,
                                              const std::vector<JsonlLine>& lines,
                                              const CollectionOptions& options,

@@ -80,7 +80,8 @@ namespace {
 // A scripted answer. Also {"reset": true}: the connection is reset (TCP RST) once the request
 // was read, as an endpoint that crashed mid-generation; {"headers": {"Retry-After": "2"}}: headers
 // on the step's answer (with status, body, answer or content); {"raw": "<text>"}: that text as
-// the body, byte for byte (JSON spelled as a serializer would not, e.g. "\u0073k-...").
+// the body, byte for byte (JSON spelled as a serializer would not, e.g. "\u0073k-...");
+// {"raw_body_hex": "e9..."}: the same with bytes that need not be UTF-8.
 struct Step {
   int status = 200;
   json::value body;  // null: the usual answer of the route
@@ -331,6 +332,15 @@ void remember(const Request& req, const json::value& body) {
                    {"body", body}});
 }
 
+// {"raw_body_hex": "e9..."}: a raw body of bytes that need not be UTF-8 (a proxy's Latin-1 error
+// page), two hex digits each.
+std::string bytes_of_hex(std::string_view hex) {
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    bytes.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  return bytes;
+}
+
 // The next scripted step, if any.
 std::optional<Step> next_step() {
   auto& script = fake().script;
@@ -524,6 +534,7 @@ int main(int argc, char** argv) {
       if (const auto* v = o.if_contains("headers")) step.headers = v->as_object();
       if (const auto* v = o.if_contains("content")) step.content = v->as_string();
       if (const auto* v = o.if_contains("raw")) step.raw = std::string(v->as_string());
+      if (const auto* v = o.if_contains("raw_body_hex")) step.raw = bytes_of_hex(v->as_string());
       if (const auto* v = o.if_contains("times"))
         step.times = static_cast<int>(v->to_number<std::int64_t>());
       fake().script.push_back(std::move(step));

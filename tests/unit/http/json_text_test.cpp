@@ -98,3 +98,23 @@ TEST(JsonText, IndentedLikePythonJsonDumps) {
   EXPECT_EQ(gym::core::render_json_indented(boost::json::parse(R"({"a":1,"b":[1,2]})"), -1),
             R"({"a": 1, "b": [1, 2]})");
 }
+
+// Text of unknown encoding (an endpoint's Latin-1 error page) in a JSON string: each byte that
+// starts no valid UTF-8 sequence is written as U+FFFD, so every JSON text gym writes (output
+// files, HTTP bodies) is UTF-8 that Python's json reads; valid text is untouched.
+TEST(JsonText, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  EXPECT_EQ(render_json(boost::json::value("Acc\xE8s refus\xE9")), "\"Acc\uFFFDs refus\uFFFD\"");
+  EXPECT_EQ(render_json(boost::json::value("caf\xC3\xA9 \xF0\x9F\x98\x80 \x7F")),
+            "\"caf\xC3\xA9 \xF0\x9F\x98\x80 \x7F\"");
+  EXPECT_EQ(render_json(boost::json::value("\xC3")), "\"\uFFFD\"");  // cut short
+  EXPECT_EQ(render_json(boost::json::value("\xED\xA0\x80\n")),
+            "\"\uFFFD\uFFFD\uFFFD\\n\"");                                      // a surrogate
+  EXPECT_EQ(render_json(boost::json::value("\xC0\xAF")), "\"\uFFFD\uFFFD\"");  // overlong "/"
+  boost::json::object keyed;
+  keyed["k\xFF"] = "v";
+  EXPECT_EQ(render_json(keyed), "{\"k\uFFFD\":\"v\"}");
+  EXPECT_EQ(gym::core::render_json_indented(keyed, 2), "{\n  \"k\uFFFD\": \"v\"\n}");
+  EXPECT_TRUE(gym::core::is_valid_utf8("caf\xC3\xA9"));
+  EXPECT_FALSE(gym::core::is_valid_utf8("caf\xE9"));
+  EXPECT_EQ(gym::core::utf8_replace_invalid("caf\xE9!"), "caf\uFFFD!");
+}

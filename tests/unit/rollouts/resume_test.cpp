@@ -96,7 +96,7 @@ TEST_F(PlanResume, NothingDoneRunsEveryRowAgain) {
   dir_.write("out.jsonl", "");
   auto p = plan();
   EXPECT_EQ(p.to_run, materialized_rows());
-  EXPECT_TRUE(p.done.empty());
+  EXPECT_EQ(p.done, 0u);
   EXPECT_EQ(p.materialized, 6u);
   EXPECT_EQ(p.terminal, 0u);
   EXPECT_EQ(p.maxed_out, 0u);
@@ -113,7 +113,7 @@ TEST_F(PlanResume, CountsDoneFailedTerminalAndMaxedOut) {
                                        "{\"_ng_failure_class\":\"x\"}\n" + failure_line(2, 1));
   auto p = plan(3);
   EXPECT_EQ(p.materialized, 6u);
-  EXPECT_EQ(p.done.size(), 3u);
+  EXPECT_EQ(p.done, 3u);
   EXPECT_EQ(p.failure_attempts, 5u);
   EXPECT_EQ(p.failed_keys, 3u);
   EXPECT_EQ(p.terminal, 1u);
@@ -198,14 +198,40 @@ TEST_F(PlanResume, MaxAttemptsDecidesWhatIsMaxedOut) {
   EXPECT_EQ(more.to_run[4].at("_ng_attempt_index"), 1);
 }
 
-TEST_F(PlanResume, DoneRowsAreStrippedForAggregation) {
-  dir_.write("out.jsonl", result_line(1, 1, 0.5));
+// Done rows are counted, not kept: the aggregate metrics read them from the file after the run.
+TEST_F(PlanResume, DoneRowsAreCountedAndNotRunAgain) {
+  dir_.write("out.jsonl", result_line(1, 1, 0.5) + result_line(1, 1, 0.5));
   auto p = plan();
-  ASSERT_EQ(p.done.size(), 1u);
-  EXPECT_EQ(
-      core::render_json(p.done[0]),
-      R"({"reward":0.5,"_ng_task_index":1,"_ng_rollout_index":1,"agent_ref":{"name":"a"},"response":{"usage":{"input_tokens":3}}})");
+  EXPECT_EQ(p.done, 2u);  // every row of the file, as the summary says
   EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}}));
+}
+
+// An older gym copied an endpoint's Latin-1 error page byte for byte into a failure row (and a
+// row of the rollouts file could hold such bytes too): --resume reads the files it wrote itself.
+TEST_F(PlanResume, LinesWithBytesThatAreNotUtf8AreReadNotRefused) {
+  std::string result = result_line(0, 0);
+  result.insert(result.find("resp"), "caf\xE9 ");
+  dir_.write("out.jsonl", result);
+  std::string failure = failure_line(1, 0);
+  failure.insert(failure.find("HTTP 500"), "<p>Acc\xE8s refus\xE9</p> ");
+  dir_.write("out_failures.jsonl", failure);
+  auto p = plan();
+  EXPECT_EQ(p.done, 1u);
+  EXPECT_EQ(p.failure_attempts, 1u);
+  ASSERT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(p.to_run[1].at("_ng_attempt_index"), 1);
+}
+
+// The materialized file is read once for the keys and again only for the rows that run: those
+// come back whole, each from its own line.
+TEST_F(PlanResume, TheRowsThatRunAreReadBackWholeFromTheMaterializedFile) {
+  auto rows = materialized_rows();
+  rows[4]["responses_create_params"].as_object()["input"] = std::string(200000, 'x');
+  write_jsonl(paths_.materialized, rows);
+  dir_.write("out.jsonl", result_line(0, 0) + result_line(1, 1));
+  auto p = plan(3, rows);
+  EXPECT_NOT_CONTAINS(printed_, "WARNING");
+  EXPECT_EQ(p.to_run, (std::vector<json::object>{rows[1], rows[2], rows[4], rows[5]}));
 }
 
 TEST_F(PlanResume, ALastLineCutShortIsRemovedAndItsRolloutRunsAgain) {
@@ -215,13 +241,26 @@ TEST_F(PlanResume, ALastLineCutShortIsRemovedAndItsRolloutRunsAgain) {
   auto p = plan();
   EXPECT_EQ(read_text(paths_.rollouts), complete);
   EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
-  EXPECT_EQ(p.done.size(), 2u);
+  EXPECT_EQ(p.done, 2u);
   EXPECT_EQ(printed_.rfind("WARNING: " + paths_.rollouts.string() +
                                " ends with an incomplete line (" + std::to_string(partial.size()) +
                                " bytes); removing it, its rollout runs again\n",
                            0),
             0u)
       << printed_;
+}
+
+// The tail is searched backwards block by block: a partial line longer than a block is cut at
+// the newline before it.
+TEST_F(PlanResume, APartialLineLongerThanAReadBlockIsCutAtTheLastNewline) {
+  const std::string complete = result_line(0, 0);
+  const std::string partial = R"({"responses_create_params":{"input":")" + std::string(300000, 'y');
+  dir_.write("out.jsonl", complete + partial);
+  auto p = plan();
+  EXPECT_EQ(read_text(paths_.rollouts), complete);
+  EXPECT_EQ(p.done, 1u);
+  EXPECT_CONTAINS(printed_,
+                  "ends with an incomplete line (" + std::to_string(partial.size()) + " bytes)");
 }
 
 TEST_F(PlanResume, APartialOnlyLineLeavesAnEmptyFile) {
@@ -270,7 +309,8 @@ TEST_F(PlanResume, MissingMaterializedFileIsAnError) {
   dir_.write("out.jsonl", "");
   std::filesystem::remove(paths_.materialized);
   ::testing::internal::CaptureStdout();
-  auto message = error_of<std::runtime_error>([&] { plan_resume(paths_, {}, 3); });
+  auto message =
+      error_of<std::runtime_error>([&] { plan_resume(paths_, std::vector<json::object>{}, 3); });
   ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(message,
             "cannot read " + paths_.materialized.string() + ": no such file or not readable");
