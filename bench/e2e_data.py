@@ -5,19 +5,19 @@
 writes
 
 - `DIR/NAME.jsonl`: N input rows shaped like the environment's `example.jsonl` rows
-  (environments.md 2): `responses_create_params` only, with the developer message, a user message
-  asking about the weather in a synthetic city (all N cities distinct, so all N inputs are
-  distinct), and the `get_weather` tool with `strict: true`; no `type` on the messages, no
-  verifier fields, no `agent_ref`.
-- `DIR/NAME_rollouts.jsonl`: one recorded rollout per task in NeMo Gym's rollout format
-  (runtime.md 7.5): `responses_create_params` as NeMo Gym records it (every create-params field,
-  messages with `"type": "message"`), `response` = a Response envelope whose `output` is the whole
-  trajectory -- a `get_weather` `function_call`, its `function_call_output` (the resources
-  server's compact answer) and a final assistant message -- with `usage`, then `reward` 1.0,
-  `_ng_task_index`, `_ng_rollout_index` and `agent_ref`.
+  (environments/example_single_tool_call/README.md): `responses_create_params` only, with the
+  developer message, a user message asking about the weather in a synthetic city (all N cities
+  distinct, so all N inputs are distinct), and the `get_weather` tool with `strict: true`; no
+  `type` on the messages, no verifier fields, no `agent_ref`.
+- `DIR/NAME_rollouts.jsonl`: one recorded rollout per task in NeMo Gym's rollout format:
+  `responses_create_params` as NeMo Gym records it (every create-params field, messages with
+  `"type": "message"`), `response` = a Response envelope whose `output` is the whole trajectory
+  -- a `get_weather` `function_call`, its `function_call_output` (the resources server's compact
+  answer) and a final assistant message -- with `usage`, then `reward` 1.0, `_ng_task_index`,
+  `_ng_rollout_index` and `agent_ref`.
 
 `replay_model` with an empty `rollouts_jsonl_fpaths` loads `NAME_rollouts.jsonl` beside
-`input_jsonl_fpath` (environments.md 8.1), and replays every task (8.4): turn 1 (input = the
+`input_jsonl_fpath` (docs/reference/replay-model.md), and replays every task: turn 1 (input = the
 row's two messages, continuation empty) answers the `function_call`; turn 2 (continuation = that
 call plus the tool output, which ends with a `function_call_output`; the next recorded item is a
 message) answers the final message with the recorded usage. The call id, name and arguments are
@@ -71,7 +71,7 @@ ROOTS = ("Alder", "Birch", "Cedar", "Dun", "Elm", "Fair", "Gran", "Hazel", "Iron
          "Lin", "Maple", "Oak", "Pine", "Raven")
 SUFFIXES = ("ford", "field", "haven", "brook", "ton", "wood", "ridge", "vale")
 
-CREATE_PARAMS_DEFAULTS = {  # runtime.md 4.7, in upstream order
+CREATE_PARAMS_DEFAULTS = {  # docs/design/wire-compatibility.md#responses-api-shapes, upstream order
     "background": None, "include": None, "input": None, "instructions": None,
     "max_output_tokens": None, "max_tool_calls": None, "metadata": None, "model": None,
     "parallel_tool_calls": True, "previous_response_id": None, "prompt": None, "reasoning": None,

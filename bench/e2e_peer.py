@@ -17,7 +17,7 @@ rollout_collection.py), restated here, not copied:
     `/verify` (the request validated into create params + Response, answered with reward 1.0);
   * `model_app`: `policy_model`, a replay model (`ReplayResponsesAPIModel`): `/v1/responses`
     validates the create params strictly and answers the next recorded turn of the rollouts file,
-    found by input-prefix lookup as gym-cpp's replay_model does (environments.md 8.3/8.4;
+    found by input-prefix lookup as gym-cpp's replay_model does (docs/reference/replay-model.md;
     simplified: no session binding, since every input of the benchmark data is distinct);
   * `agent_app`: `example_single_tool_call_simple_agent` (`SimpleAgent`): `/run` = seed_session ->
     its own `/v1/responses` over HTTP (the tool loop: model -> get_weather -> model) -> verify,
@@ -324,7 +324,7 @@ def resources_app():
 
 
 # ----------------------------------------------------------------------------------------------
-# Model server: replay of recorded rollouts (environments.md 8.3/8.4, as gym-cpp's replay_model)
+# Model server: replay of recorded rollouts (as gym-cpp's replay_model)
 # ----------------------------------------------------------------------------------------------
 
 

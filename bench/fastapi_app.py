@@ -3,7 +3,7 @@
 POST /verify        the bare peer: `await request.json()`, no model.
 POST /verify_typed  the NeMo Gym-shaped peer: the body is declared as pydantic models with the
                     structure of a NeMo Gym resources server's /verify request (Responses create
-                    params + the Response; spec runtime.md 4.7), so FastAPI validates the whole row
+                    params + the Response), so FastAPI validates the whole row
                     into typed models on every request, as a NeMo Gym server does.
 
 Both read `response.output` and `reward` and answer {"reward": R, "items": N} (reward 1.0 when
@@ -40,7 +40,7 @@ PYDANTIC_V2 = int(pydantic.VERSION.split(".")[0]) >= 2
 
 
 # Open models keep keys they do not name (rows may carry token ids or newer API fields); Closed
-# models reject them (create params are validated strictly, runtime.md 4.7).
+# models reject them (create params are validated strictly, as NeMo Gym's model servers do).
 if PYDANTIC_V2:
     from pydantic import ConfigDict
 
@@ -215,7 +215,7 @@ class TextConfig(Open):
 
 # --- the /verify body ----------------------------------------------------------------------
 class CreateParams(Closed):
-    """Responses create params, non-streaming: the fields and defaults of runtime.md 4.7.
+    """Responses create params, non-streaming: NeMo Gym's fields and defaults.
 
     parallel_tool_calls and tool_choice also accept null (stored rows carry null there)."""
 
@@ -270,7 +270,7 @@ class IncompleteDetails(Open):
 
 
 class ResponseObject(Open):
-    """A Responses API `response` object (runtime.md 4.7)."""
+    """A Responses API `response` object."""
 
     id: str
     created_at: float

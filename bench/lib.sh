@@ -18,6 +18,23 @@ die() {
   exit 1
 }
 
+# The arguments of a script that records its section in bench/RESULTS.md: --no-record (sets
+# RECORD=0; RECORD is 1 otherwise) and -h/--help (prints the script's header comment).
+bench_record_args() {
+  RECORD=1
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --no-record) RECORD=0 ;;
+      -h | --help)
+        awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+        exit 0
+        ;;
+      *) die "unknown argument '$1' (try --help)" ;;
+    esac
+    shift
+  done
+}
+
 warn() {
   echo "${PROG:-bench}: warning: $*" >&2
 }

@@ -5,14 +5,15 @@ the body is validated into pydantic models shaped like NeMo Gym's `MCQAVerifyReq
 (`responses_create_params`: the strict create params with their defaults; `response`: the
 Response with typed output items and usage; the mcqa row fields `uuid`, `options`,
 `expected_answer`, `metadata`, `grading_mode`, `template_metadata`), the answer letter is
-extracted and graded by the rules of environments.md section 5 (the same functions as upstream,
-restated here), and the answer is the `MCQAVerifyResponse` model (create params, response,
-reward, expected_answer, extracted_answer), serialised by FastAPI.
+extracted and graded by mcqa's rules (environments/mcqa/README.md; the same functions as
+upstream, restated here), and the answer is the `MCQAVerifyResponse` model (create params,
+response, reward, expected_answer, extracted_answer), serialised by FastAPI.
 
 Like every NeMo Gym server it keeps a per-client session in a signed cookie and sets it on every
 answer; that is one pure-ASGI middleware here (NeMo Gym stacks Starlette's SessionMiddleware, an
 `@app.middleware("http")` function and its rollout-context middleware, which cost more), signed
-the way gym-cpp signs it (runtime.md 4.3), since itsdangerous is not installed.
+the way gym-cpp signs it (docs/reference/http-server.md#session-cookies), since itsdangerous is
+not installed.
 
 Run (what the benchmark does):
   /usr/bin/python3 -m uvicorn mcqa_fastapi:app --app-dir bench --host 127.0.0.1 --port PORT \
@@ -64,7 +65,7 @@ class MCQAVerifyResponse(BaseModel):
 
 
 # ----------------------------------------------------------------------------------------------
-# Extraction and grading (environments.md section 5)
+# Extraction and grading (environments/mcqa/README.md)
 # ----------------------------------------------------------------------------------------------
 
 LETTER_ONLY = re.compile(r"^[^A-Za-z]*([A-Z])[^A-Za-z]*$")
@@ -270,7 +271,7 @@ async def root() -> Dict[str, str]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Session cookie on every answer (runtime.md 4.3; NeMo Gym: SessionMiddleware + add_session_id)
+# Session cookie on every answer (NeMo Gym: SessionMiddleware + add_session_id)
 # ----------------------------------------------------------------------------------------------
 
 COOKIE_NAME = "MCQAResourcesServer___mcqa"

@@ -71,18 +71,7 @@ PROG=model_proxy_load.sh
 # shellcheck source=bench/lib.sh
 source "$BENCH_DIR/lib.sh"
 
-RECORD=1
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --no-record) RECORD=0 ;;
-    -h | --help)
-      sed -n '2,64p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-      exit 0
-      ;;
-    *) die "unknown argument '$1' (try --help)" ;;
-  esac
-  shift
-done
+bench_record_args "$@"
 
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}

@@ -238,8 +238,9 @@ class Response(_Allow):
 
     @property
     def output_text(self) -> str:
-        # The OpenAI SDK's definition (environments.md 1.4): a `message` whose content is a
-        # plain string makes it fail, and the request answers 500, as upstream does.
+        # The OpenAI SDK's definition (docs/design/conformance.md#text-views-of-a-response): a
+        # `message` whose content is a plain string makes it fail, and the request answers 500, as
+        # upstream does.
         texts = []
         for item in self.output:
             if item.type == "message":

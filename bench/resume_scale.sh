@@ -46,18 +46,7 @@ PROG=resume_scale.sh
 # shellcheck source=bench/lib.sh
 source "$BENCH_DIR/lib.sh"
 
-RECORD=1
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --no-record) RECORD=0 ;;
-    -h | --help)
-      sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-      exit 0
-      ;;
-    *) die "unknown argument '$1' (try --help)" ;;
-  esac
-  shift
-done
+bench_record_args "$@"
 
 TASKS=${TASKS:-2048}
 REPEATS=${REPEATS:-512}

@@ -27,18 +27,7 @@ PROG=server_footprint.sh
 # shellcheck source=bench/lib.sh
 source "$BENCH_DIR/lib.sh"
 
-RECORD=1
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --no-record) RECORD=0 ;;
-    -h | --help)
-      sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-      exit 0
-      ;;
-    *) die "unknown argument '$1' (try --help)" ;;
-  esac
-  shift
-done
+bench_record_args "$@"
 
 SETTLE=${SETTLE:-3}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
@@ -64,7 +53,7 @@ ROLLOUTS=$DATA_ROOT/mcqa/example_rollouts.jsonl
 ROLLOUTS=$(cd "$(dirname "$ROLLOUTS")" && pwd)/$(basename "$ROLLOUTS")
 [[ -r /proc/self/smaps_rollup ]] || die "/proc/<pid>/smaps_rollup is not available on this kernel"
 
-# The orchestrator stops its servers (runtime.md 3.7) within about 10 s.
+# The orchestrator stops its servers (docs/design/processes.md#shutdown-order) within about 10 s.
 STOP_WAIT=150
 # The orchestrator's children die with it (parent-death signal); make sure of it.
 stop_children() {

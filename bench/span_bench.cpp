@@ -1,9 +1,8 @@
-// Span micro-benchmarks (issue 14, telemetry.md 8): what one span costs the thread that makes it
-// (start and end through the real BatchSpanProcessor, whose exporter discards), the two span
-// shapes of every HTTP exchange as client.cpp and server.cpp make them (attributes, traceparent
-// out and in), the gate with the group off, and the exporter's side: one batch of 512 such spans
-// encoded for each OTLP protocol. Figures and the command are in bench/RESULTS.md ("Tracing
-// overhead").
+// Span micro-benchmarks (issue 14): what one span costs the thread that makes it (start and end
+// through the real BatchSpanProcessor, whose exporter discards), the two span shapes of every HTTP
+// exchange as client.cpp and server.cpp make them (attributes, traceparent out and in), the gate
+// with the group off, and the exporter's side: one batch of 512 such spans encoded for each OTLP
+// protocol. Figures and the command are in bench/RESULTS.md ("Tracing overhead").
 #include <benchmark/benchmark.h>
 
 #include <atomic>

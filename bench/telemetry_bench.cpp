@@ -1,10 +1,10 @@
-// Telemetry SDK micro-benchmarks (style.md 8): record through bound and unbound handles, 1 and
-// 2 threads, the disabled path, collection of 1000 series, and the cost of encoding that
-// snapshot for export (OTLP and Prometheus text); then the hot-path recorders of the gym_metrics
-// facade (telemetry/gym_metrics.h) as the servers and the pool call them, each on an enabled and
-// a disabled provider in the same run. With prometheus-cpp found at configure time
-// (GYM_BENCH_PROMETHEUS_CPP) the same record cases and the text serialisation run on it too,
-// as the peer in the same binary. Figures and the command are in bench/RESULTS.md.
+// Telemetry SDK micro-benchmarks: record through bound and unbound handles, 1 and 2 threads, the
+// disabled path, collection of 1000 series, and the cost of encoding that snapshot for export (OTLP
+// and Prometheus text); then the hot-path recorders of the gym_metrics facade
+// (telemetry/gym_metrics.h) as the servers and the pool call them, each on an enabled and a
+// disabled provider in the same run. With prometheus-cpp found at configure time
+// (GYM_BENCH_PROMETHEUS_CPP) the same record cases and the text serialisation run on it too, as the
+// peer in the same binary. Figures and the command are in bench/RESULTS.md.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -28,7 +28,7 @@ namespace {
 using namespace gym::telemetry;
 using gym::exporters::OtlpProtocol;
 
-// http.server.request.duration buckets (telemetry.md 6.1).
+// http.server.request.duration buckets (docs/design/telemetry-contract.md#histogram-buckets).
 const std::vector<double> kSecondsBuckets{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
                                           0.5,   0.75, 1,     2.5,  5,     7.5, 10};
 

@@ -37,16 +37,15 @@
 # the collector from /usr/bin/time) -> CPU s per 1000 rollouts; peak RSS (VmHWM, reset before
 # each run) of all processes. Every output is checked: the expected number of rows, each (task,
 # rollout) once, reward 1.0, the recorded trajectory and usage, no failure rows. After the runs
-# the enabled deployments are stopped (SIGTERM: each process flushes, telemetry.md 7.6) and their
-# receivers must have decoded exports from every process: the orchestrator, agent, model and
-# resources servers (matched by process.pid) and one rollout_collection instance per collector
-# run, all with the same nemo.run.id (the collectors adopt the served one), no undecodable
-# request, the agent's cumulative gym.rollout.duration_ms count and the resources server's
-# gym.verify.duration_ms count equal to the rollouts run through that deployment, the collectors'
-# gym.http.connection_pool.connect_total equal to their rollouts, every server's
-# http.server.request.duration count at least its inbound requests and its
-# http.server.active_requests back to 0, and the orchestrator's memory gauges present. Any failure
-# stops the script before anything is recorded.
+# the enabled deployments are stopped (SIGTERM: each process flushes) and their receivers must have
+# decoded exports from every process: the orchestrator, agent, model and resources servers (matched
+# by process.pid) and one rollout_collection instance per collector run, all with the same
+# nemo.run.id (the collectors adopt the served one), no undecodable request, the agent's cumulative
+# gym.rollout.duration_ms count and the resources server's gym.verify.duration_ms count equal to the
+# rollouts run through that deployment, the collectors' gym.http.connection_pool.connect_total equal
+# to their rollouts, every server's http.server.request.duration count at least its inbound requests
+# and its http.server.active_requests back to 0, and the orchestrator's memory gauges present. Any
+# failure stops the script before anything is recorded.
 #
 # Prints the tables and records them in bench/RESULTS.md (its own section).
 #

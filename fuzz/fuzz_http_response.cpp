@@ -32,7 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     gym::http::ResponseReader reader({kMaxBodyBytes, kMaxHeadBytes}, head_request);
     while (!reader.done() && !reader.failed()) {
       if (bytes.empty()) {
-        reader.put(pending);
+        // The rest of what was received: consumed like any read, so a keep-alive response in it
+        // is not parsed again by the next reader.
+        pending.erase(0, reader.put(pending));
         if (!reader.done() && !reader.failed()) reader.put_eof();  // the server closed
         break;
       }

@@ -50,10 +50,10 @@ std::vector<rollouts::CollectionOptions> option_variants() {
   return {with_agent, per_agent};
 }
 
-void read_and_expand(const MemoryFile& file, const rollouts::CollectionOptions& options) {
+void read_and_expand(const MemoryFile& file, rollouts::CollectionOptions options) {
   static const std::vector<std::string> agents = {"simple_agent", "math_agent"};
-  const auto lines = rollouts::read_jsonl(file.path, std::nullopt, kMaxLineBytes);
-  for (const auto& row : rollouts::expand_rows(file.path, lines, options, agents)) {
+  options.max_row_bytes = kMaxLineBytes;
+  for (const auto& row : rollouts::expand_rows(file.path, options, agents)) {
     (void)rollouts::key_of(row);  // every expanded row has its indices
     (void)rollouts::agent_of(row);
     (void)gym::core::render_json(row);

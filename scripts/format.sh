@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Formats the C++ sources with the root .clang-format (style.md 2): every .h and .cpp file that git
+# Formats the C++ sources with the root .clang-format: every .h and .cpp file that git
 # tracks under src/, environments/, tests/, bench/ and fuzz/.
 #
 # Usage: scripts/format.sh           rewrite the files in place (`make format`)

@@ -24,11 +24,11 @@ esac
 packages=(
   # toolchain
   g++ cmake make pkg-config ninja-build
-  # libraries (architecture.md "Dependencies"); Boost 1.81, never libboost-all-dev (1.74)
+  # libraries; Boost 1.81, never libboost-all-dev (1.74, which conflicts with 1.81)
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libssl-dev libicu-dev libpcre2-dev
-  # the OTLP/gRPC exporter (D8): grpc++ through pkg-config; no gRPC code generator is needed
+  # the OTLP/gRPC exporter (gRPC is the default protocol): grpc++ through pkg-config; no gRPC code generator is needed
   libgrpc++-dev
   # allocator of the gym binary: glibc malloc spends ~10% of an agent's CPU at 1,000 rollouts in
   # flight (bench/RESULTS.md, end-to-end section)
@@ -53,7 +53,7 @@ if [[ $profile != demo ]]; then
     prometheus-cpp-dev
     curl procps
     # the Python template environment (environments/python_example) that the external-server
-    # tests run beside the built-in ones, and the venv they make for it (runtime.md R1)
+    # tests run beside the built-in ones, and the venv they make for it
     python3 python3-fastapi python3-uvicorn python3-yaml python3-itsdangerous python3-venv
     # the `nemo_gym` Python package (python/) and its tests, in a venv made with
     # --system-site-packages: its dependencies come from Debian (aiohttp, PyYAML; omegaconf for

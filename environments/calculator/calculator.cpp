@@ -35,7 +35,7 @@ class CallCounts {
   void reset(const std::string& session) {
     if (session.empty()) return;
     std::lock_guard lock(mutex_);
-    counts_.get_or_insert(session, 0, Clock::now()) = 0;
+    counts_.set(session, 0, Clock::now());
   }
   void count(const std::string& session) {
     if (session.empty()) return;

@@ -159,8 +159,8 @@ json::object verify(const json::object& row) {
 
 }  // namespace
 
-// ExampleMultiStepResourcesServer (environments.md 4): look up synonym values, then report them
-// with extract_synonym_values; verify compares the last reported list with the expected one.
+// ExampleMultiStepResourcesServer (README.md here): look up synonym values, then report them with
+// extract_synonym_values; verify compares the last reported list with the expected one.
 // Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
 servers::Environment example_multi_step_environment() {
   return {

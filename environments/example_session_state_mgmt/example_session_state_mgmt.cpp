@@ -26,10 +26,11 @@ class CounterStore {
  public:
   explicit CounterStore(servers::SessionLimits limits) : counters_(limits.ttl, limits.capacity) {}
 
-  // dict.setdefault(session, initial): an existing counter is left unchanged.
+  // dict.setdefault(session, initial): an existing counter is left unchanged, and a session
+  // that expired starts over (every other use of it fails: servers::SessionEndedError).
   void seed(const std::string& session, std::int64_t initial) {
     std::lock_guard lock(mutex_);
-    counters_.get_or_insert(session, initial, Clock::now());
+    counters_.seed(session, initial, Clock::now());
   }
 
   // The counter (created at 0) plus `delta`.
@@ -73,9 +74,9 @@ std::shared_ptr<const Schema> int_body(std::string field) {
 
 }  // namespace
 
-// StatefulCounterResourcesServer (environments.md 3): a counter per session, seeded from the
-// row's `initial_count`, changed by the tools; verify rewards 1.0 when it equals
-// `expected_count`. State is per process: serve it with num_workers <= 1.
+// StatefulCounterResourcesServer (README.md here): a counter per session, seeded from the row's
+// `initial_count`, changed by the tools; verify rewards 1.0 when it equals `expected_count`. State
+// is per process: serve it with num_workers <= 1.
 // Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
 servers::Environment example_session_state_mgmt_environment() {
   return {

@@ -9,7 +9,7 @@ using http::Request;
 using http::Response;
 using http::Schema;
 
-// SimpleWeatherResourcesServer (environments.md 2): one weather tool; verify always rewards 1.0.
+// SimpleWeatherResourcesServer (README.md here): one weather tool; verify always rewards 1.0.
 // Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
 servers::Environment example_single_tool_call_environment() {
   return {

@@ -214,8 +214,8 @@ json::object verify(const json::object& row, const std::optional<std::string>& c
 
 }  // namespace
 
-// MCQAResourcesServer (environments.md 5): multiple-choice answers; the letter is extracted
-// from the response text by the row's (or the config's) grading mode.
+// MCQAResourcesServer (README.md here): multiple-choice answers; the letter is extracted from the
+// response text by the row's (or the config's) grading mode.
 // Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
 servers::Environment mcqa_environment() {
   return {

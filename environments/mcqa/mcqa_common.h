@@ -2,7 +2,7 @@
 // The parts of upstream's mcqa (resources_servers/mcqa/app.py) that the environments built on
 // it share: gpqa_diamond and bunsenbench_chemistry_mcq take mcqa's request model, its option
 // letters, its text view of the Response and (gpqa_diamond) its custom-pattern extraction
-// (environments.md 5).
+// (README.md here).
 //
 // Thread safety: every function is reentrant.
 #include "http/schema.h"
@@ -41,9 +41,9 @@ const boost::json::value& mcqa_field(const boost::json::object& row, std::string
 boost::json::object mcqa_verify_answer(const boost::json::object& row,
                                        const std::optional<std::string>& letter);
 
-// response.output_text (environments.md 1.4): the text of every output_text part of every
-// message item, concatenated. A message whose content is a non-empty string raises
-// AttributeError, as upstream's does.
+// response.output_text (docs/design/conformance.md#text-views-of-a-response): the text of every
+// output_text part of every message item, concatenated. A message whose content is a non-empty
+// string raises AttributeError, as upstream's does.
 std::string mcqa_output_text(const boost::json::array& output);
 
 // The options' entries as (key, value) pairs in order; null options give none.

@@ -1,5 +1,5 @@
 #pragma once
-// mcqa's additions to /aggregate_metrics (environments.md 5): upstream's compute_metrics and
+// mcqa's additions to /aggregate_metrics (README.md here): upstream's compute_metrics and
 // get_key_metrics of MCQAResourcesServer.
 #include "servers/aggregate_metrics.h"
 

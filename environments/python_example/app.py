@@ -1,10 +1,11 @@
 """A resources server for gym-cpp written in Python, as NeMo Gym's are.
 
-gym-cpp starts it like NeMo Gym's `ng_run` does (runtime.md R1): in this folder, with
-`.venv/bin/python` when that venv exists, else `python3`, and the merged config in the
-environment (`NEMO_GYM_CONFIG_DICT`, YAML) plus this instance's name (`NEMO_GYM_CONFIG_PATH`).
-It needs only FastAPI, uvicorn and PyYAML (Debian: python3-fastapi python3-uvicorn python3-yaml);
-it does not import nemo_gym, so it is also a template of the wire protocol itself.
+gym-cpp starts it like NeMo Gym's `ng_run` does (docs/guides/adding-an-environment.md): in this
+folder, with `.venv/bin/python` when that venv exists, else `python3`, and the merged config in
+the environment (`NEMO_GYM_CONFIG_DICT`, YAML) plus this instance's name (`NEMO_GYM_CONFIG_PATH`).
+It needs only FastAPI, uvicorn, PyYAML and itsdangerous (Debian: python3-fastapi python3-uvicorn
+python3-yaml python3-itsdangerous); it does not import nemo_gym, so it is also a template of the
+wire protocol itself.
 
 The environment: arithmetic word problems with a calculator tool. The reward is 1.0 when the last
 number of the final answer equals `expected_answer`. The calculator counts its calls per session
@@ -91,7 +92,7 @@ def last_number(text):
     return float(found[-1].replace(",", "")) if found else None
 
 
-# ---- aggregate metrics: NeMo Gym's default computation (runtime.md 7.9) ------------------------
+# ---- aggregate metrics: NeMo Gym's default computation (docs/reference/aggregate-metrics.md) ----
 
 STATS = ("mean", "max", "min", "median", "std")
 

@@ -305,9 +305,9 @@ json::object verify(const json::object& row) {
 
 }  // namespace
 
-// StringMatchResourcesServer (environments.md 7): extracts a free-form answer from the
-// assistant text (boxed, final answer, last line or the whole text) and grades it against
-// `expected_answer` with NeMo RL's normalising string match (rewards 0.0, 0.98 or 1.0).
+// StringMatchResourcesServer (README.md here): extracts a free-form answer from the assistant text
+// (boxed, final answer, last line or the whole text) and grades it against `expected_answer` with
+// NeMo RL's normalising string match (rewards 0.0, 0.98 or 1.0).
 // Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
 servers::Environment string_match_environment() {
   return {

@@ -117,8 +117,8 @@ json::object verify(const json::object& row) {
 
 }  // namespace
 
-// XlamFcResourcesServer (environments.md 6): function-calling accuracy. No tool routes (every
-// call gets 404); verify matches the response's function calls against `expected_answers`.
+// XlamFcResourcesServer (README.md here): function-calling accuracy. No tool routes (every call
+// gets 404); verify matches the response's function calls against `expected_answers`.
 // Registered by the generated builtin_environments.cpp (environments/CMakeLists.txt).
 servers::Environment xlam_fc_environment() {
   return {

@@ -58,7 +58,7 @@ struct Agent {
     return ctx.url_of(instance) + std::string(path);
   }
 
-  // `in`: the request being handled; the call joins its trace (telemetry.md 8.2).
+  // `in`: the request being handled; the call joins its trace.
   asio::awaitable<http::ClientResponse> post(const Request& in, const std::string& instance,
                                              std::string_view path, std::string body,
                                              const Cookies& cookies) {
@@ -75,8 +75,9 @@ struct Agent {
     co_return co_await ctx.client->request(std::move(r));
   }
 
-  // The row with its create params expanded to every field (runtime.md 5 step 1), in the
-  // request's arena like every value a handler builds: no heap traffic per rollout.
+  // The row with its create params expanded to every field (as NeMo Gym's agent seeds and verifies:
+  // docs/design/wire-compatibility.md#the-agents-loop), in the request's arena like every value a
+  // handler builds: no heap traffic per rollout.
   static json::object expanded_row(const json::object& row) {
     json::object out(row, row.storage());
     out["responses_create_params"] =

@@ -1,5 +1,6 @@
 #pragma once
-// gym subcommands. Each returns the process exit code (runtime.md 9.5).
+// gym subcommands. Each returns the process exit code
+// (docs/design/failures-and-retries.md#exit-codes).
 #include "core/config.h"
 
 #include <string>
@@ -8,7 +9,7 @@
 
 namespace gym::cli {
 
-// Flags shared by the verbs that load a config (runtime.md 9.1).
+// Flags shared by the verbs that load a config.
 struct ConfigFlags {
   std::vector<std::string> config_paths;        // --config
   std::vector<std::string> resources_servers;   // --resources-server NAME[/flavor]
@@ -53,9 +54,9 @@ int run_demo(const DemoOptions& options);
 // --search-dir, looked in first), and the built-in implementations; one JSON object with `json`.
 int run_list(bool json, const std::vector<std::string>& search_dirs = {});
 
-// `gym telemetry report FILE...` (runtime.md 9.4a): the summary of telemetry.md 7.7 of the
-// console-exporter files (`-` reads stdin) on stdout, as text or as JSON. Exit 1 when a file
-// cannot be read or no file holds a metrics export.
+// `gym telemetry report FILE...` (docs/guides/telemetry-report.md): the summary of the
+// console-exporter files (`-` reads stdin) on stdout, as text or as JSON. Exit 1 when a file cannot
+// be read or no file holds a metrics export.
 int run_telemetry_report(const std::vector<std::string>& files, bool json);
 
 }  // namespace gym::cli

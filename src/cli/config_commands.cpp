@@ -92,7 +92,8 @@ void check_model_flags(const ConfigFlags& flags, bool starts_servers, std::strin
 }
 
 int run_serve() {
-  // Children never re-merge: they read the fully resolved config (runtime.md 3.4, R2).
+  // Children never re-merge: they read the fully resolved config
+  // (docs/design/processes.md#one-binary).
   const char* instance = std::getenv("NEMO_GYM_CONFIG_PATH");
   if (!instance || !*instance)
     throw core::ConfigError(

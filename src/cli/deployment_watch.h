@@ -19,7 +19,7 @@ class DeploymentWatch {
                   double unreachable_seconds);
 
   // Probes at most once a second; 0 while the deployment may be alive, else prints why it is
-  // not (every URL, how long) to stderr and returns 2 (runtime.md 9.5).
+  // not (every URL, how long) to stderr and returns 2 (a deployment failure).
   int poll(Clock::time_point now = Clock::now());
 
  private:

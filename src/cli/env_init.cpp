@@ -1,7 +1,7 @@
 #include "cli/env_init.h"
 
 #include "cli/builtins.h"
-#include "core/config.h"
+#include "core/config_error.h"
 #include "orchestrator/presets.h"
 
 #include <cctype>
@@ -99,7 +99,7 @@ int run_env_init(const std::string& name, const std::string& into) {
         "--test-dir build -R %s), then\n"
         "  gym eval run --resources-server %s --model-type replay_model --split example "
         "--output out/%s.jsonl\n"
-        "See docs/adding-an-environment.md.\n",
+        "See docs/guides/adding-an-environment.md.\n",
         class_name.c_str(), name.c_str(), name.c_str());
     return 0;
   }
@@ -131,7 +131,7 @@ int run_env_init(const std::string& name, const std::string& into) {
         "`--split example`)\n",
         name.c_str(), name.c_str(), (folder / "data" / "example.jsonl").c_str(), name.c_str());
   }
-  std::printf("See docs/adding-an-environment.md.\n");
+  std::printf("See docs/guides/adding-an-environment.md.\n");
   return 0;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // `gym env init NAME`: a new C++ environment folder that builds and passes its tests as written
-// (issue 15.3; docs/adding-an-environment.md).
+// (issue 15.3; docs/guides/adding-an-environment.md).
 #include <string>
 #include <vector>
 

@@ -33,7 +33,7 @@ using rollouts::OutputPaths;
 
 namespace {
 
-// The config of the deployment behind the head server (runtime.md 9.4, --no-serve).
+// The config of the deployment behind the head server (--no-serve).
 json::object served_config(const json::object& local) {
   const auto addresses = core::DeploymentAddresses::from_config(local);
   const std::string& host = addresses.head_host;
@@ -69,8 +69,9 @@ std::map<std::string, std::string> agent_urls(const json::object& cfg) {
   return urls;
 }
 
-// The telemetry of a --no-serve collector (T2, T3): its own `telemetry:` block, else the served
-// one without its Prometheus port (never adopted); run id as telemetry.md 3.4 orders it.
+// The telemetry of a --no-serve collector (docs/design/telemetry-contract.md#settings): its own
+// `telemetry:` block, else the served one without its Prometheus port (never adopted); its own run
+// id, else the deployment's, so its data joins the run of the servers it talks to.
 std::unique_ptr<telemetry::ProcessTelemetry> collector_telemetry(
     const json::object& local, const json::object& served,
     const telemetry::PipelineFactory& pipelines) {
@@ -119,59 +120,45 @@ class StdoutToStderr {
   int saved_ = -1;
 };
 
-// The run itself; `report` and `paths_out` are filled as far as it got.
-int collect(const core::ConfigSources& sources, bool no_serve,
-            const telemetry::PipelineFactory& pipelines, rollouts::CollectionReport& report,
-            std::optional<OutputPaths>& paths_out) {
-  core::raise_fd_limit();
-  core::ConfigOrigins origins;
-  json::object local = core::load_config(sources, &origins);
-  auto options = CollectionOptions::from_config(local, no_serve);
-  auto paths = OutputPaths::for_output(options.output);
-  paths_out = paths;
-  if (options.quiet) {
-    core::console::set_quiet(true);
-    if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+// --no-serve: the collection against a deployment that runs elsewhere (its head server).
+int collect_from_deployment(const json::object& local, const CollectionOptions& options,
+                            const OutputPaths& paths, const telemetry::PipelineFactory& pipelines,
+                            rollouts::CollectionReport& report) {
+  json::object served;
+  try {
+    served = served_config(local);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    report.error = e.what();
+    return 2;
   }
-  std::error_code ec;
-  if (paths.rollouts.has_parent_path())
-    std::filesystem::create_directories(paths.rollouts.parent_path(), ec);
-  if (ec)
-    throw core::ConfigError("output_jsonl_fpath: cannot create the directory " +
-                            paths.rollouts.parent_path().string() + ": " + ec.message());
+  auto telemetry = collector_telemetry(local, served, pipelines);  // before the pool
+  auto plan = rollouts::plan_rows(options, paths, *options.input, agent_names(served));
+  report.planned(plan);
+  // The deployment's client keys (retry budget, pool limits) unless set here.
+  json::object pool_cfg = served;
+  core::deep_merge(pool_cfg, local);
+  rollouts::prepare_output_files(plan, options, paths);  // the deployment answered
+  // SIGINT/SIGTERM are taken by this thread, which supervises the collection, and so is a
+  // deployment that went away.
+  const core::TerminationSignals signals;
+  const auto addresses = core::DeploymentAddresses::from_config(local);
+  DeploymentWatch watch("http://" + addresses.head_host + ":" + std::to_string(addresses.head_port),
+                        agent_urls(served), options.unreachable_seconds);
+  return rollouts::run_collection(
+      pool_cfg, agent_urls(served), std::move(plan), options, paths, *telemetry,
+      [&](std::chrono::milliseconds wait) {
+        if (int code = signals.take(wait)) return code;
+        return watch.poll();
+      },
+      &report);
+}
 
-  if (no_serve) {
-    json::object served;
-    try {
-      served = served_config(local);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      report.error = e.what();
-      return 2;
-    }
-    auto telemetry = collector_telemetry(local, served, pipelines);  // before the pool (D4)
-    auto plan = rollouts::plan_rows(options, paths, *options.input, agent_names(served));
-    report.planned(plan);
-    // The deployment's client keys (retry budget, pool limits) unless set here.
-    json::object pool_cfg = served;
-    core::deep_merge(pool_cfg, local);
-    rollouts::prepare_output_files(plan, options, paths);  // the deployment answered
-    // SIGINT/SIGTERM are taken by this thread, which supervises the collection, and so is a
-    // deployment that went away.
-    const core::TerminationSignals signals;
-    const auto addresses = core::DeploymentAddresses::from_config(local);
-    DeploymentWatch watch(
-        "http://" + addresses.head_host + ":" + std::to_string(addresses.head_port),
-        agent_urls(served), options.unreachable_seconds);
-    return rollouts::run_collection(
-        pool_cfg, agent_urls(served), std::move(plan), options, paths, *telemetry,
-        [&](std::chrono::milliseconds wait) {
-          if (int code = signals.take(wait)) return code;
-          return watch.poll();
-        },
-        &report);
-  }
-
+// The collection with its own deployment: the servers start here, and stop when it ends.
+int collect_with_servers(const core::ConfigSources& sources, const json::object& local,
+                         const core::ConfigOrigins& origins, const CollectionOptions& options,
+                         const OutputPaths& paths, const telemetry::PipelineFactory& pipelines,
+                         rollouts::CollectionReport& report) {
   core::validate_server_instances(local, builtin_registry().catalog(), sources.search_roots);
   auto deploy_sources = sources;
   // The deployment is this run's own: unless the user placed its head server, any free port, so
@@ -205,7 +192,7 @@ int collect(const core::ConfigSources& sources, bool no_serve,
     report.stop_reason = code == 130 ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
   if (code == 0) {
     rollouts::prepare_output_files(plan, options, paths);  // every server is ready
-    // T2: collection runs inside the orchestrator process and reports as `orchestrator`.
+    // Collection runs inside the orchestrator process and reports as `orchestrator`.
     code = rollouts::run_collection(
         deployment.config(), agent_urls(deployment.config()), std::move(plan), options, paths,
         *deployment.telemetry(),
@@ -213,6 +200,30 @@ int collect(const core::ConfigSources& sources, bool no_serve,
   }
   deployment.shutdown();
   return code;
+}
+
+// The run itself; `report` and `paths_out` are filled as far as it got.
+int collect(const core::ConfigSources& sources, bool no_serve,
+            const telemetry::PipelineFactory& pipelines, rollouts::CollectionReport& report,
+            std::optional<OutputPaths>& paths_out) {
+  core::raise_fd_limit();
+  core::ConfigOrigins origins;
+  json::object local = core::load_config(sources, &origins);
+  auto options = CollectionOptions::from_config(local, no_serve);
+  auto paths = OutputPaths::for_output(options.output);
+  paths_out = paths;
+  if (options.quiet) {
+    core::console::set_quiet(true);
+    if (spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+  }
+  std::error_code ec;
+  if (paths.rollouts.has_parent_path())
+    std::filesystem::create_directories(paths.rollouts.parent_path(), ec);
+  if (ec)
+    throw core::ConfigError("output_jsonl_fpath: cannot create the directory " +
+                            paths.rollouts.parent_path().string() + ": " + ec.message());
+  if (no_serve) return collect_from_deployment(local, options, paths, pipelines, report);
+  return collect_with_servers(sources, local, origins, options, paths, pipelines, report);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kApiKeyVariable[] = "GYM_SUBMIT_POLICY_API_KEY";
+constexpr char kBaseUrlVariable[] = "GYM_SUBMIT_POLICY_BASE_URL";
 
 // Flags of `gym eval submit` that `gym eval run` does not know, and whether each takes a value.
 const std::map<std::string, bool>& slurm_only_flags() {
@@ -149,26 +150,53 @@ std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
                                            std::map<std::string, std::string>* secrets) {
   std::vector<std::string> out;
   int n = 0;
+  // `value` goes to the job through the environment variable `variable`: the job script (kept
+  // beside the outputs, shown by squeue/scontrol) holds only its interpolation.
+  auto through_environment = [&](const std::string& variable, const std::string& value) {
+    if (secrets) (*secrets)[variable] = value;
+    return "${oc.env:" + variable + "}";
+  };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const std::string name = arg.substr(0, arg.find('='));
     const bool inline_value = arg.find('=') != std::string::npos;
+    auto value_of_flag = [&] {
+      return inline_value ? arg.substr(arg.find('=') + 1)
+                          : (i + 1 < args.size() ? args[++i] : std::string());
+    };
     if (auto it = slurm_only_flags().find(name); it != slurm_only_flags().end()) {
       if (it->second && !inline_value) ++i;  // its value
       continue;
     }
     if (name == "--model-api-key") {
-      const std::string key =
-          inline_value ? arg.substr(arg.find('=') + 1) : (i + 1 < args.size() ? args[++i] : "");
-      if (secrets) (*secrets)[kApiKeyVariable] = key;
-      out.push_back(std::string("++policy_api_key=${oc.env:") + kApiKeyVariable + "}");
+      out.push_back("++policy_api_key=" + through_environment(kApiKeyVariable, value_of_flag()));
+      continue;
+    }
+    if (name == "--model-url") {
+      // A URL carrying a password or a secret query parameter (http://u:p@h/v1?api-key=...).
+      const std::size_t first = i;
+      std::string url = value_of_flag();
+      if (core::masked_url(url) == url) {
+        out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
+                   args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      } else {
+        out.push_back("--model-url=" + through_environment(kBaseUrlVariable, url));
+      }
       continue;
     }
     if (auto secret = core::secret_override(arg)) {
-      const std::string variable = "GYM_SUBMIT_SECRET_" + std::to_string(n++);
-      if (secrets) (*secrets)[variable] = secret->second;
-      out.push_back(secret->first + "${oc.env:" + variable + "}");
+      out.push_back(secret->first + through_environment("GYM_SUBMIT_SECRET_" + std::to_string(n++),
+                                                        secret->second));
       continue;
+    }
+    if (const auto eq = arg.find('='); !arg.starts_with("-") && eq != std::string::npos) {
+      // Any other override whose value is a URL with secrets (++policy_base_url=...).
+      const std::string value = arg.substr(eq + 1);
+      if (core::masked_url(value) != value) {
+        out.push_back(arg.substr(0, eq + 1) +
+                      through_environment("GYM_SUBMIT_SECRET_" + std::to_string(n++), value));
+        continue;
+      }
     }
     out.push_back(arg);
   }

@@ -44,9 +44,10 @@ std::vector<std::string> planned_placement(const std::vector<core::ServerInstanc
 // The `gym eval run` arguments of a `gym eval submit` command line (`args`: what follows
 // `submit`): the Slurm-only flags (--nodes ... --dry-run, --wait) removed, secrets replaced by
 // interpolations of environment variables so that none is written into the script
-// (--model-api-key: GYM_SUBMIT_POLICY_API_KEY; an override of a secret key such as
-// ++hf_token=...: GYM_SUBMIT_SECRET_<n>), and ++use_absolute_ip=true appended. `secrets`
-// receives each variable and its value.
+// (--model-api-key: GYM_SUBMIT_POLICY_API_KEY; a --model-url with a password or a secret query
+// parameter: GYM_SUBMIT_POLICY_BASE_URL; an override of a secret key such as ++hf_token=..., or
+// one whose value is such a URL: GYM_SUBMIT_SECRET_<n>), and ++use_absolute_ip=true appended.
+// `secrets` receives each variable and its value.
 std::vector<std::string> job_run_arguments(const std::vector<std::string>& args,
                                            std::map<std::string, std::string>* secrets = nullptr);
 

@@ -1,7 +1,6 @@
 // `gym list`: what can be run without writing a config (issue 13.12): the environments and
 // model types the selectors accept (a NeMo Gym checkout's or --search-dir's first), the agents
-// their presets define, which environments run as external servers (R1), the built-in
-// implementations.
+// their presets define, which environments run as external servers, the built-in implementations.
 #include "cli/builtins.h"
 #include "cli/commands.h"
 #include "core/config.h"
@@ -31,7 +30,8 @@ std::string selector_of(const orchestrator::Preset& p) {
 }
 
 // One selectable environment: its selector, where its config comes from, the agents it defines
-// and, for one that is not built in, how it runs (R1).
+// and, for one that is not built in, how it runs
+// (docs/design/wire-compatibility.md#external-servers).
 struct Listed {
   std::string selector;
   std::string source;    // "built-in preset" or the config file

@@ -1,4 +1,5 @@
-// gym: one binary for every verb; servers are this binary re-executed (R2).
+// gym: one binary for every verb; servers are this binary re-executed
+// (docs/design/processes.md#one-binary).
 #include "cli/builtins.h"
 #include "cli/commands.h"
 #include "cli/env_init.h"
@@ -23,7 +24,8 @@
 
 namespace {
 
-// NeMo Gym's legacy program names (runtime.md 9.5), installed as symlinks to gym.
+// NeMo Gym's legacy program names (docs/design/wire-compatibility.md#command-line), installed as
+// symlinks to gym.
 const std::map<std::string, std::vector<std::string>> kLegacyNames = {
     {"ng_run", {"env", "start"}},
     {"ng_status", {"env", "status"}},
@@ -31,7 +33,8 @@ const std::map<std::string, std::vector<std::string>> kLegacyNames = {
     {"ng_e2e_collect_rollouts", {"eval", "run"}},
 };
 
-// `gym eval run` flags (runtime.md 7.1, 9.4); each becomes a ++override of its config key.
+// `gym eval run` flags (docs/guides/evaluation.md#flags-and-config-keys); each becomes a ++override
+// of its config key.
 struct EvalFlags {
   bool no_serve = false, resume = false, disable_aggregation = false, quiet = false;
   std::string agent, input, output, limit, num_repeats, concurrency, split, temperature, top_p,

@@ -1,5 +1,5 @@
-// `gym telemetry report FILE...` (runtime.md 9.4a): reads console-exporter files and prints the
-// summary of telemetry.md 7.7. The reading and the figures live in gym_report (report.h);
+// `gym telemetry report FILE...` (docs/guides/telemetry-report.md): reads console-exporter files
+// and prints their summary. The reading and the figures live in gym_report (report.h);
 // this file only opens the files and picks the output.
 #include "cli/commands.h"
 #include "core/json_text.h"
@@ -42,8 +42,8 @@ int run_telemetry_report(const std::vector<std::string>& files, bool json) {
     }
   }
   const report::TelemetryReport report = reader.build();
-  // Nothing to summarise is an error (runtime.md 9.4a): most often the file is a log of a run
-  // whose telemetry was off or used the OTLP exporter.
+  // Nothing to summarise is an error (exit 1): most often the file is a log of a run whose
+  // telemetry was off or used the OTLP exporter.
   if (report.input.exports == 0) {
     std::string names;
     for (const std::string& file : files) {

@@ -10,7 +10,8 @@
 
 namespace gym::cli {
 
-// The --help paragraph on `key=v`, `+key=v` and `++key=v` (configuration.md, Overrides).
+// The --help paragraph on `key=v`, `+key=v` and `++key=v`
+// (docs/reference/configuration.md#overrides).
 std::string overrides_help();
 
 // A flag value that must be a whole number >= `min` / a finite number in [lo, hi]. CLI11 prefixes

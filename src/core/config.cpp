@@ -1,4 +1,5 @@
-// Loading and merging the sources of runtime.md 6.2, overrides, and defaults.
+// Loading and merging the config sources, overrides, and defaults
+// (docs/reference/configuration.md#where-values-come-from).
 #include "core/config.h"
 
 #include <arpa/inet.h>
@@ -375,7 +376,7 @@ std::vector<fs::path> search_candidates(const std::string& path,
   constexpr std::string_view kResources = "resources_servers/";
   for (const auto& root : roots) {
     tried.push_back(fs::path(root) / path);
-    // gym-cpp's own resources servers live in environments/ (architecture.md), so upstream's
+    // gym-cpp's own resources servers live in environments/ (docs/architecture.md), so upstream's
     // `resources_servers/<env>/...` paths of the bundled presets find them there.
     if (root == install_root() && std::string_view(path).starts_with(kResources))
       tried.push_back(fs::path(root) / "environments" / path.substr(kResources.size()));
@@ -491,15 +492,15 @@ void fill_defaults(json::object& cfg, const ConfigOrigins& origins) {
   set_default(cfg, "port_range_high", defaults.port_range_high);
   set_default(cfg, "dry_run", false);
   set_default(cfg, "model_endpoint_readiness_timeout_seconds", 600);
-  // The model servers' calls to their endpoint (docs/model-servers.md), checked here so a bad
-  // value stops every command before any server starts.
+  // The model servers' calls to their endpoint (docs/reference/model-servers.md), checked here so a
+  // bad value stops every command before any server starts.
   set_default(cfg, "model_endpoint_unavailable_seconds", 60);
   set_default(cfg, "model_call_timeout_seconds", 0);
   get_double(cfg, "model_endpoint_unavailable_seconds", 60, 0, 1e9);
   get_double(cfg, "model_call_timeout_seconds", 0, 0, 1e9);
   get_int(cfg, "model_response_max_bytes", 64ll << 20, 0, 1ll << 50);
 
-  // Global skip_verification* are defaults for every agent (runtime.md 4.6).
+  // Global skip_verification* are defaults for every agent (as in NeMo Gym).
   for (const auto& instance : find_server_instances(cfg, &origins)) {
     if (instance.server_type != "responses_api_agents") continue;
     json::object& agent =

@@ -1,6 +1,6 @@
-// The merged configuration of runtime.md section 6: loading and merging YAML sources, CLI
-// overrides, directives, interpolation, defaults, server instances and typed access.
-// The tree is a boost::json::object (insertion ordered, like the YAML it came from).
+// The merged configuration (docs/reference/configuration.md): loading and merging YAML sources, CLI
+// overrides, directives, interpolation, defaults, server instances and typed access. The tree is a
+// boost::json::object (insertion ordered, like the YAML it came from).
 #pragma once
 
 #include <array>
@@ -17,14 +17,9 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
-namespace gym::core {
+#include "core/config_error.h"
 
-// Every user-caused config problem. what() is the whole message: the file (when known), the
-// dotted key, and what to do about it.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace gym::core {
 
 // Where each key of a merged config came from: a file path or "the command line (++k=v)".
 // Keys are dotted paths of mappings; a list counts as one leaf.
@@ -50,8 +45,8 @@ using BundledConfig = std::function<std::optional<std::string>(const std::string
 struct ConfigSources {
   std::vector<std::string> config_paths;  // --config flags, in order
   std::vector<std::string> overrides;     // "key=v", "+key=v", "++key=v"
-  // Where relative config paths and env.yaml are looked up, in order (runtime.md 6.2);
-  // empty means the working directory only.
+  // Where relative config paths and env.yaml are looked up, in order (search roots); empty means
+  // the working directory only.
   std::vector<std::string> search_roots;
   GetEnv getenv;  // for ${oc.env:...}; empty means ::getenv
   // false (--no-env-file, upstream's skip_load_from_dotenv): no env file at all.
@@ -106,7 +101,7 @@ void deep_merge(boost::json::object& base, const boost::json::object& over);
 void apply_override(boost::json::object& cfg, std::string_view override_text,
                     ConfigOrigins* origins = nullptr);
 
-// ---- Where the deployment listens (runtime.md 3.3) ----
+// ---- Where the deployment listens (docs/design/processes.md#start-up) ----
 
 // The address of this machine as upstream's `use_absolute_ip: true` means it: its host name
 // resolved (IPv4), or the host name itself when it does not resolve. With that key load_config
@@ -126,12 +121,12 @@ struct DeploymentAddresses {
   static DeploymentAddresses from_config(const boost::json::object& cfg);
 };
 
-// ---- Server instances (runtime.md 6.1) ----
+// ---- Server instances (docs/reference/configuration.md#server-instances) ----
 
 inline constexpr std::array<std::string_view, 3> kServerTypes{
     "responses_api_models", "resources_servers", "responses_api_agents"};
 
-// The reserved top-level keys of runtime.md 6.1 (never server instances).
+// NeMo Gym's reserved top-level keys, plus gym-cpp's `slurm` (never server instances).
 bool is_reserved_key(std::string_view top_level_key);
 
 struct ServerInstance {
@@ -157,9 +152,9 @@ using ImplCatalog = std::map<std::string, std::vector<std::string>, std::less<>>
 
 // Checks every instance's implementation against `catalog` (one that is not built in must be an
 // external server: an `entrypoint` that find_server_folder finds in `search_roots`), resources
-// servers' `domain`, every reference {type: <server type>, name: X} anywhere in the tree, and
-// the unsupported keys of R8 (prompt_config, skills, rollout_collection_driver). One
-// ConfigError lists all problems.
+// servers' `domain`, every reference {type: <server type>, name: X} anywhere in the tree, and the
+// unsupported keys (prompt_config, skills, rollout_collection_driver: an error rather than silently
+// ignored, docs/design/deviations.md#config). One ConfigError lists all problems.
 void validate_server_instances(const boost::json::object& cfg, const ImplCatalog& catalog,
                                const std::vector<std::string>& search_roots,
                                const ConfigOrigins* origins = nullptr);
@@ -167,10 +162,10 @@ void validate_server_instances(const boost::json::object& cfg, const ImplCatalog
 // Whether `instance` names a built-in implementation of `catalog`.
 bool is_builtin(const ServerInstance& instance, const ImplCatalog& catalog);
 
-// R1: the folder of an external server as upstream's ng_run finds it: `<server_type>/<impl>` in
-// `search_roots` (search_candidates), the first that holds the instance's `entrypoint` (a
-// relative path). nullopt when none does or there is no relative entrypoint; `looked` (optional)
-// gets every folder tried.
+// The folder of an external server as upstream's ng_run finds it: `<server_type>/<impl>` in
+// `search_roots` (search_candidates), the first that holds the instance's `entrypoint` (a relative
+// path). nullopt when none does or there is no relative entrypoint; `looked` (optional) gets every
+// folder tried.
 std::optional<std::filesystem::path> find_server_folder(
     const ServerInstance& instance, const std::vector<std::string>& search_roots,
     std::vector<std::string>* looked = nullptr);

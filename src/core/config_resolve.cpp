@@ -1,4 +1,5 @@
-// The steps after merging: directives, `???` check, interpolation (runtime.md 6.2).
+// The steps after merging: directives, `???` check, interpolation
+// (docs/reference/configuration.md#directives and the sections after it).
 #include <algorithm>
 #include <charconv>
 #include <set>

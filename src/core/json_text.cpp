@@ -23,23 +23,24 @@ constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 // point above U+10FFFF.
 std::size_t utf8_sequence_length(const char* p, const char* end) {
   const auto c = static_cast<unsigned char>(*p);
-  const std::size_t len = c < 0x80           ? 1
-                          : (c >> 5) == 0x6  ? 2
-                          : (c >> 4) == 0xE  ? 3
-                          : (c >> 3) == 0x1E ? 4
-                                             : 0;
-  if (len <= 1) return len;
-  if (static_cast<std::size_t>(end - p) < len) return 0;
-  std::uint32_t cp = c & (0xFF >> (len + 1));
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto next = static_cast<unsigned char>(p[k]);
-    if ((next & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (next & 0x3F);
+  if (c < 0x80) return 1;
+  const auto left = end - p;
+  auto at = [p](int k) { return static_cast<unsigned char>(p[k]); };
+  auto tail = [](unsigned char b) { return (b & 0xC0) == 0x80; };
+  // The ranges of Unicode's table of well-formed sequences: the second byte's range excludes
+  // the overlong forms (E0, F0), the surrogates (ED) and code points above U+10FFFF (F4).
+  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && tail(at(1)) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (left < 3 || !tail(at(2))) return 0;
+    const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return at(1) >= lo && at(1) <= hi ? 3 : 0;
   }
-  const bool overlong =
-      (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
-  if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
-  return len;
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (left < 4 || !tail(at(2)) || !tail(at(3))) return 0;
+    const unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return at(1) >= lo && at(1) <= hi ? 4 : 0;
+  }
+  return 0;  // a continuation byte, C0/C1 (overlong) or F5..FF
 }
 
 void render_string(boost::json::string_view s, std::string& out) {
@@ -159,8 +160,9 @@ class PreciseHandler {
   }
   bool on_double(double d, boost::json::string_view s, ec_t& ec) {
     number.append(s);
-    // An integer literal lands here when it does not fit 64 bits: Python would keep it exact,
-    // a double would change it, so it is refused (R7: integers stay integers).
+    // An integer literal lands here when it does not fit 64 bits: Python would keep it exact, a
+    // double would change it, so it is refused (integers stay integers:
+    // docs/design/wire-compatibility.md#json-numbers).
     if (number.find_first_of(".eE") == std::string::npos) {
       ec = make_error_code(JsonNumberError::integer_out_of_range);
       return false;

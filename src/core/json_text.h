@@ -1,6 +1,7 @@
 #pragma once
-// JSON text exactly as NeMo Gym renders it (runtime.md 4.1 and R7): compact separators,
-// non-ASCII characters unescaped, floats in Python repr form, non-finite floats as null.
+// JSON text exactly as NeMo Gym renders it (docs/design/wire-compatibility.md#json-numbers):
+// compact separators, non-ASCII characters unescaped, floats in Python repr form, non-finite floats
+// as null.
 #include <boost/json/storage_ptr.hpp>
 #include <boost/json/value.hpp>
 

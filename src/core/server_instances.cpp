@@ -1,4 +1,5 @@
-// Server instance blocks, references and their validation (runtime.md 6.1).
+// Server instance blocks, references and their validation
+// (docs/reference/configuration.md#server-instances).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -56,7 +57,7 @@ constexpr std::array<std::string_view, 12> kDomains{
     "long_context", "safety", "games", "translation", "e2e",
     "rlhf",         "other"};
 
-// R8: not supported in this release.
+// Not supported: an error, not silently ignored (docs/design/deviations.md#config).
 constexpr std::array<std::string_view, 3> kUnsupportedKeys{"prompt_config", "skills",
                                                            "rollout_collection_driver"};
 
@@ -269,7 +270,8 @@ std::optional<std::filesystem::path> find_server_folder(
 
 namespace {
 
-// Why a non-built-in instance cannot run as an external server (R1), or empty when it can.
+// Why a non-built-in instance cannot run as an external server
+// (docs/design/wire-compatibility.md#external-servers), or empty when it can.
 std::string external_server_problem(const ServerInstance& instance, const ImplCatalog& catalog,
                                     const std::vector<std::string>& search_roots) {
   auto builtins = catalog.find(instance.server_type);

@@ -1,11 +1,11 @@
 #pragma once
-// SIGINT and SIGTERM for the processes that wait for them synchronously: the orchestrator
-// (`gym env start`), the supervisor of forked server workers and the collection of
-// `gym eval run`. A thread blocks the signals, so that no handler ever runs, and takes them with
-// a timeout between its other duties (readiness probes, reaping children, watching a
-// collection). A process interrupted this way exits with 130 (SIGINT) or 143 (SIGTERM) after an
-// orderly shutdown (runtime.md 9.5). An event loop waits for the same signals asynchronously
-// (kTerminationSignals with an asio::signal_set).
+// SIGINT and SIGTERM for the processes that wait for them synchronously: the orchestrator (`gym env
+// start`), the supervisor of forked server workers and the collection of `gym eval run`. A thread
+// blocks the signals, so that no handler ever runs, and takes them with a timeout between its other
+// duties (readiness probes, reaping children, watching a collection). A process interrupted this
+// way exits with 130 (SIGINT) or 143 (SIGTERM) after an orderly shutdown
+// (docs/design/failures-and-retries.md#exit-codes). An event loop waits for the same signals
+// asynchronously (kTerminationSignals with an asio::signal_set).
 #include <signal.h>
 
 #include <array>

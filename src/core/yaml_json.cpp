@@ -19,7 +19,7 @@
 #include <yaml-cpp/yaml.h>
 #include <boost/json.hpp>
 
-#include "core/config.h"
+#include "core/config_error.h"
 
 namespace gym::core {
 namespace json = boost::json;

@@ -39,7 +39,7 @@ std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
 }
 
 // The Response a Responses API model would have returned for the whole rollout: the last
-// turn's envelope with every turn's items and the summed usage (runtime.md 5, 4.7).
+// turn's envelope with every turn's items and the summed usage, as simple_agent answers.
 json::object response_envelope(Rng& rng, double created_at, const json::object& params,
                                json::array output, json::object usage) {
   return json::object{
@@ -116,7 +116,7 @@ DemoData generate(const fs::path& dir, const DemoOptions& options) {
       input["agent_ref"] = agent_ref;
       write_line(inputs, input);
 
-      // What /verify echoes: every create-params field (environments.md 1.2).
+      // What /verify echoes: every create-params field (docs/design/conformance.md#verify-answers).
       const json::object params =
           servers::expand_create_params(task.row.at("responses_create_params").as_object());
       for (int r = 0; r < kRolloutsPerTask; ++r) {

@@ -1,7 +1,7 @@
 #pragma once
 // Demo data made by the project itself, so that `make demo` runs where NeMo Gym's data is absent:
 // input rows for three built-in environments and, for every task, four recorded trajectories in
-// NeMo Gym's rollouts format (runtime.md 7.5) for replay_model to play back (environments.md 8).
+// NeMo Gym's rollouts format for replay_model to play back (docs/reference/demo-data.md).
 #include <cstdint>
 #include <filesystem>
 #include <string>

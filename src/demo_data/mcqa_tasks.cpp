@@ -1,7 +1,7 @@
 // mcqa demo tasks: generated arithmetic and calendar questions with 4 to 6 lettered options,
-// graded strict_single_letter_boxed (environments.md 5). A right answer boxes the gold letter; a
-// wrong one boxes another letter; an unparsable one forgets the box or boxes the option's text
-// (the verifier extracts nothing: reward 0, extracted_answer null).
+// graded strict_single_letter_boxed (environments/mcqa/README.md). A right answer boxes the gold
+// letter; a wrong one boxes another letter; an unparsable one forgets the box or boxes the option's
+// text (the verifier extracts nothing: reward 0, extracted_answer null).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
-// example_multi_step demo tasks (environments.md 4): a list of term/synonym pairs, a question
-// about one term; the policy looks up each synonym's value (one tool call per turn), reports the
-// values with extract_synonym_values, then answers. Wrong trajectories make the mistakes the
-// verifier measures: wrong order, the term's own value (minefield), a missing synonym, another
-// term's synonyms, or no report at all.
+// example_multi_step demo tasks (environments/example_multi_step/README.md): a list of term/synonym
+// pairs, a question about one term; the policy looks up each synonym's value (one tool call per
+// turn), reports the values with extract_synonym_values, then answers. Wrong trajectories make the
+// mistakes the verifier measures: wrong order, the term's own value (minefield), a missing synonym,
+// another term's synonyms, or no report at all.
 #include <algorithm>
 #include <boost/json.hpp>
 
@@ -319,7 +319,7 @@ Task multi_step_task(Rng& rng, int index) {
       rec.say("The values for " + quoted(expected) + " are " + list_text(values) + ".");
     }
 
-    // The verifier's rule (environments.md 4) on what was reported.
+    // The verifier's rule on what was reported.
     std::vector<std::int64_t> actual = reported.value_or(std::vector<std::int64_t>{});
     std::vector<std::int64_t> distinct;
     for (auto v : actual)

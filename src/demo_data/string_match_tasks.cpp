@@ -1,5 +1,6 @@
-// string_match demo tasks (environments.md 7): generated word problems with a number or a
-// weekday as the answer, each asking for one of the boxed, final_answer or last_line formats.
+// string_match demo tasks (environments/string_match/README.md): generated word problems with a
+// number or a weekday as the answer, each asking for one of the boxed, final_answer or last_line
+// formats.
 // Wrong trajectories reason to a wrong value, slip by a few units on a large number (the
 // grader's 0.98 partial credit), or ignore the requested format.
 #include <fmt/format.h>
@@ -127,8 +128,8 @@ bool is_number(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
-// The grader (environments.md 7) on the answers this generator writes: numbers and weekdays
-// compared case-insensitively, trailing `.!?` dropped; a number within about 1% scores 0.98.
+// The grader on the answers this generator writes: numbers and weekdays compared
+// case-insensitively, trailing `.!?` dropped; a number within about 1% scores 0.98.
 double grade(const std::string& expected, const std::optional<std::string>& extracted) {
   if (!extracted) return 0.0;
   auto norm = [](std::string s) {

@@ -42,10 +42,10 @@ Task string_match_task(Rng& rng, int index);
 // mostly wrong), then one draw per rollout, so that pass@4 exceeds pass@1 as with a real model.
 std::array<bool, kRolloutsPerTask> draw_outcomes(Rng& rng);
 
-// Output items shaped as the OpenAI Responses API returns them (runtime.md 4.7).
+// Output items shaped as the OpenAI Responses API returns them.
 boost::json::object assistant_message(Rng& rng, const std::string& text);
 boost::json::object function_call(Rng& rng, const std::string& name, const std::string& arguments);
-// The item simple_agent appends after running a call (runtime.md 5): exactly these three keys.
+// The item simple_agent appends after running a call: exactly these three keys.
 boost::json::object function_call_output(const boost::json::object& call,
                                          const std::string& output);
 

@@ -1,13 +1,14 @@
 #pragma once
-// The metrics pipeline of one process, built from its resolved settings (telemetry.md 5, 7):
+// The metrics pipeline of one process, built from its resolved settings:
 // the meter provider, the exporter the settings choose (OTLP or console) and one periodic
 // reader, plus the Prometheus endpoint when `prometheus.port` is set (in addition to the
-// exporter, never instead of it; telemetry.md 7.5). With metrics inactive (enabled false,
-// metrics_enabled false or OTEL_SDK_DISABLED) the provider is disabled: its instruments are
-// empty handles and no thread or endpoint is started.
+// exporter, never instead of it). With metrics inactive (enabled false, metrics_enabled false or
+// OTEL_SDK_DISABLED) the provider is disabled: its instruments are empty handles and no thread or
+// endpoint is started.
 //
 // Create it at process start, before the HTTP client pool; call shutdown() on orderly exit
-// (bounded to 5 s, decision D5). Thread-safety: as MeterProvider and PeriodicReader.
+// (bounded to 5 s: docs/design/telemetry-contract.md#shutdown-flush). Thread-safety: as
+// MeterProvider and PeriodicReader.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -46,7 +47,8 @@ class MetricsPipeline final : public telemetry::MetricsPipelineBase {
   bool shutdown(std::chrono::milliseconds wait = telemetry::kShutdownBound) override;
 
   // What the pipeline did so far: the reader's exports and failures and, with the OTLP exporter,
-  // its sent, dropped and retried counts (drops are logged, never exported: telemetry.md 10).
+  // its sent, dropped and retried counts (drops are logged, never exported:
+  // docs/design/telemetry-contract.md#not-exported).
   // After shutdown(): the figures at the end of shutdown. All zero when inactive.
   struct Stats {
     telemetry::PeriodicReader::Stats reader;
@@ -73,12 +75,12 @@ std::unique_ptr<telemetry::MetricsPipelineBase> make_metrics_pipeline(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv);
 
-// The span exporter the settings choose (telemetry.md 7.1), as a PipelineFactory::BuildSpans.
+// The span exporter the settings choose (OTLP or console), as a PipelineFactory::BuildSpans.
 std::unique_ptr<telemetry::SpanExporter> make_span_exporter(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv);
 
-// The OTLP log-record exporter (telemetry.md 8.4), as a PipelineFactory::BuildLogs.
+// The OTLP log-record exporter, as a PipelineFactory::BuildLogs.
 std::unique_ptr<telemetry::LogExporter> make_log_exporter(
     const telemetry::TelemetrySettings& settings, const telemetry::ProcessIdentity& identity,
     const std::string& run_id, const telemetry::GetEnv& getenv);

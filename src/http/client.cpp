@@ -191,9 +191,9 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 
   // --- leases: a slot and a connection for one attempt ---
 
-  // A slot of the ledger and a connection, borrowed for one attempt (style.md 5: an RAII handle
-  // that returns itself). give_back() returns both after the exchange; a lease dropped without
-  // it (an error, the loop's teardown) closes its connection and frees its slot.
+  // A slot of the ledger and a connection, borrowed for one attempt (an RAII handle that returns
+  // itself). give_back() returns both after the exchange; a lease dropped without it (an error, the
+  // loop's teardown) closes its connection and frees its slot.
   struct Lease {
     Pool& pool;
     Host& host;
@@ -327,11 +327,11 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
 
   // --- the request loop: redirects, retries, the budget ---
 
-  // telemetry.md 8.2-8.3: with the `http_client` group on, one CLIENT span "HTTP <METHOD>"
-  // covers the whole logical request (pool waits, retries, redirects), and its traceparent (with
-  // the caller's tracestate and baggage) goes out on every attempt (request_head writes them).
-  // Started here, not in a coroutine wrapping request(): a request has one coroutine frame, traced
-  // or not.
+  // With the `http_client` group on, one CLIENT span "HTTP <METHOD>" covers the whole logical
+  // request (pool waits, retries, redirects), and its traceparent (with the caller's tracestate and
+  // baggage) goes out on every attempt (request_head writes them). Started here, not in a coroutine
+  // wrapping request(): a request has one coroutine frame, traced or not. See
+  // docs/design/telemetry-contract.md#spans-and-propagation.
   telemetry::Span client_span(ClientRequest& req) const {
     const std::string_view method = to_string(req.method);
     std::string name = "HTTP ";  // within the short-string buffer: no allocation

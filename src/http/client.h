@@ -1,9 +1,9 @@
 #pragma once
 // The process's HTTP client: one bounded connection pool shared by every outbound call
-// (runtime.md 8), over http:// or https:// (TLS 1.2+, peer certificate and host name verified
-// against the system trust store; see TlsError). No cookie jar: callers pass cookies per request
-// and read them from responses.
-// Not thread-safe: create it on the event loop that will use it and call it only from there.
+// (docs/reference/http-client.md), over http:// or https:// (TLS 1.2+, peer certificate and host
+// name verified against the system trust store; see TlsError). No cookie jar: callers pass cookies
+// per request and read them from responses. Not thread-safe: create it on the event loop that will
+// use it and call it only from there.
 #include "http/endpoint_health.h"
 #include "http/message.h"
 #include "http/retry_policy.h"
@@ -36,7 +36,8 @@ struct TlsFiles {
   std::string key_file;
 };
 
-// Pool parameters (telemetry.md 6.7). Defaults are upstream's; every field is per process.
+// Pool parameters (docs/reference/http-client.md#limits-top-level-config-keys). Defaults are
+// upstream's; every field is per process.
 struct PoolParams {
   std::size_t total_limit = 102400;                // connections in use; 0 = unlimited
   std::size_t per_host_limit = 1024;               // per host:port; 0 = unlimited
@@ -55,7 +56,7 @@ struct PoolParams {
   bool request_debug = false;  // global_aiohttp_client_request_debug
   TlsFiles tls;                // https:// peers: whom to trust, what to present
 
-  // Sizing inputs of the startup capacity report (telemetry.md 6.7); not enforced.
+  // Sizing inputs of the startup capacity report (one log line per process); not enforced.
   int workers = 1;                       // max(1, num_workers)
   std::size_t aggregate_total = 102400;  // before division by workers
   std::size_t aggregate_per_host = 1024;
@@ -111,8 +112,8 @@ struct ClientRequest {
   // Replaces the pool's read timeout (global_http_read_timeout_seconds) for this request; zero:
   // none. The collector's /run gets no answer byte until the rollout ends, however long that is.
   std::optional<std::chrono::milliseconds> read_timeout;
-  // The caller's trace (the handler's Request::trace): the parent of the CLIENT span, and what
-  // goes out as traceparent/tracestate/baggage (telemetry.md 8.2).
+  // The caller's trace (the handler's Request::trace): the parent of the CLIENT span, and what goes
+  // out as traceparent/tracestate/baggage (W3C propagation).
   telemetry::TraceContext trace;
   // When the client starts a CLIENT span for this request, its context is written here (the
   // collector puts the trace id of a failed rollout into its failure row).
@@ -217,7 +218,8 @@ class HttpClient {
   std::size_t in_use() const;
   std::size_t open_connections() const;
   // Whether requests get CLIENT spans (the tracer's `http_client` group is on): what a caller
-  // checks before building span attributes such as the rollout id (telemetry.md 8.1).
+  // checks before building span attributes such as the rollout id (a group that is off costs
+  // nothing).
   bool traced() const;
 
   struct Pool;

@@ -1,9 +1,9 @@
 #pragma once
-// Opening the client's connections (runtime.md 8.2): the name resolved once per destination,
-// a TCP connect with keep-alive socket options and, for https, the TLS handshake (TLS 1.2 or
-// newer, the peer's certificate and host name verified against the system trust store).
-// Internal to the HTTP client (client.cpp, client_exchange.cpp): Beast types stay out of the
-// public headers. Loop thread only.
+// Opening the client's connections (docs/reference/http-client.md#behaviour): the name resolved
+// once per destination, a TCP connect with keep-alive socket options and, for https, the TLS
+// handshake (TLS 1.2 or newer, the peer's certificate and host name verified against the system
+// trust store). Internal to the HTTP client (client.cpp, client_exchange.cpp): Beast types stay out
+// of the public headers. Loop thread only.
 #include "http/client.h"
 #include "http/retry_policy.h"
 
@@ -48,11 +48,11 @@ struct TransportError {
   std::string message;
 };
 
-// The client side of TLS (telemetry.md 7.2): TLS 1.2 or newer, the peer's certificate verified
-// against the system trust store (OpenSSL's default paths, so SSL_CERT_FILE and SSL_CERT_DIR
-// work as in any OpenSSL program), or against `files.ca_file` alone when it is set; with
-// `files.certificate_file` and `key_file`, this client's certificate for servers that ask for one.
-// Throws TlsError naming the file that cannot be loaded.
+// The client side of TLS (docs/reference/telemetry.md#exporting-over-https): TLS 1.2 or newer, the
+// peer's certificate verified against the system trust store (OpenSSL's default paths, so
+// SSL_CERT_FILE and SSL_CERT_DIR work as in any OpenSSL program), or against `files.ca_file` alone
+// when it is set; with `files.certificate_file` and `key_file`, this client's certificate for
+// servers that ask for one. Throws TlsError naming the file that cannot be loaded.
 std::unique_ptr<boost::asio::ssl::context> make_tls_context(const TlsFiles& files = {});
 
 // Resolves the name of `d` unless it already was. Returns the error ("cannot resolve <host>:

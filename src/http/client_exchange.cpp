@@ -41,8 +41,8 @@ TransportError exchange_failure(const boost::system::error_code& ec, bool reused
               : closed && sent                       ? AttemptFailure::closed_after_request
               : closed                               ? AttemptFailure::refused_or_closed
                                                      : AttemptFailure::other;
-  // Without the query string: the message reaches failure rows, spans and logs (telemetry.md
-  // 8.3: query strings are never attached), and a query may hold a key.
+  // Without the query string: the message reaches failure rows, spans and logs (where query strings
+  // are never attached), and a query may hold a key.
   e.message = (ec == beast::error::timeout ? timeout_text : ec.message()) + " (" +
               to_string(method).data() + " " + url.substr(0, url.find('?')) + ")";
   if (e.failure == AttemptFailure::closed_after_request)

@@ -1,8 +1,7 @@
 #pragma once
-// One request and its response on an open client connection (runtime.md 8.2): the request
-// written, the response read, and when that failed, how (a connection closed before any response
-// may be retried; a reused keep-alive connection closed under us is stale). Internal to the HTTP
-// client. Loop thread only.
+// One request and its response on an open client connection: the request written, the response
+// read, and when that failed, how (a connection closed before any response may be retried; a reused
+// keep-alive connection closed under us is stale). Internal to the HTTP client. Loop thread only.
 #include "http/client.h"
 #include "http/client_connection.h"
 #include "http/url.h"
@@ -39,13 +38,13 @@ boost::asio::awaitable<Exchange> exchange(ClientConnection& c, const Url& u,
                                           const telemetry::TraceContext* propagated);
 
 // The request line and header block of a request for `u` (HTTP/1.1): Host (unless the caller's
-// headers have one), Content-Type application/json for a body (likewise), the caller's headers
-// (a later one replaces an earlier one of the same name; Content-Length and Transfer-Encoding
-// are the client's own), the cookies as one Cookie header, with `propagated` its traceparent and
-// (when not empty) its tracestate and baggage in place of the caller's (telemetry.md 8.2),
-// Content-Length as Beast's prepare_payload writes it, and the blank line. Written as one string
-// rather than Beast fields: each field costs Beast an allocation and a pass through its serializer
-// per request. Throws RequestError for a header that would end its line early.
+// headers have one), Content-Type application/json for a body (likewise), the caller's headers (a
+// later one replaces an earlier one of the same name; Content-Length and Transfer-Encoding are the
+// client's own), the cookies as one Cookie header, with `propagated` its traceparent and (when not
+// empty) its tracestate and baggage in place of the caller's (W3C propagation), Content-Length as
+// Beast's prepare_payload writes it, and the blank line. Written as one string rather than Beast
+// fields: each field costs Beast an allocation and a pass through its serializer per request.
+// Throws RequestError for a header that would end its line early.
 std::string request_head(const Url& u, const ClientRequest& req, Method method,
                          std::size_t body_size,
                          const telemetry::TraceContext* propagated = nullptr);

@@ -1,7 +1,7 @@
 #pragma once
 // Whether an external endpoint (a model server's OpenAI-compatible endpoint) is up, judged from
-// every attempt of every call this process makes to it (docs/model-servers.md). When every
-// attempt failed (refused, reset, timed out, or answered 5xx) for `unavailable_after`, it is
+// every attempt of every call this process makes to it (docs/reference/model-servers.md). When
+// every attempt failed (refused, reset, timed out, or answered 5xx) for `unavailable_after`, it is
 // unavailable: the client then ends a call at its next failed attempt instead of retrying until
 // the retry budget runs out, so a dead endpoint fails rollouts in a minute, not in five. Any
 // answer but a 5xx makes it healthy again at once; a 429 too (a rate limit means it is alive).

@@ -28,9 +28,9 @@ bool iequals(std::string_view a, std::string_view b) noexcept;
 // Case-insensitive header lookup; empty when absent.
 std::string_view find_header(const std::vector<Header>& headers, std::string_view name);
 
-// The W3C trace context headers of a request (telemetry.md 8.2), found in one pass: the first
-// `traceparent`, and every `tracestate` and every `baggage` header joined by commas, as W3C reads
-// repeated ones. The views point into the headers or into this object (not copyable).
+// The W3C trace context headers of a request, found in one pass: the first `traceparent`, and every
+// `tracestate` and every `baggage` header joined by commas, as W3C reads repeated ones. The views
+// point into the headers or into this object (not copyable).
 struct TraceHeaders {
   TraceHeaders() = default;
   TraceHeaders(const TraceHeaders&) = delete;
@@ -49,15 +49,15 @@ Cookies parse_cookie_header(std::string_view value);
 struct Request {
   Method method = Method::get;
   std::string target;  // as received, e.g. "/ng-rollout/abc/verify?x=1"
-  std::string path;    // routing path: no query, rollout prefix stripped (runtime.md 4.1)
+  std::string path;    // routing path: no query, no /ng-rollout/<id>/ prefix (as NeMo Gym)
   std::vector<Header> headers;
   std::string body;
   std::string session_id;  // set by the session middleware when the server has one
   std::string_view route;  // matched route template ("/verify", "/{path}"); empty for 404/405
-  // The trace the handler works in (telemetry.md 8.2): the SERVER span's context when the
-  // `server` group is on, baggage, and the rollout id of a `/ng-rollout/<id>/` prefix. Route
-  // wrappers that start a semantic span (gym.rollout, gym.verify, ...) replace it with theirs,
-  // and outbound calls pass it on (ClientRequest::trace).
+  // The trace the handler works in: the SERVER span's context when the `server` group is on,
+  // baggage, and the rollout id of a `/ng-rollout/<id>/` prefix. Route wrappers that start a
+  // semantic span (gym.rollout, gym.verify, ...) replace it with theirs, and outbound calls pass it
+  // on (ClientRequest::trace).
   telemetry::TraceContext trace;
 
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
@@ -72,7 +72,8 @@ struct Response {
 
   // A JSON response rendered the NeMo Gym way (core/json_text.h).
   static Response json(const boost::json::value& v, int status = 200);
-  // `{"detail": <detail>}` error bodies of runtime.md 4.2.
+  // `{"detail": <detail>}` error bodies
+  // (docs/design/wire-compatibility.md#error-statuses-and-bodies).
   static Response detail(int status, const boost::json::value& detail);
 };
 

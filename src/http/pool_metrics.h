@@ -1,8 +1,8 @@
 #pragma once
-// The pool metrics of one HTTP client (telemetry.md 6.7), recorded through the
-// gym_metrics facade: connect_total per acquisition, one queue-duration sample
-// per acquisition that waited. Not thread-safe, like the client it observes;
-// the metrics must outlive the client's pool.
+// The pool metrics of one HTTP client (docs/design/telemetry-contract.md#metrics), recorded through
+// the gym_metrics facade: connect_total per acquisition, one queue-duration sample per acquisition
+// that waited. Not thread-safe, like the client it observes; the metrics must outlive the client's
+// pool.
 #include "http/client.h"
 #include "telemetry/gym_metrics.h"
 

@@ -12,7 +12,8 @@ namespace gym::http {
 PoolParams PoolParams::from_config(const boost::json::object& cfg, int num_workers) {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   const auto workers = static_cast<std::int64_t>(std::max(1, num_workers));
-  // Aggregate limits are per server; each worker enforces its share (telemetry.md 6.7).
+  // Aggregate limits are per server; each worker enforces its share
+  // (docs/design/limits.md#connection-pool).
   auto share = [&](std::string_view key, std::int64_t def) -> std::size_t {
     std::int64_t aggregate = core::get_int(cfg, key, def, 0, kMax);
     std::int64_t per_worker = aggregate / workers;

@@ -87,8 +87,8 @@ RetryDecision RetryPolicy::after_response(int status, Clock::time_point now,
 }
 
 RetryDecision RetryPolicy::after_failure(AttemptFailure failure, Clock::time_point now) {
-  // A refused TLS handshake fails the same way on every try (runtime.md 8.3 retries
-  // connection-level failures only); the caller sees why at once.
+  // A refused TLS handshake fails the same way on every try (only connection-level failures are
+  // retried); the caller sees why at once.
   if (failure == AttemptFailure::tls) return {RetryAction::fail_tls};
   // A server that took the request and went silent (hung, stopped): waiting the read timeout
   // again would only double the stall, and the request may have been acted on.

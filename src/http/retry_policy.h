@@ -1,8 +1,8 @@
 #pragma once
-// When an HTTP call is tried again (runtime.md 8.3), as a pure decision: no sockets, no timers,
-// the time is passed in. It owns the statuses that mean "try again later" for every caller: the
-// client's external calls, the OTLP exporter (exporters/otlp/retry.h) and the collector's failure
-// classes (rollouts/collector.cpp).
+// When an HTTP call is tried again (docs/design/failures-and-retries.md#outbound-http-calls), as a
+// pure decision: no sockets, no timers, the time is passed in. It owns the statuses that mean "try
+// again later" for every caller: the client's external calls, the OTLP exporter
+// (exporters/otlp/retry.h) and the collector's failure classes (rollouts/collector.cpp).
 //
 // | Outcome of an attempt           | internal call        | external call                       |
 // | ------------------------------- | -------------------- | ----------------------------------- |
@@ -31,7 +31,7 @@
 namespace gym::http {
 
 // Gym-internal calls return every HTTP status to the caller; external calls (to upstream model
-// endpoints) retry 429/5xx as runtime.md 8.3 says.
+// endpoints) retry 429/5xx as the table above says.
 enum class CallKind { internal, external };
 
 // Why an attempt got no response.

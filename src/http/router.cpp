@@ -57,7 +57,9 @@ std::string exception_type(const std::exception& e) {
 }
 
 Response exception_response(const std::exception& e) {
-  return Response::json(json::string(exception_type(e) + ": " + e.what()), 500);
+  const auto* with_status = dynamic_cast<const StatusError*>(&e);
+  return Response::json(json::string(exception_type(e) + ": " + e.what()),
+                        with_status ? with_status->status() : 500);
 }
 
 Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema) {

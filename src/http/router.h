@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -20,7 +21,19 @@ using JsonHandler = std::function<boost::asio::awaitable<Response>(Request&, boo
 // Wraps a handler of a JSON body: malformed JSON -> 400, schema violations -> 422.
 Handler json_route(JsonHandler handler, std::shared_ptr<const Schema> schema = nullptr);
 
-// 500 body for an exception escaping a handler: the JSON string "<error type>: <message>".
+// An error a handler throws to answer with a status of its own instead of 500.
+class StatusError : public std::runtime_error {
+ public:
+  StatusError(int status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+// The body for an exception escaping a handler: the JSON string "<error type>: <message>", with
+// the status of a StatusError, else 500.
 Response exception_response(const std::exception& e);
 // The exception's class name without namespaces ("runtime_error", "DownstreamError").
 std::string exception_type(const std::exception& e);

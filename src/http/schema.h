@@ -1,6 +1,7 @@
 #pragma once
-// Request-body schemas validated with the lax coercions of upstream's request validation
-// (pydantic via FastAPI); violations become the `{"detail": [...]}` 422 body (runtime.md 4.2).
+// Request-body schemas validated with the lax coercions of upstream's request validation (pydantic
+// via FastAPI); violations become the `{"detail": [...]}` 422 body
+// (docs/reference/http-server.md#statuses-and-bodies).
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 

@@ -72,8 +72,7 @@ struct HttpServer::Loop {
       cookie.emplace(o.session_cookie_name, o.session_signing_key);
   }
 
-  // Records the server metrics (telemetry.md 6.6) and SERVER spans (8.1) from now on; null,
-  // disabled or the group off: none.
+  // Records the server metrics and SERVER spans from now on; null, disabled or the group off: none.
   void bind(const ServerInstrumentation& in) {
     if (in.metrics && in.metrics->enabled()) metrics = std::make_unique<ServerSeries>(*in.metrics);
     if (in.tracer && in.tracer->on(telemetry::SpanGroup::server)) tracer = in.tracer;
@@ -102,7 +101,8 @@ struct HttpServer::Loop {
     });
   }
 
-  // The session of a request: the id of a valid signed cookie, else a new one (runtime.md 4.3).
+  // The session of a request: the id of a valid signed cookie, else a new one
+  // (docs/reference/http-server.md#session-cookies).
   std::string session_for(std::string_view cookie_value) const {
     std::optional<std::string> id;
     if (!cookie_value.empty()) id = cookie->verify(cookie_value);
@@ -361,9 +361,9 @@ Request to_request(bhttp::request<bhttp::string_body>&& in) {
   return req;
 }
 
-// telemetry.md 8.2-8.3: with the `server` group on, the caller's trace context (traceparent,
-// tracestate, baggage) is extracted and the request runs under a SERVER span named
-// "<METHOD> <route>" ("<METHOD>" when no route matched); the handler's context is that span's.
+// With the `server` group on, the caller's trace context (traceparent, tracestate, baggage) is
+// extracted and the request runs under a SERVER span named "<METHOD> <route>" ("<METHOD>" when no
+// route matched); the handler's context is that span's.
 telemetry::Span server_span(const Loop& loop, Request& req) {
   req.trace.rollout_id = std::string(rollout_id_of(req.target));
   if (!loop.tracer) return {};
@@ -498,8 +498,8 @@ asio::awaitable<bool> write_response(Session& s, const Request& req, Response& r
   co_return !ec && keep_alive;
 }
 
-// One connection: read a request, handle it, write the response, until the client or the
-// server ends it (style.md 4).
+// One connection: read a request, handle it, write the response, until the client or the server
+// ends it.
 asio::awaitable<void> connection(Loop& loop, tcp::socket socket,
                                  std::shared_ptr<ClientWatch> watch) {
   Session s(loop, std::move(socket));

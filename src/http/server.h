@@ -1,8 +1,8 @@
 #pragma once
-// Async HTTP/1.1 server: one event loop per serving process, one coroutine per connection,
-// bounded inputs, graceful shutdown on SIGINT/SIGTERM, optional forked workers (runtime.md 3.7,
-// 3.8, 4.1-4.3). Beast stays inside server.cpp (and its internal server_metrics.h); the
-// supervisor of forked workers is server_workers.cpp.
+// Async HTTP/1.1 server: one event loop per serving process, one coroutine per connection, bounded
+// inputs, graceful shutdown on SIGINT/SIGTERM, optional forked workers
+// (docs/reference/http-server.md, docs/design/processes.md#workers). Beast stays inside server.cpp
+// (and its internal server_metrics.h); the supervisor of forked workers is server_workers.cpp.
 #include "http/router.h"
 
 #include <boost/asio/io_context.hpp>
@@ -22,7 +22,7 @@ class Tracer;
 namespace gym::http {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";                  // D12: loopback unless configured
+  std::string host = "127.0.0.1";                  // loopback unless configured
   std::uint16_t port = 0;                          // 0: the OS chooses
   std::size_t max_body_bytes = 64ull << 20;        // http_max_request_body_bytes -> 413
   std::size_t max_header_bytes = 64u << 10;        // request head limit -> 431
@@ -36,7 +36,7 @@ struct ServerOptions {
   std::chrono::milliseconds keep_alive_idle{30'000};   // idle connection lifetime
   std::chrono::milliseconds shutdown_grace{500};       // in-flight requests at shutdown
   std::chrono::milliseconds worker_stop_grace{7'000};  // root waits this long for workers
-  int num_workers = 1;                                 // > 1: forked workers (D13)
+  int num_workers = 1;                                 // > 1: forked workers
   std::string session_cookie_name;                     // empty: no session middleware
   std::string session_signing_key;  // HMAC key of the cookies; empty: process_session_key()
   bool access_log = false;          // uvicorn_logging_show_200_ok
@@ -50,8 +50,8 @@ struct ServerStats {
   std::uint64_t requests = 0;
 };
 
-// What a serving process records its requests into: the server metrics (telemetry.md 6.6) and
-// SERVER spans (8.1, with context extraction); either may be null.
+// What a serving process records its requests into: the server metrics and SERVER spans (with
+// context extraction); either may be null.
 struct ServerInstrumentation {
   const telemetry::GymMetrics* metrics = nullptr;
   const telemetry::Tracer* tracer = nullptr;
@@ -79,8 +79,8 @@ class HttpServer {
   // Binds and listens; returns the bound port. Throws std::runtime_error naming host:port.
   std::uint16_t bind();
   std::uint16_t port() const { return port_; }  // the bound port (0 before bind)
-  // Serves until SIGINT or SIGTERM, then shuts down gracefully. Returns the exit code.
-  // With num_workers > 1 this process forks the workers and supervises them (runtime.md 3.6).
+  // Serves until SIGINT or SIGTERM, then shuts down gracefully. Returns the exit code. With
+  // num_workers > 1 this process forks the workers and supervises them.
   int run(const ServeHooks& hooks = {});
 
   // Serves on a loop the caller owns and runs, with no signal handling (the orchestrator's

@@ -1,7 +1,7 @@
 #pragma once
-// The HTTP server's metrics (telemetry.md 6.6) as server.cpp records them: the series of one
-// loop, bound once, and the measurement of one request. Internal to server.cpp (hence the Beast
-// type); inline, since they run on every request. Loop thread only.
+// The HTTP server's metrics (docs/design/telemetry-contract.md#metrics) as server.cpp records them:
+// the series of one loop, bound once, and the measurement of one request. Internal to server.cpp
+// (hence the Beast type); inline, since they run on every request. Loop thread only.
 #include "telemetry/gym_metrics.h"
 
 #include <boost/beast/http/message.hpp>
@@ -17,9 +17,8 @@
 namespace gym::http {
 
 // The bound series of one loop's server metrics. A server sees few attribute sets: its routes x
-// methods x statuses, and the one or two Host values its clients send. Each is bound the first
-// time and found again by pointer and short string compares instead of the SDK's sort-and-hash
-// lookup (style.md 3).
+// methods x statuses, and the one or two Host values its clients send. Each is bound the first time
+// and found again by pointer and short string compares instead of the SDK's sort-and-hash lookup.
 class ServerSeries {
  public:
   explicit ServerSeries(const telemetry::GymMetrics& metrics) : metrics_(metrics) {}

@@ -1,6 +1,6 @@
-// The supervisor of forked server workers (runtime.md 3.8, D13): it restarts a worker that dies
-// (at most 5 deaths within 60 s), and on SIGINT/SIGTERM stops accepting, passes SIGTERM on to
-// the workers and SIGKILLs those still running after worker_stop_grace. No event loop here:
+// The supervisor of forked server workers (docs/design/processes.md#workers): it restarts a worker
+// that dies (at most 5 deaths within 60 s), and on SIGINT/SIGTERM stops accepting, passes SIGTERM
+// on to the workers and SIGKILLs those still running after worker_stop_grace. No event loop here:
 // signals and worker exits are taken synchronously.
 #include "http/server.h"
 

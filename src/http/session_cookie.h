@@ -1,10 +1,10 @@
 #pragma once
-// Signed session cookies of runtime.md 4.3. The cookie is named `<ServerClass>___<instance>`.
-// Upstream signs with that public name, so anyone who reaches a server can forge another
-// session's cookie; gym-cpp signs with a secret key instead: one random key per deployment,
-// handed to its servers privately (kSessionKeyVariable), so every worker and every restart
-// within the deployment accepts the others' cookies. Clients only echo cookies, so this stays
-// wire-compatible.
+// Signed session cookies (docs/reference/http-server.md#session-cookies). The cookie is named
+// `<ServerClass>___<instance>`. Upstream signs with that public name, so anyone who reaches a
+// server can forge another session's cookie; gym-cpp signs with a secret key instead: one random
+// key per deployment, handed to its servers privately (kSessionKeyVariable), so every worker and
+// every restart within the deployment accepts the others' cookies. Clients only echo cookies, so
+// this stays wire-compatible.
 #include <memory>
 #include <optional>
 #include <string>

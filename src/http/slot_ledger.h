@@ -1,5 +1,6 @@
 #pragma once
-// The connection pool's limits and FIFO wait queue, without I/O (runtime.md 8.1).
+// The connection pool's limits and FIFO wait queue, without I/O
+// (docs/reference/http-client.md#behaviour).
 //
 // A slot is one connection in use (including one still being opened). An acquisition is granted
 // at once when its destination is below the per-host limit and the process is below the total

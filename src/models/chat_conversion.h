@@ -1,6 +1,6 @@
 #pragma once
 // OpenAI Responses <-> Chat Completions, as NeMo Gym's vllm_model converts them
-// (docs/model-servers.md has the table). Pure functions over JSON: no I/O, no config.
+// (docs/reference/model-servers.md has the table). Pure functions over JSON: no I/O, no config.
 //
 // Request: Responses create params -> Chat Completions create params (input items become
 // messages; reasoning items become <think> text of the next assistant message; function calls

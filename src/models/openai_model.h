@@ -1,5 +1,5 @@
 #pragma once
-// openai_model and azure_openai_model (docs/model-servers.md): model servers in front of
+// openai_model and azure_openai_model (docs/reference/model-servers.md): model servers in front of
 // OpenAI's API, an Azure OpenAI deployment, or any endpoint that speaks the Responses API.
 //
 // openai_model (class SimpleModelServer): POST /v1/responses and /v1/chat/completions are

@@ -1,6 +1,6 @@
 #pragma once
-// replay_model (environments.md 8): a model server that answers POST /v1/responses by replaying
-// recorded NeMo Gym rollouts. Class ReplayResponsesAPIModel (cookie prefix).
+// replay_model (docs/reference/replay-model.md): a model server that answers POST /v1/responses by
+// replaying recorded NeMo Gym rollouts. Class ReplayResponsesAPIModel (cookie prefix).
 #include "core/config.h"
 #include "models/replay_store.h"
 #include "servers/registry.h"
@@ -20,7 +20,7 @@ struct ReplayModelConfig {
 // Reads and checks the instance's keys (8.1). An empty `rollouts_jsonl_fpaths` derives
 // `<dir>/<name>_rollouts.jsonl` from `input_jsonl_fpath` and every agent dataset's
 // `jsonl_fpath`, keeping those that exist. Relative paths resolve against `search_roots`
-// (runtime.md 6.2). Throws core::ConfigError naming the key: a listed file missing, no file
+// (the search roots). Throws core::ConfigError naming the key: a listed file missing, no file
 // found, or a bad value.
 ReplayModelConfig read_replay_model_config(const boost::json::object& global,
                                            const core::ServerInstance& instance,

@@ -22,7 +22,7 @@ namespace {
 constexpr std::string_view kFunctionCallOutput = "function_call_output";
 
 // Replayed and recorded values compare with booleans apart from numbers (true != 1), the
-// equality of their canonical texts (environments.md 8.3).
+// equality of their canonical texts.
 bool same_json(const json::value& a, const json::value& b) {
   return python_compat::json_equal(a, b, python_compat::BoolRule::distinct);
 }

@@ -1,8 +1,8 @@
 #pragma once
-// The recorded rollouts a replay model answers from (environments.md 8.2-8.4): loading,
-// normalisation, lookup by input prefix, choice among candidates, per-session bindings and the
-// answer envelope. Plain data and logic, no I/O besides reading the files: one instance per
-// server event loop (not thread-safe).
+// The recorded rollouts a replay model answers from
+// (docs/reference/replay-model.md#how-an-answer-is-found): loading, normalisation, lookup by input
+// prefix, choice among candidates, per-session bindings and the answer envelope. Plain data and
+// logic, no I/O besides reading the files: one instance per server event loop (not thread-safe).
 #include "models/session_bindings.h"
 
 #include <boost/json/array.hpp>

@@ -1,10 +1,11 @@
 #pragma once
-// vllm_model's on-policy check (a gym-cpp extension beyond NeMo Gym, docs/model-servers.md): with
-// token ids, each turn's prompt must extend the tokens of the turn before, its prompt_token_ids
-// followed by its generation_token_ids. When it does not, the trainer would learn from tokens the
-// model never saw in that order (typically a chat template that drops earlier turns' reasoning),
-// so the break is counted, logged and, with `on_token_contiguity_break: fail`, fails the turn.
-// Pure functions; the model server owns the metric, the log and the answer.
+// vllm_model's on-policy check (a gym-cpp extension beyond NeMo Gym,
+// docs/reference/model-servers.md): with token ids, each turn's prompt must extend the tokens of
+// the turn before, its prompt_token_ids followed by its generation_token_ids. When it does not, the
+// trainer would learn from tokens the model never saw in that order (typically a chat template that
+// drops earlier turns' reasoning), so the break is counted, logged and, with
+// `on_token_contiguity_break: fail`, fails the turn. Pure functions; the model server owns the
+// metric, the log and the answer.
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 

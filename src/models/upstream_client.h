@@ -1,8 +1,9 @@
 #pragma once
 // The calls a live model server makes to its OpenAI-compatible endpoint (vLLM, OpenAI, Azure, a
 // gateway): JSON POSTs through the process's HTTP client as external calls (429/5xx retried
-// within the retry budget, runtime.md 8.3), and the answer a failed call gives our caller. The
-// API key travels only in the request headers: it is never part of a message.
+// within the retry budget: docs/design/failures-and-retries.md#model-endpoints), and the answer a
+// failed call gives our caller. The API key travels only in the request headers: it is never part
+// of a message.
 #include "core/secrets.h"
 #include "http/client.h"
 #include "http/endpoint_health.h"

@@ -1,8 +1,9 @@
 #pragma once
 // vllm_model: a Responses API model server in front of an OpenAI-compatible Chat Completions
-// endpoint (vLLM, SGLang, any gateway), with upstream's config keys (docs/model-servers.md).
-// POST /v1/responses converts to Chat Completions (models/chat_conversion.h) and back;
-// POST /v1/chat/completions is forwarded with the same preprocessing. Class VLLMModel.
+// endpoint (vLLM, SGLang, any gateway), with upstream's config keys
+// (docs/reference/model-servers.md). POST /v1/responses converts to Chat Completions
+// (models/chat_conversion.h) and back; POST /v1/chat/completions is forwarded with the same
+// preprocessing. Class VLLMModel.
 #include "core/config.h"
 #include "models/chat_conversion.h"
 #include "servers/registry.h"

@@ -9,6 +9,7 @@
 #include "http/server.h"
 #include "http/session_cookie.h"
 #include "http/url.h"
+#include "orchestrator/deployment_plan.h"
 #include "orchestrator/descendants.h"
 #include "orchestrator/model_preflight.h"
 #include "orchestrator/placement.h"
@@ -61,7 +62,7 @@ struct Child {
   core::ServerInstance instance;
   std::string host;
   int port = 0;
-  std::optional<ExternalCommand> external;  // R1: not built in, started from its folder
+  std::optional<ExternalCommand> external;  // not built in, started from its folder
   std::optional<Node> remote_node;          // issue 16: started there through srun
   SpawnedServer process;
   bool ready = false;
@@ -234,67 +235,34 @@ class Deployment::Impl {
     start_time_ =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
-    core::ConfigOrigins origins;
-    cfg_ = core::load_config(sources_, &origins);
-    core::validate_server_instances(cfg_, implementations_, sources_.search_roots, &origins);
-    auto instances = core::find_server_instances(cfg_, &origins);
-    if (instances.empty())
-      throw core::ConfigError(
-          "no server instance is configured: add one with --config FILE or a selector such as "
-          "--resources-server example_single_tool_call");
-    // use_absolute_ip: servers listen on the address of their node, spread over a Slurm
-    // allocation's nodes when there is one.
-    Placement placement;  // none: every server here
-    if (core::get_bool(cfg_, "use_absolute_ip", false)) {
-      placement = place_servers(instances, allocation_nodes(std::getenv, run_command));
-      apply_placement_hosts(cfg_, instances, placement);
-      instances = core::find_server_instances(cfg_);
-    }
-    std::set<std::string> remote;
-    for (const auto& inst : instances)
-      if (placement.remote(inst.name)) remote.insert(inst.name);
-    for (const auto& warning : check_listen_hosts(cfg_, instances)) spdlog::warn("{}", warning);
-    // Invalid telemetry values stop us here, before anything starts (ConfigError).
     const auto getenv = telemetry::process_env();
-    auto telemetry_settings = telemetry::resolve_checked_settings(cfg_, getenv, pipelines_);
-    const bool prometheus =
-        telemetry_settings.metrics_active() && telemetry_settings.prometheus_port;
-    // runtime.md 3.3: random server ports avoid the Prometheus ports of telemetry.md 7.5.
-    // The chosen ports stay held until the servers listen: a deployment starting beside this
-    // one cannot choose them meanwhile.
-    std::vector<PortHold> port_holds;
-    assign_ports(cfg_, instances,
-                 prometheus ? prometheus_ports(instances, *telemetry_settings.prometheus_port)
-                            : std::set<std::int64_t>{},
-                 &port_holds, remote);
-    instances = core::find_server_instances(cfg_);
-    // telemetry.md 3.3: the children get only the run id; each resolves the rest of its
-    // telemetry from the merged config.
-    std::vector<std::string> child_env;
-    const auto run_id = telemetry::resolve_run_id(telemetry_settings, getenv);
-    for (const auto& [key, value] : telemetry::child_environment(telemetry_settings, run_id))
-      child_env.push_back(key + "=" + value);
-    child_env.push_back(
-        std::string(telemetry::kShutdownBoundVariable) + "=" +
-        std::to_string((telemetry::kShutdownBound - telemetry::kSignalFlushBound).count()));
-    // One secret per deployment signs every server's session cookies (not in the config, so
-    // the head server never shows it).
-    child_env.push_back(std::string(http::kSessionKeyVariable) + "=" + http::new_session_key());
-    if (telemetry_settings.active()) {
-      // T3: a --no-serve collector reading the served config joins this run.
-      auto* block = cfg_.if_contains("telemetry");
-      if (!block || !block->is_object()) block = &(cfg_["telemetry"] = json::object());
-      block->as_object()["run_id"] = run_id;
-      if (prometheus) {
-        assign_prometheus_ports(cfg_, instances, *telemetry_settings.prometheus_port);
-        instances = core::find_server_instances(cfg_);
-      }
-    }
+    DeploymentPlan plan = plan_deployment(sources_, implementations_, pipelines_, getenv);
+    cfg_ = std::move(plan.config);
     // Before any server starts: a Prometheus port that cannot be bound fails here (exit 2).
     telemetry_ = std::make_unique<telemetry::ProcessTelemetry>(
-        pipelines_, telemetry_settings, telemetry::ProcessIdentity{"orchestrator", "orchestrator"},
-        run_id, telemetry::ProcessRole::orchestrator, getenv);
+        pipelines_, plan.telemetry, telemetry::ProcessIdentity{"orchestrator", "orchestrator"},
+        plan.run_id, telemetry::ProcessRole::orchestrator, getenv);
+    if (!start_head_server()) return 2;
+    create_children(plan.instances, plan.placement);
+    spawn_children(plan.child_env);
+    // gym.servers.active: the servers spawned, set right after the last spawn.
+    telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
+    pump_ = std::make_unique<OutputPump>(children_);
 
+    int code = wait_ready();
+    plan.port_holds.clear();
+    if (code == 0) code = probe_model_endpoints();
+    if (code == 0) start_memory_sampler();
+    if (code == 0) {
+      core::console::note("All %zu / %zu servers ready!\n%s", children_.size(), children_.size(),
+                          table().c_str());
+    }
+    return code;
+  }
+
+  // The head server, on the configured port or (0) one the OS chooses, which every server and
+  // client is then told. False when it cannot listen, said on stderr.
+  bool start_head_server() {
     auto addresses = core::DeploymentAddresses::from_config(cfg_);
     try {
       // It shows the config with its secrets masked (servers get theirs from the environment).
@@ -312,7 +280,7 @@ class Deployment::Impl {
                    "running, collect against it with `gym eval run --no-serve`), or choose "
                    "another port: ++head_server.port=%u\n",
                    e.what(), static_cast<unsigned>(free_port(addresses.head_host)));
-      return 2;
+      return false;
     }
     // head_server.port: 0 lets the OS choose; every server and client is told the port it chose.
     if (addresses.head_port == 0) {
@@ -323,13 +291,18 @@ class Deployment::Impl {
       std::lock_guard lock(head_yaml_mu_);
       head_yaml_ = core::to_yaml(core::masked_secrets(cfg_));
     }
-    const std::string yaml = core::to_yaml(cfg_);
     core::console::note("Head server at http://%s:%d\n", addresses.head_host.c_str(),
                         addresses.head_port);
+    return true;
+  }
 
+  // A Child for every server instance: where it listens and runs, its command when it is
+  // external, its log file with nemo_gym_log_dir.
+  void create_children(const std::vector<core::ServerInstance>& instances,
+                       const Placement& placement) {
     const std::string log_dir = core::get_string(cfg_, "nemo_gym_log_dir", "");
     children_.reserve(instances.size());
-    for (auto& inst : instances) {
+    for (const auto& inst : instances) {
       Child c;
       c.instance = inst;
       c.host = std::string(inst.config.at("host").as_string());
@@ -349,6 +322,11 @@ class Deployment::Impl {
       }
       children_.push_back(std::move(c));
     }
+  }
+
+  // Starts every server with the merged config and `child_env`.
+  void spawn_children(const std::vector<std::string>& child_env) {
+    const std::string yaml = core::to_yaml(cfg_);
     for (auto& c : children_) {
       // On another node: through srun; a built-in server reads a large config from the (shared)
       // working directory, and samples its own memory where this process cannot.
@@ -362,19 +340,6 @@ class Deployment::Impl {
               : spawn_server(c.instance.name, yaml, env, true, launcher,
                              c.remote_node ? std::filesystem::current_path().string() : "/tmp");
     }
-    // telemetry.md 6.5: the servers spawned, set right after the last spawn.
-    telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
-    pump_ = std::make_unique<OutputPump>(children_);
-
-    int code = wait_ready();
-    port_holds.clear();
-    if (code == 0) code = probe_model_endpoints();
-    if (code == 0) start_memory_sampler();
-    if (code == 0) {
-      core::console::note("All %zu / %zu servers ready!\n%s", children_.size(), children_.size(),
-                          table().c_str());
-    }
-    return code;
   }
 
   const json::object& config() const { return cfg_; }
@@ -483,7 +448,7 @@ class Deployment::Impl {
       for (auto& c : children_) {
         if (c.ready) continue;
         auto r = http_get(c.host, c.port, "/", std::chrono::seconds(5));
-        c.ready = r.outcome == ProbeOutcome::success;  // any HTTP answer (runtime.md 3.5)
+        c.ready = r.outcome == ProbeOutcome::success;  // any HTTP answer
         all = all && c.ready;
       }
       if (all) return 0;
@@ -516,7 +481,8 @@ class Deployment::Impl {
     }
   }
 
-  // runtime.md 3.5: every `*base_url` of a model server block must answer before we go on.
+  // Every `*base_url` of a model server block must answer before we go on
+  // (docs/design/processes.md#readiness).
   // Then the preflight: a live model server's `<base_url>/models` must list its model, so a
   // wrong URL or model name stops here instead of failing every rollout.
   int probe_model_endpoints() {
@@ -651,8 +617,8 @@ class Deployment::Impl {
     return text;
   }
 
-  // telemetry.md 6.8: once every server passed readiness, when metrics and memory profiling
-  // are on.
+  // The memory sampler: once every server passed readiness, when metrics and memory profiling are
+  // on.
   void start_memory_sampler() {
     const auto& settings = telemetry_->settings();
     if (!telemetry_->metrics_active() || !settings.memory_profiling_enabled) return;

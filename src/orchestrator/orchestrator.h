@@ -1,6 +1,6 @@
 #pragma once
-// `gym env start` and `gym env status` (runtime.md 3, 9.2, 9.3), and the deployment that
-// `gym eval run` starts around a collection (runtime.md 7.11).
+// `gym env start` and `gym env status` (docs/design/processes.md), and the deployment that `gym
+// eval run` starts around a collection.
 #include "core/config.h"
 #include "telemetry/process_telemetry.h"
 
@@ -16,7 +16,7 @@ namespace gym::orchestrator {
 // start() inherit the mask. Servers die with that thread (PR_SET_PDEATHSIG).
 class Deployment {
  public:
-  // `pipelines` builds the orchestrator's own metrics pipeline (its role: telemetry.md 2);
+  // `pipelines` builds the orchestrator's own metrics pipeline (its role: `orchestrator`);
   // `implementations` are the built-in implementations a config may name.
   Deployment(const core::ConfigSources& sources, telemetry::PipelineFactory pipelines,
              core::ImplCatalog implementations);
@@ -24,17 +24,17 @@ class Deployment {
 
   // Merges and validates the config (ConfigError), assigns ports, starts the head server and
   // every server, waits for readiness and the model endpoints. Returns 0 when all are ready,
-  // else the exit code of runtime.md 9.5 (2, 130, 143).
+  // else the exit code (2, 130, 143).
   int start();
   // The merged config with the assigned hosts and ports (valid after start()).
   const boost::json::object& config() const;
   // The orchestrator's telemetry (valid after start() got past config validation, else null).
-  // A collection inside this process records its pool metrics here (T2).
+  // A collection inside this process records its pool metrics here.
   telemetry::ProcessTelemetry* telemetry();
   // Waits up to `wait` for SIGINT/SIGTERM (returns 130/143) or a server exit (reports it, returns
   // 2); 0 when neither happened.
   int poll(std::chrono::milliseconds wait);
-  // runtime.md 3.7 and telemetry.md 7.6: stops the memory sampler, sets gym.servers.active to 0
+  // docs/design/processes.md#shutdown-order: stops the memory sampler, sets gym.servers.active to 0
   // and flushes, then SIGTERM, grace period, SIGKILL of the process groups; idempotent.
   void shutdown();
 
@@ -43,8 +43,7 @@ class Deployment {
   std::unique_ptr<Impl> impl_;
 };
 
-// Starts the deployment and supervises it until a signal or a server exit. Returns the exit code
-// of runtime.md 9.5.
+// Starts the deployment and supervises it until a signal or a server exit. Returns the exit code.
 int run_env_start(const core::ConfigSources& sources, const telemetry::PipelineFactory& pipelines,
                   const core::ImplCatalog& implementations);
 

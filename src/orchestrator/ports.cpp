@@ -50,7 +50,7 @@ std::uint16_t try_bind(const std::string& host, int port) {
   return bound;
 }
 
-// One Prometheus port per worker, one when num_workers <= 1 (telemetry.md 7.5).
+// One Prometheus port per worker, one when num_workers <= 1.
 std::int64_t prometheus_port_count(const core::ServerInstance& inst) {
   return std::max<std::int64_t>(1, core::get_int(inst.config, "num_workers", 1, 0, 4096));
 }

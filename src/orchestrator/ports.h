@@ -1,6 +1,6 @@
 #pragma once
-// Ports of a deployment (runtime.md 3.3, telemetry.md 7.5): checks before spawning servers and
-// the assignment written into the merged config.
+// Ports of a deployment (docs/design/processes.md#start-up): checks before spawning servers and the
+// assignment written into the merged config.
 #include "core/config.h"
 
 #include <boost/json/object.hpp>
@@ -52,11 +52,11 @@ class PortHold {
 // Gives every instance a host (`default_host` when it has none) and a port: an explicit port is
 // kept (std::runtime_error when it is taken on its host), the others get a random free port of
 // [port_range_low, port_range_high] other than the head server's, each other's and `reserved`
-// (the Prometheus ports when that endpoint is on, runtime.md 3.3). Writes the used ports to
-// `disallowed_ports`. `instances` are find_server_instances(cfg). With `holds`, every chosen
-// port is a PortHold appended there until the caller's servers listen: two deployments starting
-// at once never choose the same port. Ports of the instances named in `remote` (they run on
-// another node) cannot be checked from here: they are only kept apart from the others.
+// (the Prometheus ports when that endpoint is on). Writes the used ports to `disallowed_ports`.
+// `instances` are find_server_instances(cfg). With `holds`, every chosen port is a PortHold
+// appended there until the caller's servers listen: two deployments starting at once never choose
+// the same port. Ports of the instances named in `remote` (they run on another node) cannot be
+// checked from here: they are only kept apart from the others.
 void assign_ports(boost::json::object& cfg, const std::vector<core::ServerInstance>& instances,
                   const std::set<std::int64_t>& reserved = {},
                   std::vector<PortHold>* holds = nullptr, const std::set<std::string>& remote = {});

@@ -1,7 +1,6 @@
 #pragma once
-// Named selectors (runtime.md 6.3): `--resources-server NAME[/flavor]` and
-// `--model-type NAME[/flavor]` become config files, found in the search roots or else taken
-// from the presets compiled into the binary.
+// Named selectors: `--resources-server NAME[/flavor]` and `--model-type NAME[/flavor]` become
+// config files, found in the search roots or else taken from the presets compiled into the binary.
 #include <optional>
 #include <string>
 #include <vector>

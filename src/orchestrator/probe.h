@@ -1,6 +1,6 @@
 #pragma once
 // A minimal blocking HTTP GET for readiness and status probes. These never go through the
-// process's pooled client (telemetry.md 6.7: probes do not appear in pool metrics).
+// process's pooled client (probes do not appear in pool metrics).
 #include <chrono>
 #include <cstddef>
 #include <optional>

@@ -22,7 +22,7 @@ extern char** environ;
 
 namespace gym::orchestrator {
 
-constexpr std::size_t kMaxInlineConfig = 96 * 1024;  // R2: Linux caps one variable at 128 KiB
+constexpr std::size_t kMaxInlineConfig = 96 * 1024;  // Linux caps one variable at 128 KiB
 
 std::string self_executable() {
   char buf[4096];
@@ -79,7 +79,8 @@ SpawnedServer spawn_process(const std::string& instance, std::vector<std::string
   // async-signal-safe calls are allowed.
   std::string program = argv.at(0);
   if (program.find('/') == std::string::npos) {
-    std::string_view dirs = variable(env, "PATH");
+    const std::string path = variable(env, "PATH");
+    std::string_view dirs = path;  // views `path`, which must outlive it
     std::string found;
     while (found.empty() && !dirs.empty()) {
       auto colon = std::min(dirs.find(':'), dirs.size());
@@ -89,7 +90,7 @@ SpawnedServer spawn_process(const std::string& instance, std::vector<std::string
     }
     if (found.empty())
       throw std::runtime_error("server " + instance + ": '" + program +
-                               "' was not found in PATH (" + variable(env, "PATH") + ")");
+                               "' was not found in PATH (" + path + ")");
     program = found;
   }
   const std::string cannot_enter = "cannot enter " + cwd + "\n";

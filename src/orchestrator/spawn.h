@@ -1,9 +1,9 @@
 #pragma once
-// Starting server processes (runtime.md 3.4): the gym binary itself, executed directly, with the
-// merged config in NEMO_GYM_CONFIG_DICT (or a private file when it is too large) and the
-// instance name in NEMO_GYM_CONFIG_PATH; or an external server's own program (R1). Each child gets
-// its own process group and dies with the thread that spawned it (PR_SET_PDEATHSIG), so no server
-// outlives its orchestrator.
+// Starting server processes (docs/design/processes.md#spawning): the gym binary itself, executed
+// directly, with the merged config in NEMO_GYM_CONFIG_DICT (or a private file when it is too large)
+// and the instance name in NEMO_GYM_CONFIG_PATH; or an external server's own program. Each child
+// gets its own process group and dies with the thread that spawned it (PR_SET_PDEATHSIG), so no
+// server outlives its orchestrator.
 #include <sys/types.h>
 
 #include <string>
@@ -32,11 +32,11 @@ SpawnedServer spawn_server(const std::string& instance, const std::string& confi
                            const std::vector<std::string>& launcher = {},
                            const std::string& config_dir = "/tmp");
 
-// How an external server (runtime.md R1) is started, as upstream's ng_run starts it: in its
-// folder, `<folder>/.venv/bin/python <entrypoint>` when that venv exists (with VIRTUAL_ENV and
-// PATH as `source .venv/bin/activate` sets them), else `python3 <entrypoint>` from PATH; the
-// folder first on PYTHONPATH; the config inline in NEMO_GYM_CONFIG_DICT (upstream's servers
-// know no file variant).
+// How an external server is started, as upstream's ng_run starts it: in its folder,
+// `<folder>/.venv/bin/python <entrypoint>` when that venv exists (with VIRTUAL_ENV and PATH as
+// `source .venv/bin/activate` sets them), else `python3 <entrypoint>` from PATH; the folder first
+// on PYTHONPATH; the config inline in NEMO_GYM_CONFIG_DICT (upstream's servers know no file
+// variant).
 struct ExternalCommand {
   std::string folder;
   std::vector<std::string> argv;  // interpreter, entrypoint

@@ -1,4 +1,5 @@
-// `gym env status` (runtime.md 9.3): the servers the head server lists, each probed.
+// `gym env status` (docs/guides/running-servers.md#gym-env-status): the servers the head server
+// lists, each probed.
 #include "orchestrator/orchestrator.h"
 
 #include "core/config.h"

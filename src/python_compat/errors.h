@@ -1,6 +1,6 @@
 #pragma once
 // Python's exception types under Python's names: a verifier that fails where upstream raises
-// answers 500 with the same "<type>: <message>" body (runtime.md 4.2), e.g. "KeyError: 'x'"
+// answers 500 with the same "<type>: <message>" body, e.g. "KeyError: 'x'"
 // (http::exception_response names an exception by its unqualified C++ type).
 #include <stdexcept>
 

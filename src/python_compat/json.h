@@ -1,6 +1,6 @@
 #pragma once
-// Python's view of JSON values (environments.md 1.3): json.loads and the type a value has in
-// Python. Equality of JSON values is json_equal.h's.
+// Python's view of JSON values (docs/reference/python-compat.md): json.loads and the type a value
+// has in Python. Equality of JSON values is json_equal.h's.
 //
 // Thread safety: every function is reentrant.
 #include <boost/json/value.hpp>

@@ -3,9 +3,8 @@
 // unordered, arrays in order, numbers by exact value across integers and floats (1 == 1.0,
 // 2**53 + 1 != 2.0**53), NaN equal to nothing, strings never equal to numbers. Whether a
 // boolean is a number is the caller's choice (BoolRule):
-// - the verifiers compare as Python's == does (environments.md 1.3): true == 1, false == 0.0;
-// - the replay model matches recorded items (environments.md 8.3) with booleans apart from
-//   numbers: true != 1.
+// - the verifiers compare as Python's == does: true == 1, false == 0.0;
+// - the replay model matches recorded items with booleans apart from numbers: true != 1.
 //
 // Thread safety: every function is reentrant.
 #include <boost/json/value.hpp>

@@ -1,6 +1,6 @@
 #pragma once
-// LaTeX answer wrappers as upstream's verifiers remove them (environments.md, mcqa and
-// string_match), with Python's `re` semantics.
+// LaTeX answer wrappers as upstream's verifiers remove them (mcqa and string_match: their READMEs
+// under environments/), with Python's `re` semantics.
 //
 // Thread safety: reentrant.
 #include <string>

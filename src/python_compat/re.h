@@ -1,6 +1,6 @@
 #pragma once
-// Python's `re` over PCRE2 (environments.md 1.3). Offsets are byte offsets into the UTF-8
-// subject (they delimit the same substrings as Python's code-point offsets).
+// Python's `re` over PCRE2 (docs/reference/python-compat.md). Offsets are byte offsets into the
+// UTF-8 subject (they delimit the same substrings as Python's code-point offsets).
 //
 // Thread safety: a compiled PyRegex may be shared by threads.
 #include <cstddef>

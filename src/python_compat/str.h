@@ -1,6 +1,6 @@
 #pragma once
-// Python's str methods over Unicode code points (environments.md 1.3), as the verifiers use
-// them: UTF-8 in and out, ICU for character properties, case mapping and NFKC.
+// Python's str methods over Unicode code points (docs/reference/python-compat.md), as the verifiers
+// use them: UTF-8 in and out, ICU for character properties, case mapping and NFKC.
 //
 // Thread safety: every function is reentrant.
 #include <cstddef>

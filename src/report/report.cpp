@@ -28,7 +28,7 @@ using telemetry::NumberPoint;
 namespace {
 
 // The exported names the report reads come from the facade (gym_metrics.h); the resource
-// attribute keys are those of telemetry.md 4.
+// attribute keys are those of docs/design/telemetry-contract.md#resource-attributes.
 namespace metric = telemetry::metric_names;
 
 namespace key {
@@ -77,8 +77,8 @@ std::string server_name_of(const AttributeSet& resource) {
   return "(unnamed)";
 }
 
-// Processes are told apart by service.instance.id (D6); a resource without one (not written by
-// gym-cpp) falls back to its server name and pid.
+// Processes are told apart by service.instance.id (unique per process and worker); a resource
+// without one (not written by gym-cpp) falls back to its server name and pid.
 std::string process_key(const AttributeSet& resource) {
   if (const std::string* id = string_attribute(resource, key::kInstanceId)) return *id;
   auto pid = int_attribute(resource, key::kPid);
@@ -447,8 +447,7 @@ void ReportReader::add_line(std::string_view raw, std::string_view source) {
   }
   const json::object* request = doc.if_object();
   if (request && !request->contains("resourceMetrics") && request->contains("trace_id")) {
-    // A console span line (telemetry.md 7.1); one without what the trace section needs is
-    // some other JSON.
+    // A console span line; one without what the trace section needs is some other JSON.
     ++(take_span(*request) ? input_.span_lines : input_.other_lines);
     return;
   }

@@ -1,12 +1,12 @@
 #pragma once
-// `gym telemetry report` (telemetry.md 7.7): a human summary of one run, read back from the lines
-// the console exporter wrote (OTLP/JSON ExportMetricsServiceRequest, one per line; telemetry.md
-// 7.4). Many processes append to one file, so the reader keeps, per process
-// (`service.instance.id`), its last export: data are cumulative, so the last export holds the
-// whole run. Processes are then grouped by `nemo.gym.server.name`; the workers of one server are
-// summed. Lines that are not metrics exports (log text, span lines) are skipped and counted, and
-// a broken export line never stops the report. Each export line is decoded by the OTLP/JSON
-// decoder of the exporters (exporters/otlp/otlp_json_decode.h).
+// `gym telemetry report` (docs/guides/telemetry-report.md): a human summary of one run, read back
+// from the lines the console exporter wrote (OTLP/JSON ExportMetricsServiceRequest, one per line).
+// Many processes append to one file, so the reader keeps, per process (`service.instance.id`), its
+// last export: data are cumulative, so the last export holds the whole run. Processes are then
+// grouped by `nemo.gym.server.name`; the workers of one server are summed. Lines that are not
+// metrics exports (log text, span lines) are skipped and counted, and a broken export line never
+// stops the report. Each export line is decoded by the OTLP/JSON decoder of the exporters
+// (exporters/otlp/otlp_json_decode.h).
 //
 // Pure: no I/O besides the streams handed in, no shared state. Rendering: report_format.h.
 #include <cstddef>
@@ -114,7 +114,7 @@ struct PoolRow {
 };
 
 // The memory gauges of one server process tree (recorded by the orchestrator); absent values
-// were not in the latest sample (e.g. PSS, telemetry.md T5).
+// were not in the latest sample (e.g. PSS).
 struct ServerMemoryRow {
   std::string server;
   std::string server_type;
@@ -135,15 +135,15 @@ struct HostMemoryRow {
   std::optional<std::int64_t> peak_bytes;
 };
 
-// Where the slowest rollouts spent their time (issue 14), from the console exporter's span lines
-// (telemetry.md 7.1): the `gym.rollout` spans whose wall time is at least the 90th percentile of
-// all rollouts ("the slowest"), and per span name the spans inside them (their descendants in
-// the trace): how many, their exact p50/p99 duration, and the share of those rollouts' wall time
-// they cover. Shares are inclusive (a SERVER span contains the gym.* span of its handler), so
-// they do not add up to 100 %. Spans are told apart by name, kind and the server that recorded
-// them; a CLIENT span's name also says where it went, "HTTP POST /v1/responses -> policy_model"
-// (the path of its url.full, the server of the SERVER span it caused), so calls to the model,
-// to tools and to /verify get rows of their own.
+// Where the slowest rollouts spent their time (issue 14), from the console exporter's span lines:
+// the `gym.rollout` spans whose wall time is at least the 90th percentile of all rollouts ("the
+// slowest"), and per span name the spans inside them (their descendants in the trace): how many,
+// their exact p50/p99 duration, and the share of those rollouts' wall time they cover. Shares are
+// inclusive (a SERVER span contains the gym.* span of its handler), so they do not add up to 100 %.
+// Spans are told apart by name, kind and the server that recorded them; a CLIENT span's name also
+// says where it went, "HTTP POST /v1/responses -> policy_model" (the path of its url.full, the
+// server of the SERVER span it caused), so calls to the model, to tools and to /verify get rows of
+// their own.
 struct SpanTimeRow {
   std::string name;
   std::string kind;    // internal, server, client
@@ -168,14 +168,15 @@ struct ReportInput {
   std::size_t lines = 0;                        // non-empty lines read
   std::size_t exports = 0;                      // metrics exports (resourceMetrics entries) read
   std::size_t processes = 0;                    // distinct service.instance.id
-  std::size_t span_lines = 0;                   // console span lines (telemetry.md 7.1)
+  std::size_t span_lines = 0;                   // console span lines
   std::size_t other_lines = 0;                  // lines that are neither (log text)
   std::size_t malformed_lines = 0;              // export lines that could not be read
   std::vector<std::string> malformed_examples;  // the first few, "<source>:<line>: <reason>"
   std::vector<std::string> notes;               // points that could not be summed, and why
 };
 
-// Every section of telemetry.md 7.7; an empty section has no data.
+// Every section of the report (docs/guides/telemetry-report.md#the-sections); an empty section has
+// no data.
 struct TelemetryReport {
   ReportInput input;
   std::vector<ServersActiveRow> servers;

@@ -1,4 +1,4 @@
-// The report as text and as JSON (telemetry.md 7.7): rendering only, from TelemetryReport.
+// The report as text and as JSON: rendering only, from TelemetryReport.
 #include "report/report_format.h"
 
 #include <algorithm>

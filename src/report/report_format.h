@@ -1,6 +1,6 @@
 #pragma once
 // The report of `gym telemetry report` (report.h) rendered for a terminal or as JSON
-// (telemetry.md 7.7). Pure functions.
+// (docs/guides/telemetry-report.md). Pure functions.
 #include <string>
 
 #include <boost/json/value.hpp>
@@ -10,7 +10,7 @@
 namespace gym::report {
 
 // The report as plain text for a terminal (about 90 columns): a summary of the input, then the
-// sections of telemetry.md 7.7 in order, each a small aligned table or one "no data" line.
+// sections in order, each a small aligned table or one "no data" line.
 std::string format_report(const TelemetryReport& report);
 
 // The same figures as one JSON object (`gym telemetry report --json`).

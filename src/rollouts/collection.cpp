@@ -45,14 +45,14 @@ struct Outcome {
 // The collection on its own event loop and thread; the caller supervises signals and servers.
 class CollectionThread {
  public:
-  CollectionThread(json::object pool_cfg, std::map<std::string, std::string> urls,
-                   std::vector<json::object> rows, std::size_t done,
+  CollectionThread(json::object pool_cfg, std::map<std::string, std::string> urls, Plan plan,
                    const CollectionOptions& options, const OutputPaths& paths,
                    telemetry::ProcessTelemetry& telemetry)
       : pool_cfg_(std::move(pool_cfg)),
         urls_(std::move(urls)),
-        rows_(std::move(rows)),
-        done_(done),
+        rows_(paths.materialized, std::move(plan.rollouts)),
+        per_agent_(std::move(plan.per_agent)),
+        done_(plan.done),
         options_(options),
         paths_(paths),
         metrics_(telemetry.metrics()),
@@ -106,8 +106,8 @@ class CollectionThread {
 
   asio::awaitable<void> collect() {
     outcome_.total = rows_.size();
-    Progress progress(rows_, options_.progress_summaries);
-    // telemetry.md 8.1: with `job` on, every rollout of the run nests under one gym.job span.
+    Progress progress(per_agent_, options_.progress_summaries);
+    // With the `job` span group on, every rollout of the run nests under one gym.job span.
     if (tracer_.on(telemetry::SpanGroup::job))
       job_ = tracer_.start("gym.job", telemetry::SpanKind::internal, {});
     telemetry::TraceContext in_job;
@@ -115,7 +115,7 @@ class CollectionThread {
     collector_ =
         std::make_unique<Collector>(*client_, urls_, paths_, options_.route_failures_to_sidecar,
                                     in_job, options_.endpoint_error_limit);
-    co_await collector_->run(std::move(rows_), options_.concurrency, progress);
+    co_await collector_->run(rows_, options_.concurrency, progress);
     job_.end();
     progress.finish();
     outcome_.counts = collector_->counts();
@@ -148,7 +148,8 @@ class CollectionThread {
 
   json::object pool_cfg_;
   std::map<std::string, std::string> urls_;
-  std::vector<json::object> rows_;
+  PlannedRows rows_;  // read back from the materialized file as they are dispatched
+  std::map<std::string, std::size_t> per_agent_;
   std::size_t done_;  // results of earlier runs in the rollouts file
   CollectionOptions options_;
   OutputPaths paths_;
@@ -239,7 +240,7 @@ std::string stop_description(int code) {
 
 void CollectionReport::planned(const Plan& plan) {
   earlier_results = plan.done;
-  total = plan.rows.size() + earlier_results + plan.without_result;
+  total = plan.to_dispatch() + earlier_results + plan.without_result;
 }
 
 json::object report_json(const CollectionReport& report, const OutputPaths& paths, int exit_code) {
@@ -304,9 +305,9 @@ int run_collection(const json::object& client_config, std::map<std::string, std:
   std::fflush(stdout);
   const std::size_t earlier_results = plan.done;
   const std::size_t without_result = plan.without_result;
-  const std::size_t total = plan.rows.size() + earlier_results + without_result;
-  CollectionThread collection(client_config, std::move(agent_urls), std::move(plan.rows), plan.done,
-                              options, paths, telemetry);
+  const std::size_t total = plan.to_dispatch() + earlier_results + without_result;
+  CollectionThread collection(client_config, std::move(agent_urls), std::move(plan), options, paths,
+                              telemetry);
   int stop_code = 0;
   while (!collection.finished())
     if ((stop_code = supervise(std::chrono::milliseconds(100))) != 0) break;

@@ -1,5 +1,5 @@
 #pragma once
-// A whole collection (runtime.md 7.4-7.9): the rows of a Plan dispatched on an event loop of
+// A whole collection (docs/guides/evaluation.md): the rows of a Plan dispatched on an event loop of
 // their own, then the aggregate metrics, while the calling thread supervises.
 #include "rollouts/collector.h"
 #include "rollouts/options.h"
@@ -41,9 +41,9 @@ struct CollectionReport {
 // Runs `plan` against `agent_urls` (agent instance -> "http://host:port") with a client built
 // from the global_aiohttp_* keys of `client_config`, recording pool metrics and spans (the
 // `gym.job` span, CLIENT spans) into `telemetry`.
-// Returns the exit code of runtime.md 9.5: 0, 2 (collector or aggregate failure), 3 (failed or
-// undispatched rows), or the supervisor's code. Written rows always stay. `report`, when given,
-// receives what happened (gym eval run --json).
+// Returns the exit code (docs/design/failures-and-retries.md#exit-codes): 0, 2 (collector or
+// aggregate failure), 3 (failed or undispatched rows), or the supervisor's code. Written rows
+// always stay. `report`, when given, receives what happened (gym eval run --json).
 int run_collection(const boost::json::object& client_config,
                    std::map<std::string, std::string> agent_urls, Plan plan,
                    const CollectionOptions& options, const OutputPaths& paths,

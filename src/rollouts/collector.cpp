@@ -116,13 +116,13 @@ void Collector::write(std::FILE* file, const json::object& row) {
     throw std::runtime_error("cannot write a row: " + std::string(std::strerror(errno)));
 }
 
-asio::awaitable<void> Collector::run(std::vector<json::object> rows,
-                                     std::optional<std::int64_t> concurrency, Progress& progress) {
+asio::awaitable<void> Collector::run(PlannedRows& rows, std::optional<std::int64_t> concurrency,
+                                     Progress& progress) {
   std::size_t workers = rows.size();
   if (concurrency) workers = std::min<std::size_t>(workers, static_cast<std::size_t>(*concurrency));
-  std::size_t next = 0;
-  // Each worker takes the next row in materialized order (R5); `workers` bounds the rollouts
-  // in flight. A counter lets run() wait for all of them without a channel.
+  // Each worker takes the next row in materialized order (reproducible runs:
+  // docs/design/deviations.md#processes); `workers` bounds the rollouts in flight. A counter lets
+  // run() wait for all of them without a channel.
   auto ex = co_await asio::this_coro::executor;
   std::size_t running = workers + 1;  // the workers and the heartbeat
   asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
@@ -138,7 +138,7 @@ asio::awaitable<void> Collector::run(std::vector<json::object> rows,
   });
   std::size_t workers_left = workers;
   for (std::size_t i = 0; i < workers; ++i)
-    asio::co_spawn(ex, worker(rows, next, progress), [&](std::exception_ptr e) {
+    asio::co_spawn(ex, worker(rows, progress), [&](std::exception_ptr e) {
       if (e) {
         if (!failure) failure = e;
         stopping_ = true;
@@ -153,11 +153,11 @@ asio::awaitable<void> Collector::run(std::vector<json::object> rows,
   if (failure) std::rethrow_exception(failure);
 }
 
-asio::awaitable<void> Collector::worker(std::vector<json::object>& rows, std::size_t& next,
-                                        Progress& progress) {
-  while (!stopping_ && next < rows.size()) {
-    json::object& row = rows[next++];
-    co_await run_one(row, progress);
+asio::awaitable<void> Collector::worker(PlannedRows& rows, Progress& progress) {
+  while (!stopping_) {
+    auto row = rows.next();
+    if (!row) break;
+    co_await run_one(*row, progress);
   }
 }
 
@@ -204,16 +204,9 @@ void Collector::note_endpoint_failure(const FailureCause& cause, json::object& o
   }
 }
 
-asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) {
-  ++counts_.dispatched;
-  const std::uint64_t number = dispatch_number_++;
-  in_flight_.emplace(number, Clock::now());
-  const std::string agent = agent_of(row);
-  std::optional<int> status;
-  std::string error, failure_class, body;
-  std::optional<FailureCause> cause;
-  json::value result;
-  telemetry::SpanContext call;  // the /run call's CLIENT span, when the client started one
+asio::awaitable<Collector::RunAnswer> Collector::call_run(const json::object& row,
+                                                          const std::string& agent) {
+  RunAnswer answer;
   try {
     http::ClientRequest req;
     req.url = agent_urls_.at(agent) + "/run";
@@ -221,59 +214,59 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     req.destination = agent;
     req.trace = trace_;
     if (client_.traced()) req.trace.rollout_id = telemetry::rollout_id_of_row(row);
-    req.started = &call;
+    req.started = &answer.call;
     // No read timeout: /run sends nothing until the rollout ends, and a long agentic rollout is
     // not a silent one. Its calls have their own limits; a dead agent stops the run (the
     // supervisor), a hung one shows as the oldest rollout in flight.
     req.read_timeout = std::chrono::milliseconds(0);
     auto resp = co_await client_.request(std::move(req));
-    status = resp.status;
-    body = std::move(resp.body);
+    answer.status = resp.status;
+    answer.body = std::move(resp.body);
     if (resp.status < 200 || resp.status >= 300) {
-      bool transient = http::is_transient_status(resp.status);
-      failure_class = transient ? "agent_request_failed" : "agent_run_error";
-      error = "/run answered HTTP " + std::to_string(resp.status);
-      cause = innermost_cause(resp.status, body);
+      answer.failure_class =
+          http::is_transient_status(resp.status) ? "agent_request_failed" : "agent_run_error";
+      answer.error = "/run answered HTTP " + std::to_string(resp.status);
+      answer.cause = innermost_cause(resp.status, answer.body);
     } else {
       boost::system::error_code ec;
-      result = core::parse_json(body, ec);
-      if (ec || !result.is_object()) {
-        failure_class = "agent_request_failed";
-        error =
+      answer.result = core::parse_json(answer.body, ec);
+      if (ec || !answer.result.is_object()) {
+        answer.failure_class = "agent_request_failed";
+        answer.error =
             "/run answered " + std::string(ec ? "malformed JSON" : "JSON that is not an object");
       }
     }
   } catch (const http::RequestError& e) {
-    failure_class = "agent_request_failed";
-    error = e.what();
+    answer.failure_class = "agent_request_failed";
+    answer.error = e.what();
   }
+  co_return answer;
+}
 
+json::object Collector::failure_row(const RunAnswer& answer) {
   json::object out;
-  if (failure_class.empty()) {
-    out = std::move(result.as_object());
+  out["_ng_failure_class"] = answer.failure_class;
+  out["_ng_failure_error"] = one_line(answer.error);
+  out["_ng_failure_http_status"] =
+      answer.status ? json::value(*answer.status) : json::value(nullptr);
+  out["_ng_failure_response_body"] =
+      answer.status ? json::value(body_prefix(answer.body)) : json::value(nullptr);
+  if (answer.cause) {
+    out["_ng_failure_cause"] = answer.cause->text();
+    note_endpoint_failure(*answer.cause, out);
   } else {
-    out["_ng_failure_class"] = failure_class;
-    out["_ng_failure_error"] = one_line(error);
-    out["_ng_failure_http_status"] = status ? json::value(*status) : json::value(nullptr);
-    out["_ng_failure_response_body"] =
-        status ? json::value(body_prefix(body)) : json::value(nullptr);
-    if (cause) {
-      out["_ng_failure_cause"] = cause->text();
-      note_endpoint_failure(*cause, out);
-    } else {
-      rejections_in_a_row_ = 0;
-    }
-    ++counts_.failure_causes[cause_group(cause, error)];
-    // The trace of the failed rollout, when one is exported: from the failures file to the trace.
-    const telemetry::SpanContext& trace = call.valid() ? call : trace_.span;
-    if (trace.valid() && trace.sampled)
-      out["_ng_failure_trace_id"] = telemetry::to_hex(trace.trace_id);
+    rejections_in_a_row_ = 0;
   }
-  // 7.5: identity from the row, in place when the key exists, appended otherwise.
-  for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",
-                          "_ng_attempt_index", "_ng_rollout_id"})
-    if (const auto* v = row.if_contains(key)) out[key] = *v;
+  ++counts_.failure_causes[cause_group(answer.cause, answer.error)];
+  // The trace of the failed rollout, when one is exported: from the failures file to the trace.
+  const telemetry::SpanContext& trace = answer.call.valid() ? answer.call : trace_.span;
+  if (trace.valid() && trace.sampled)
+    out["_ng_failure_trace_id"] = telemetry::to_hex(trace.trace_id);
+  return out;
+}
 
+void Collector::persist(const json::object& row, const std::string& agent, const json::object& out,
+                        Progress& progress) {
   const auto* no_persist = out.if_contains("_ng_no_persist");
   if (no_persist && no_persist->is_bool() && no_persist->get_bool()) {
     ++counts_.not_persisted;
@@ -289,13 +282,28 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
     if (const auto* why = out.if_contains("_ng_failure_cause"); why && why->is_string())
       line += "; cause: " + std::string(why->get_string());
     progress.print(line);
-    if (!route_failures_) stopping_ = true;  // R6: upstream's abort on the first failure
+    if (!route_failures_) stopping_ = true;  // upstream's abort on the first failure
   } else {
     write(rollouts_, out);
     ++counts_.succeeded;
     rejections_in_a_row_ = 0;
     note_context_length(out);
   }
+}
+
+asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) {
+  ++counts_.dispatched;
+  const std::uint64_t number = dispatch_number_++;
+  in_flight_.emplace(number, Clock::now());
+  const std::string agent = agent_of(row);
+  RunAnswer answer = co_await call_run(row, agent);
+  json::object out =
+      answer.failure_class.empty() ? std::move(answer.result.as_object()) : failure_row(answer);
+  // 7.5: identity from the row, in place when the key exists, appended otherwise.
+  for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",
+                          "_ng_attempt_index", "_ng_rollout_id"})
+    if (const auto* v = row.if_contains(key)) out[key] = *v;
+  persist(row, agent, out, progress);
   in_flight_.erase(number);
   progress.record(agent, out);
   row = json::object{};  // the row is not needed any more

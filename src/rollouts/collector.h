@@ -1,15 +1,18 @@
 #pragma once
-// Dispatch of expanded rows to the agents' /run (runtime.md 7.4-7.6): materialized order, at
-// most `concurrency` in flight, results written in completion order and flushed per row,
-// failures to the sidecar. Runs on one event loop; not thread-safe except stop().
+// Dispatch of expanded rows to the agents' /run
+// (docs/design/failures-and-retries.md#rollouts-and-failure-rows): materialized order, at most
+// `concurrency` in flight, results written in completion order and flushed per row, failures to the
+// sidecar. Runs on one event loop; not thread-safe except stop().
 #include "http/client.h"
 #include "rollouts/failure_cause.h"
 #include "rollouts/options.h"
+#include "rollouts/plan.h"
 #include "rollouts/progress.h"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -45,9 +48,10 @@ class Collector {
             telemetry::TraceContext trace = {}, std::size_t endpoint_error_limit = 20);
   ~Collector();
 
-  // Runs every row; returns when all finished or after stop().
-  boost::asio::awaitable<void> run(std::vector<boost::json::object> rows,
-                                   std::optional<std::int64_t> concurrency, Progress& progress);
+  // Runs every row, read one at a time as a worker is free; returns when all finished or after
+  // stop().
+  boost::asio::awaitable<void> run(PlannedRows& rows, std::optional<std::int64_t> concurrency,
+                                   Progress& progress);
   // No new dispatch after this; in-flight rollouts still finish (call on the loop's thread).
   void stop() { stopping_ = true; }
 
@@ -57,9 +61,25 @@ class Collector {
   const std::string& stop_reason() const { return stop_reason_; }
 
  private:
-  boost::asio::awaitable<void> worker(std::vector<boost::json::object>& rows, std::size_t& next,
-                                      Progress& progress);
+  boost::asio::awaitable<void> worker(PlannedRows& rows, Progress& progress);
+  // What /run answered: a result, or what the failure row says.
+  struct RunAnswer {
+    std::optional<int> status;  // none: no answer (connection, timeout)
+    std::string body, error;
+    std::string failure_class;  // empty: `result` is the rollout's row
+    std::optional<FailureCause> cause;
+    boost::json::value result;
+    telemetry::SpanContext call;  // the /run call's CLIENT span, when the client started one
+  };
+
   boost::asio::awaitable<void> run_one(boost::json::object& row, Progress& progress);
+  boost::asio::awaitable<RunAnswer> call_run(const boost::json::object& row,
+                                             const std::string& agent);
+  // The failure row of an answer (7.6); counts its cause.
+  boost::json::object failure_row(const RunAnswer& answer);
+  // Writes `out` to the rollouts file or the failures sidecar, or neither (`_ng_no_persist`).
+  void persist(const boost::json::object& row, const std::string& agent,
+               const boost::json::object& out, Progress& progress);
   // Every second until the workers finished (`tick` is cancelled then): the bar's elapsed time,
   // rollouts in flight, the oldest one's age (a hung endpoint shows as a growing age, not as
   // silence).
@@ -93,7 +113,7 @@ class Collector {
 };
 
 // A result without `response` (but its `response.usage`) and `responses_create_params`: what
-// /aggregate_metrics needs (runtime.md 7.9).
+// /aggregate_metrics needs (docs/reference/aggregate-metrics.md).
 boost::json::object strip_for_aggregation(const boost::json::object& result);
 
 }  // namespace gym::rollouts

@@ -1,5 +1,6 @@
 #pragma once
-// runtime.md 7.11: without --input, the agents' local datasets of one split become the input.
+// Without --input, the agents' local datasets of one split become the input (`--split`,
+// docs/guides/evaluation.md#flags-and-config-keys).
 #include <boost/json/object.hpp>
 
 #include <filesystem>

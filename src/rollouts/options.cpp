@@ -56,7 +56,8 @@ RepeatPolicy read_repeats(const json::object& cfg) {
 
 CollectionOptions CollectionOptions::from_config(const json::object& cfg, bool no_serve) {
   CollectionOptions o;
-  for (const char* key : {"prompt_config", "skills", "rollout_collection_driver"})  // R8
+  // Not supported: an error, not silently ignored (docs/design/deviations.md#config).
+  for (const char* key : {"prompt_config", "skills", "rollout_collection_driver"})
     if (const auto* v = cfg.if_contains(key); v && !v->is_null())
       throw core::ConfigError(std::string(key) + " is not supported in this release; remove it");
   auto output = optional_string(cfg, "output_jsonl_fpath");

@@ -1,5 +1,5 @@
 #pragma once
-// What `gym eval run` collects and where it writes (runtime.md 7.1, 7.10), read from the
+// What `gym eval run` collects and where it writes (docs/guides/evaluation.md), read from the
 // top-level keys of the merged config.
 #include <boost/json/object.hpp>
 
@@ -30,8 +30,8 @@ struct CollectionOptions {
   boost::json::object create_params_overrides;  // responses_create_params
   bool resume = false;                          // resume_from_cache
   bool disable_aggregation = false;
-  bool route_failures_to_sidecar = true;  // R6
-  std::optional<std::string> split;       // 7.11
+  bool route_failures_to_sidecar = true;  // false: upstream 0.7.0's abort on the first failure
+  std::optional<std::string> split;       // without --input: the agents' datasets of this type
   // The longest input line the collector reads, which is also the largest /run body:
   // http_max_request_body_bytes (the servers' limit; http::ServerOptions has the default).
   std::size_t max_row_bytes = 0;
@@ -51,7 +51,8 @@ struct CollectionOptions {
   static CollectionOptions from_config(const boost::json::object& cfg, bool no_serve);
 };
 
-// The files of runtime.md 7.10; <stem> is the output path without `.jsonl`.
+// The files of a collection (docs/design/wire-compatibility.md#collection-files); <stem> is the
+// output path without `.jsonl`.
 struct OutputPaths {
   std::filesystem::path rollouts, materialized, failures, aggregate_metrics;
   std::filesystem::path stem;
@@ -59,7 +60,7 @@ struct OutputPaths {
 };
 
 // NEMO_GYM_MAX_ROLLOUT_ATTEMPTS: a positive integer, default 3; an invalid value prints a
-// warning and gives 3 (runtime.md 7.7).
+// warning and gives 3.
 int max_rollout_attempts();
 
 }  // namespace gym::rollouts

@@ -81,9 +81,13 @@ std::string bar_line(std::size_t done, std::size_t total, double elapsed, int co
   return line;
 }
 
-Progress::Progress(const std::vector<json::object>& rows, bool summaries)
-    : total_(rows.size()), summaries_(summaries) {
-  for (const auto& row : rows) ++left_[agent_of(row)];
+Progress::Progress(const std::map<std::string, std::size_t>& per_agent, bool summaries)
+    : summaries_(summaries) {
+  for (const auto& [agent, n] : per_agent) {
+    if (n == 0) continue;
+    left_[agent] = n;
+    total_ += n;
+  }
   for (int p = 1; p <= 99; ++p) thresholds_.push_back(p);
   thresholds_.push_back(99.5);
   tty_ = ::isatty(STDERR_FILENO) == 1;

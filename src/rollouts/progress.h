@@ -1,6 +1,7 @@
 #pragma once
-// Progress of a collection (runtime.md 7.8): a bar on stderr when it is a terminal (plain lines
-// every 10 s when it is not), and NeMo Gym's per-percent summaries on stdout.
+// Progress of a collection (docs/guides/evaluation.md#output-while-running): a bar on stderr when
+// it is a terminal (plain lines every 10 s when it is not), and NeMo Gym's per-percent summaries on
+// stdout.
 #include <boost/json/object.hpp>
 
 #include <chrono>
@@ -21,9 +22,9 @@ std::string bar_line(std::size_t done, std::size_t total, double elapsed_seconds
 
 class Progress {
  public:
-  // `rows` are the rows about to be dispatched (their agent_ref names the agent). Without
-  // `summaries` the per-percent blocks are not printed (progress_summaries: false).
-  explicit Progress(const std::vector<boost::json::object>& rows, bool summaries = true);
+  // `per_agent`: the rollouts about to be dispatched, by agent. Without `summaries` the
+  // per-percent blocks are not printed (progress_summaries: false).
+  explicit Progress(const std::map<std::string, std::size_t>& per_agent, bool summaries = true);
   // One finished rollout (success or failure): counts it, adds its numeric fields to the agent's
   // running means, prints the percent summary when a threshold is crossed, refreshes the bar.
   void record(const std::string& agent, const boost::json::object& result);

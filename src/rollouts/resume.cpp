@@ -106,6 +106,22 @@ struct RowDigest {
   RolloutKey key;
   std::size_t hash = 0;
   std::uint64_t offset = 0;  // of its line in the materialized file
+  std::uint32_t agent = 0;   // index in AgentNames
+};
+
+// The agents rows name, each stored once (a resume may plan millions of rows).
+class AgentNames {
+ public:
+  std::uint32_t index_of(const json::object& row) {
+    auto [it, added] = index_.try_emplace(agent_of(row), static_cast<std::uint32_t>(names_.size()));
+    if (added) names_.push_back(it->first);
+    return it->second;
+  }
+  const std::string& name(std::uint32_t index) const { return names_[index]; }
+
+ private:
+  std::map<std::string, std::uint32_t> index_;
+  std::vector<std::string> names_;
 };
 
 RowDigest digest_of(const json::object& row) {
@@ -146,31 +162,88 @@ std::set<RolloutKey> added_keys(const OutputPaths& paths,
   return {};
 }
 
-// Reads back rows of the materialized file by the offsets of their lines.
-class MaterializedRows {
- public:
-  explicit MaterializedRows(const std::filesystem::path& path)
-      : path_(path), in_(path, std::ios::binary) {}
+// The rollouts the rollouts file has a result for.
+struct DoneRollouts {
+  std::size_t rows = 0;          // lines of the file (a rollout may have more than one)
+  std::vector<RolloutKey> keys;  // sorted, unique
 
-  json::object at(std::uint64_t offset) {
-    in_.clear();
-    in_.seekg(static_cast<std::streamoff>(offset));
-    std::getline(in_, line_);
-    if (!core::is_valid_utf8(line_)) line_ = core::utf8_replace_invalid(line_);
-    boost::system::error_code ec;
-    auto value = core::parse_json(line_, ec);
-    if (!in_ || ec || !value.is_object())
-      throw std::runtime_error("cannot resume: " + path_.string() +
-                               " changed while it was read (the line at byte " +
-                               std::to_string(offset) + "); run the command again");
-    return std::move(value.get_object());
+  bool has(const RolloutKey& key) const {
+    return std::binary_search(keys.begin(), keys.end(), key);
   }
-
- private:
-  std::filesystem::path path_;
-  std::ifstream in_;
-  std::string line_;
 };
+
+DoneRollouts read_done(const std::filesystem::path& rollouts) {
+  DoneRollouts done;
+  for_each_keyed(rollouts, false,
+                 [&](JsonlLine&, const RolloutKey& key) { done.keys.push_back(key); });
+  done.rows = done.keys.size();
+  std::sort(done.keys.begin(), done.keys.end());
+  done.keys.erase(std::unique(done.keys.begin(), done.keys.end()), done.keys.end());
+  return done;
+}
+
+// What the failures sidecar says about each rollout.
+struct FailureHistory {
+  std::map<RolloutKey, int> attempts;  // failures counted as attempts (0: only outages)
+  std::set<RolloutKey> terminal;       // marked terminal by their agent
+  std::set<RolloutKey> maxed;          // out of attempts
+  std::size_t counted_attempts = 0;
+  std::size_t endpoint_outages = 0;  // failures of the model endpoint: no attempt of the rollout
+
+  std::int64_t attempts_of(const RolloutKey& key) const {
+    auto it = attempts.find(key);
+    return it == attempts.end() ? 0 : it->second;
+  }
+};
+
+FailureHistory read_failures(const std::filesystem::path& failures, int max_attempts) {
+  FailureHistory history;
+  if (!std::filesystem::exists(failures)) return history;
+  try {
+    for_each_jsonl(
+        failures,
+        [&](JsonlLine& line) {
+          if (!line.row.contains("_ng_task_index") || !line.row.contains("_ng_rollout_index"))
+            return;
+          auto key = key_of(line.row);
+          if (is_outage(line.row)) {
+            ++history.endpoint_outages;
+            history.attempts.try_emplace(key, 0);
+            return;
+          }
+          ++history.attempts[key];
+          ++history.counted_attempts;
+          const auto* t = line.row.if_contains("_ng_failure_terminal");
+          if (t && t->is_bool() && t->get_bool()) history.terminal.insert(key);
+        },
+        kOwnFile);
+  } catch (const JsonlLineError& e) {
+    refuse_line(failures, e.line, e.what(), false);
+  }
+  for (const auto& [key, n] : history.attempts)
+    if (n >= max_attempts) history.maxed.insert(key);
+  return history;
+}
+
+// The summary upstream prints, with what gym-cpp adds (outages, added rollouts).
+void print_summary(const ResumePlan& plan, std::size_t dispatched, int max_attempts) {
+  core::console::note(
+      "Resumed from cache. Found:\n"
+      "- %zu rollouts in the materialized inputs\n"
+      "- %zu rollouts already done (in main jsonl)\n"
+      "- %zu prior failed attempts (of %zu rollouts) in sidecar\n",
+      plan.materialized, plan.done, plan.failure_attempts, plan.failed_keys);
+  if (plan.endpoint_outages > 0)
+    core::console::note("- %zu failures caused by the model endpoint (not counted as attempts)\n",
+                        plan.endpoint_outages);
+  core::console::note(
+      "- %zu sidecar-terminal -> not retried\n"
+      "- %zu hit max_attempts=%d -> not retried\n",
+      plan.terminal, plan.maxed_out, max_attempts);
+  if (!plan.added.empty())
+    core::console::note("- %zu rollouts added: the input now expands to more\n", plan.added.size());
+  core::console::note("- %zu rollouts that still need to be run\n", dispatched);
+}
 
 }  // namespace
 
@@ -190,98 +263,55 @@ ResumePlan plan_resume(const OutputPaths& paths, const ExpandedRows& expected, i
   expected([&](json::object&& row) { expansion.push_back(digest_of(row)); });
   drop_partial_last_line(paths.rollouts);
   drop_partial_last_line(paths.failures);
+  AgentNames agents;
   std::vector<RowDigest> materialized;
   for_each_keyed(paths.materialized, true, [&](JsonlLine& line, const RolloutKey& key) {
-    materialized.push_back({key, std::hash<json::object>{}(line.row), line.offset});
+    materialized.push_back(
+        {key, std::hash<json::object>{}(line.row), line.offset, agents.index_of(line.row)});
   });
   plan.materialized = materialized.size();
 
   const bool same = std::equal(
       materialized.begin(), materialized.end(), expansion.begin(), expansion.end(),
       [](const RowDigest& a, const RowDigest& b) { return a.key == b.key && a.hash == b.hash; });
+  std::vector<std::pair<RolloutKey, std::uint32_t>> added;  // key, agent
   if (!same) {
-    const auto added = added_keys(paths, materialized, expansion);
-    if (!added.empty())
+    const auto keys = added_keys(paths, materialized, expansion);
+    if (!keys.empty())
       expected([&](json::object&& row) {
-        if (added.count(key_of(row))) plan.added.push_back(std::move(row));
+        if (auto key = key_of(row); keys.count(key)) added.emplace_back(key, agents.index_of(row));
       });
   }
   expansion = {};
 
-  std::vector<RolloutKey> done;
-  for_each_keyed(paths.rollouts, false,
-                 [&](JsonlLine&, const RolloutKey& key) { done.push_back(key); });
-  plan.done = done.size();
-  std::sort(done.begin(), done.end());
-  done.erase(std::unique(done.begin(), done.end()), done.end());
-  std::map<RolloutKey, int> attempts;
-  std::set<RolloutKey> terminal;
-  if (std::filesystem::exists(paths.failures)) {
-    try {
-      for_each_jsonl(
-          paths.failures,
-          [&](JsonlLine& line) {
-            if (!line.row.contains("_ng_task_index") || !line.row.contains("_ng_rollout_index"))
-              return;
-            auto key = key_of(line.row);
-            if (is_outage(line.row)) {
-              ++plan.endpoint_outages;
-              attempts.try_emplace(key, 0);
-              return;
-            }
-            ++attempts[key];
-            ++plan.failure_attempts;
-            const auto* t = line.row.if_contains("_ng_failure_terminal");
-            if (t && t->is_bool() && t->get_bool()) terminal.insert(key);
-          },
-          kOwnFile);
-    } catch (const JsonlLineError& e) {
-      refuse_line(paths.failures, e.line, e.what(), false);
-    }
-  }
-  for (const auto& [key, n] : attempts) plan.failed_keys += n > 0;
-  plan.terminal = terminal.size();
-  std::set<RolloutKey> maxed;
-  for (const auto& [key, n] : attempts)
-    if (n >= max_attempts) maxed.insert(key);
-  plan.maxed_out = maxed.size();
+  const DoneRollouts done = read_done(paths.rollouts);
+  plan.done = done.rows;
+  const FailureHistory failures = read_failures(paths.failures, max_attempts);
+  plan.endpoint_outages = failures.endpoint_outages;
+  plan.failure_attempts = failures.counted_attempts;
+  for (const auto& [key, n] : failures.attempts) plan.failed_keys += n > 0;
+  plan.terminal = failures.terminal.size();
+  plan.maxed_out = failures.maxed.size();
 
   auto runs_again = [&](const RolloutKey& key) {
-    return !std::binary_search(done.begin(), done.end(), key) && !terminal.count(key) &&
-           !maxed.count(key);
+    return !done.has(key) && !failures.terminal.count(key) && !failures.maxed.count(key);
   };
-  auto stamp_attempts = [&](json::object& row, const RolloutKey& key) {
-    if (auto it = attempts.find(key); it != attempts.end() && it->second > 0)
-      row["_ng_attempt_index"] = it->second;
-  };
-  MaterializedRows rows(paths.materialized);
+  std::size_t dispatched = 0;
   for (const auto& m : materialized) {
     if (!runs_again(m.key)) continue;
-    plan.to_run.push_back(rows.at(m.offset));
-    stamp_attempts(plan.to_run.back(), m.key);
+    plan.to_run.push_back({m.offset, failures.attempts_of(m.key)});
+    ++plan.per_agent[agents.name(m.agent)];
+    ++dispatched;
   }
-  for (const auto& row : plan.added) {
-    const auto key = key_of(row);
-    if (!runs_again(key)) continue;
-    plan.to_run.push_back(row);
-    stamp_attempts(plan.to_run.back(), key);
+  for (const auto& [key, agent] : added) {
+    const bool runs = runs_again(key);
+    plan.added.push_back({key, failures.attempts_of(key), runs});
+    if (runs) {
+      ++plan.per_agent[agents.name(agent)];
+      ++dispatched;
+    }
   }
-  core::console::note(
-      "Resumed from cache. Found:\n"
-      "- %zu rollouts in the materialized inputs\n"
-      "- %zu rollouts already done (in main jsonl)\n"
-      "- %zu prior failed attempts (of %zu rollouts) in sidecar\n",
-      plan.materialized, plan.done, plan.failure_attempts, plan.failed_keys);
-  if (plan.endpoint_outages > 0)
-    core::console::note("- %zu failures caused by the model endpoint (not counted as attempts)\n",
-                        plan.endpoint_outages);
-  core::console::note(
-      "- %zu sidecar-terminal -> not retried\n"
-      "- %zu hit max_attempts=%d -> not retried\n",
-      plan.terminal, plan.maxed_out, max_attempts);
-  if (!plan.added.empty())
-    core::console::note("- %zu rollouts added: the input now expands to more\n", plan.added.size());
-  core::console::note("- %zu rollouts that still need to be run\n", plan.to_run.size());
+  print_summary(plan, dispatched, max_attempts);
   return plan;
 }
 

@@ -85,6 +85,44 @@ class LineReader {
   std::size_t pos_ = 0, end_ = 0;
 };
 
+// Byte-identical input lines share a task index (7.3). A line is remembered by a hash of its bytes
+// and where it starts, not by its bytes (the input may be gigabytes); a hash seen before is
+// confirmed by reading the earlier line again, which happens only for repeated lines (or a
+// collision of hashes, which then costs a read and nothing else).
+class TaskIndices {
+ public:
+  explicit TaskIndices(const std::filesystem::path& input) : reread_(input, std::ios::binary) {}
+
+  std::int64_t of(const JsonlLine& line) {
+    const std::size_t hash = std::hash<std::string>{}(line.raw);
+    auto [first, last] = seen_.equal_range(hash);
+    for (auto it = first; it != last; ++it)
+      if (same_bytes(it->second.offset, line.raw)) return it->second.task;
+    const std::int64_t task = next_++;
+    seen_.emplace(hash, Seen{line.offset, task});
+    return task;
+  }
+
+ private:
+  struct Seen {
+    std::uint64_t offset;
+    std::int64_t task;
+  };
+
+  bool same_bytes(std::uint64_t offset, const std::string& raw) {
+    earlier_.resize(raw.size());
+    reread_.clear();
+    reread_.seekg(static_cast<std::streamoff>(offset));
+    return reread_.read(earlier_.data(), static_cast<std::streamsize>(raw.size())) &&
+           earlier_ == raw;
+  }
+
+  std::ifstream reread_;
+  std::string earlier_;
+  std::unordered_multimap<std::size_t, Seen> seen_;
+  std::int64_t next_ = 0;
+};
+
 }  // namespace
 
 RolloutKey key_of(const json::object& row) {
@@ -152,28 +190,55 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
   return lines;
 }
 
-void check_rows(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
-                const CollectionOptions& options, const std::vector<std::string>& agents) {
-  // 7.2: every problem of every line, reported together.
+void for_each_input_line(const std::filesystem::path& input, const CollectionOptions& options,
+                         const std::function<void(JsonlLine&)>& each) {
+  JsonlReading how;
+  how.max_lines = options.limit;
+  how.max_line_bytes = options.max_row_bytes;
+  bool reading = true;  // an error of the file, not of what `each` does with a line
+  try {
+    for_each_jsonl(
+        input,
+        [&](JsonlLine& line) {
+          reading = false;
+          each(line);
+          reading = true;
+        },
+        how);
+  } catch (const std::runtime_error& e) {
+    if (!reading || dynamic_cast<const core::ConfigError*>(&e)) throw;
+    throw core::ConfigError(std::string("input: ") + e.what());
+  }
+}
+
+std::size_t check_rows(const std::filesystem::path& input, const CollectionOptions& options,
+                       const std::vector<std::string>& agents) {
+  // 7.2: the problems of every line, reported together (the first kMaxProblems of them: a wrong
+  // file of a million lines needs no million-line message).
+  constexpr std::size_t kMaxProblems = 100;
   std::vector<std::string> problems;
+  std::size_t problem_count = 0;
   std::set<std::string> missing_repeats;
   std::set<std::string> unknown_agents;
-  for (const auto& line : lines) {
+  std::size_t rows = 0;
+  for_each_input_line(input, options, [&](JsonlLine& line) {
+    ++rows;
     const std::string where = "  line " + std::to_string(line.number) + ": ";
+    auto problem = [&](std::string text) {
+      if (problem_count++ < kMaxProblems) problems.push_back(where + text);
+    };
     const auto* params = line.row.if_contains("responses_create_params");
-    if (!params || !params->is_object())
-      problems.push_back(where + "no responses_create_params object");
+    if (!params || !params->is_object()) problem("no responses_create_params object");
     std::string agent = agent_of(line.row);
-    if (agent.empty() && line.row.contains("agent_ref"))
-      problems.push_back(where + "agent_ref has no name");
+    if (agent.empty() && line.row.contains("agent_ref")) problem("agent_ref has no name");
     if (agent.empty()) agent = options.agent_name.value_or("");
     if (agent.empty()) {
-      problems.push_back(where + "no agent: set agent_ref.name in the row or pass --agent NAME");
+      problem("no agent: set agent_ref.name in the row or pass --agent NAME");
     } else if (std::find(agents.begin(), agents.end(), agent) == agents.end()) {
       auto hint = core::did_you_mean(agent, agents);
       unknown_agents.insert(agent);
-      problems.push_back(where + "agent '" + agent + "' is not a responses_api_agents instance" +
-                         (hint ? " (did you mean '" + *hint + "'?)" : ""));
+      problem("agent '" + agent + "' is not a responses_api_agents instance" +
+              (hint ? " (did you mean '" + *hint + "'?)" : ""));
     } else if (!options.num_repeats.is_fixed() && !options.num_repeats.fallback &&
                !options.num_repeats.per_agent.count(agent)) {
       missing_repeats.insert(agent);
@@ -182,14 +247,16 @@ void check_rows(const std::filesystem::path& input, const std::vector<JsonlLine>
       try {
         integer_field(line.row, "_ng_task_index");
       } catch (const std::exception& e) {
-        problems.push_back(where + e.what());
+        problem(e.what());
       }
     }
-  }
-  if (!problems.empty()) {
-    std::string msg = input.string() + ": " + std::to_string(problems.size()) +
+  });
+  if (problem_count > 0) {
+    std::string msg = input.string() + ": " + std::to_string(problem_count) +
                       " problem(s) in the input rows; nothing was dispatched:\n";
     for (const auto& p : problems) msg += p + "\n";
+    if (problem_count > problems.size())
+      msg += "  ... and " + std::to_string(problem_count - problems.size()) + " more\n";
     msg += "configured agents: " + join(agents);
     if (!unknown_agents.empty()) {
       // Never a silent substitute: rows made for another environment get its rewards only there.
@@ -211,25 +278,21 @@ void check_rows(const std::filesystem::path& input, const std::vector<JsonlLine>
     throw core::ConfigError("num_repeats has no entry for agent(s) " + join(names) +
                             " and no _default; add ++num_repeats._default=<n>");
   }
+  return rows;
 }
 
-void for_each_expanded_row(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
-                           const CollectionOptions& options,
+void for_each_expanded_row(const std::filesystem::path& input, const CollectionOptions& options,
                            const std::function<void(json::object&&)>& each) {
   // 7.3.
-  std::unordered_map<std::string, std::int64_t> task_of_line;
+  TaskIndices task_of_line(input);
   std::map<std::int64_t, std::int64_t> next_rollout;
-  for (const auto& line : lines) {
-    json::object row = line.row;
+  for_each_input_line(input, options, [&](JsonlLine& line) {
+    json::object row = std::move(line.row);
     if (!row.contains("agent_ref") && options.agent_name)
       row["agent_ref"] = json::object{{"name", *options.agent_name}};
     auto& params = row["responses_create_params"].as_object();
     for (const auto& kv : options.create_params_overrides) params[kv.key()] = kv.value();
-    if (!row.contains("_ng_task_index")) {
-      auto [it, _] =
-          task_of_line.try_emplace(line.raw, static_cast<std::int64_t>(task_of_line.size()));
-      row["_ng_task_index"] = it->second;
-    }
+    if (!row.contains("_ng_task_index")) row["_ng_task_index"] = task_of_line.of(line);
     const std::int64_t task = integer_field(row, "_ng_task_index");
     const std::string agent = agent_of(row);
     std::int64_t repeats = options.num_repeats.fixed;
@@ -265,16 +328,15 @@ void for_each_expanded_row(const std::filesystem::path& input, const std::vector
       }
       each(std::move(copy));
     }
-  }
+  });
 }
 
 std::vector<json::object> expand_rows(const std::filesystem::path& input,
-                                      const std::vector<JsonlLine>& lines,
                                       const CollectionOptions& options,
                                       const std::vector<std::string>& agents) {
-  check_rows(input, lines, options, agents);
+  check_rows(input, options, agents);
   std::vector<json::object> rows;
-  for_each_expanded_row(input, lines, options,
+  for_each_expanded_row(input, options,
                         [&](json::object&& row) { rows.push_back(std::move(row)); });
   return rows;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Input rows and their expansion (runtime.md 7.2, 7.3), and the JSONL files of a collection.
+// Input rows and their expansion, and the JSONL files of a collection
+// (docs/design/wire-compatibility.md#collection-files).
 #include "rollouts/options.h"
 
 #include <boost/json/object.hpp>
@@ -63,19 +64,23 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
                                   std::optional<std::int64_t> max_lines = std::nullopt,
                                   std::size_t max_line_bytes = 0);
 
-// Checks every input row (7.2) and reports all offending lines in one core::ConfigError. `agents`
-// are the responses_api_agents instances the rows may name.
-void check_rows(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
-                const CollectionOptions& options, const std::vector<std::string>& agents);
-// Expands checked rows (7.3): agent_ref from --agent, create-params overrides, task and rollout
-// indices, num_repeats consecutive copies, optional seeds; `each` gets every expanded row in
-// order, one at a time (a resume compares them with the materialized file without holding all).
-void for_each_expanded_row(const std::filesystem::path& input, const std::vector<JsonlLine>& lines,
-                           const CollectionOptions& options,
+// Calls `each` with every non-blank line of a collection's input, one at a time, as --limit
+// (options.limit) and http_max_request_body_bytes (options.max_row_bytes) allow: the input is never
+// held whole. An unreadable file or line is a core::ConfigError starting "input: ".
+void for_each_input_line(const std::filesystem::path& input, const CollectionOptions& options,
+                         const std::function<void(JsonlLine&)>& each);
+// Checks every input row (7.2) as for_each_input_line reads it and reports the offending lines in
+// one core::ConfigError. `agents` are the responses_api_agents instances the rows may name.
+// Returns the number of input rows.
+std::size_t check_rows(const std::filesystem::path& input, const CollectionOptions& options,
+                       const std::vector<std::string>& agents);
+// Expands checked rows (7.3), reading the input again: agent_ref from --agent, create-params
+// overrides, task and rollout indices, num_repeats consecutive copies, optional seeds; `each`
+// gets every expanded row in order, one at a time, so no caller needs to hold the expansion.
+void for_each_expanded_row(const std::filesystem::path& input, const CollectionOptions& options,
                            const std::function<void(boost::json::object&&)>& each);
-// check_rows, then every row for_each_expanded_row gives.
+// check_rows, then every row for_each_expanded_row gives (for tests and small inputs).
 std::vector<boost::json::object> expand_rows(const std::filesystem::path& input,
-                                             const std::vector<JsonlLine>& lines,
                                              const CollectionOptions& options,
                                              const std::vector<std::string>& agents);
 

@@ -1,6 +1,6 @@
 #pragma once
-// What every agent server shares (runtime.md 4.6): liveness, and the error an agent answers
-// when a downstream Gym call fails.
+// What every agent server shares (docs/design/wire-compatibility.md#server-kinds-and-routes):
+// liveness, and the error an agent answers when a downstream Gym call fails.
 #include "http/client.h"
 #include "http/router.h"
 #include "servers/registry.h"
@@ -16,14 +16,15 @@ void add_agent_base_routes(http::Router& router);
 // Schema of every /run body: a row with its `responses_create_params` (an object, required).
 std::shared_ptr<const http::Schema> run_request_schema();
 
-// POST /run with `rollout` behind `schema`, timed for gym.rollout.duration_ms (telemetry.md
-// 6.2): every call that passed validation is one sample, from handler entry to exit, failed
-// and cut-off ones included. Every agent serves /run through this, so none can forget the
-// metric.
+// POST /run with `rollout` behind `schema`, timed for gym.rollout.duration_ms
+// (docs/design/telemetry-contract.md#metrics): every call that passed validation is one sample,
+// from handler entry to exit, failed and cut-off ones included. Every agent serves /run through
+// this, so none can forget the metric.
 void add_run_route(ServerContext& ctx, http::Router& router, http::JsonHandler rollout,
                    std::shared_ptr<const http::Schema> schema = run_request_schema());
 
-// A downstream Gym call that answered non-2xx inside a handler (runtime.md 4.2).
+// A downstream Gym call that answered non-2xx inside a handler
+// (docs/design/wire-compatibility.md#error-statuses-and-bodies).
 class DownstreamError : public std::runtime_error {
  public:
   // `target`: the call that failed, "<instance> POST <route>" (empty when unknown).

@@ -1,6 +1,6 @@
 #pragma once
-// /aggregate_metrics (runtime.md 7.9): the default statistics of upstream's RewardProfiler
-// (nemo_gym/reward_profile.py), the environment hook, and the pass@k family
+// /aggregate_metrics (docs/reference/aggregate-metrics.md): the default statistics of upstream's
+// RewardProfiler (nemo_gym/reward_profile.py), the environment hook, and the pass@k family
 // (`compute_pass_majority_metrics`, `highest_k_metrics`). Pure functions: no I/O, no state;
 // safe to call from any thread.
 #include <boost/json/array.hpp>
@@ -39,7 +39,7 @@ struct AggregateMetricsHooks {
   std::function<boost::json::object(const boost::json::object& agent_metrics)> key_metrics;
 };
 
-// The whole /aggregate_metrics answer for `verify_responses` (runtime.md 7.9):
+// The whole /aggregate_metrics answer for `verify_responses`:
 // {"group_level_metrics":[...],"agent_metrics":{...},"key_metrics":{...}}. An empty input gives
 // empty members and calls no hook. Throws ValueError for an element that is not an object, an
 // index that is not an integer, or a duplicate (task, rollout) pair; hooks may throw too.
@@ -49,7 +49,7 @@ boost::json::object compute_aggregate_metrics(const boost::json::array& verify_r
 // Every `mean/*` entry of `agent_metrics`, in order (the default key metrics).
 boost::json::object default_key_metrics(const boost::json::object& agent_metrics);
 
-// ---- pass@k family (runtime.md 7.9) ----
+// ---- pass@k family (docs/reference/aggregate-metrics.md#passk-family) ----
 
 // Named scores of one rollout, in the score function's order (names unique).
 using Scores = std::vector<std::pair<std::string, double>>;

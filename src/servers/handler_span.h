@@ -1,9 +1,9 @@
 #pragma once
-// The semantic span of a handler (telemetry.md 8.3: gym.rollout, gym.verify, gym.agent.responses,
-// gym.model.*), beside HandlerTimer: started inside the handler once the rollout id is known,
-// gated by its group's bit, a child of the request's SERVER span. While it lives the request's
-// trace is the span's, so every call the handler makes is its child; it ends however the scope
-// ends. A 5xx answer or an exception sets status ERROR.
+// The semantic span of a handler (gym.rollout, gym.verify, gym.agent.responses, gym.model.*),
+// beside HandlerTimer: started inside the handler once the rollout id is known, gated by its
+// group's bit, a child of the request's SERVER span. While it lives the request's trace is the
+// span's, so every call the handler makes is its child; it ends however the scope ends. A 5xx
+// answer or an exception sets status ERROR.
 #include <exception>
 #include <string>
 #include <string_view>

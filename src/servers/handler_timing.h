@@ -1,5 +1,5 @@
 #pragma once
-// Times a handler for the gym.* duration metrics (telemetry.md 6.2, 6.3):
+// Times a handler for the gym.* duration metrics (docs/design/telemetry-contract.md#metrics):
 // `done(ms)` runs when the timer goes out of scope, however the scope ends
 // (return, exception, or the destruction of a coroutine cut off by shutdown),
 // so failed calls are recorded too. Monotonic clock.

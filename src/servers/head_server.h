@@ -1,5 +1,6 @@
 #pragma once
-// The head server inside the orchestrator (runtime.md 4.4): the merged config and the process
+// The head server inside the orchestrator
+// (docs/design/wire-compatibility.md#server-kinds-and-routes): the merged config and the process
 // registry for clients such as `gym env status` and `gym eval run --no-serve`.
 #include "http/router.h"
 

@@ -104,7 +104,7 @@ void check_input(const json::value& input, json::array& errors) {
                                "Input should be a valid list", input));
 }
 
-// `stream: Optional[Literal[False]]`: streaming is not supported (runtime.md 4.7).
+// `stream: Optional[Literal[False]]`: streaming is not supported (a 422, as upstream's model).
 void check_stream(const json::value& stream, json::array& errors) {
   if (stream.is_null() || (stream.is_bool() && !stream.get_bool())) return;
   auto e =

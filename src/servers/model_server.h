@@ -1,7 +1,8 @@
 #pragma once
-// The routes every model server has (runtime.md 4.7): GET / liveness, POST /v1/responses with
-// the strict create-params validation, and POST /v1/chat/completions for implementations that
-// provide it. Implementations supply the answers; everything else is 404 like any unknown route.
+// The routes every model server has (docs/design/wire-compatibility.md#responses-api-shapes): GET /
+// liveness, POST /v1/responses with the strict create-params validation, and POST
+// /v1/chat/completions for implementations that provide it. Implementations supply the answers;
+// everything else is 404 like any unknown route.
 #include "http/router.h"
 #include "servers/registry.h"
 
@@ -16,10 +17,10 @@
 namespace gym::servers {
 
 // Validates a POST /v1/responses body strictly, as upstream's
-// NeMoGymResponseCreateParamsNonStreaming does: the lax coercions of runtime.md 4.2 (applied to
-// `body` in place), `input` a string or a list of items, `stream` only null or false, unknown
-// keys `extra_forbidden`. Returns the 422 detail entries in upstream order (declared fields in
-// order, then unknown keys); empty when the body is valid.
+// NeMoGymResponseCreateParamsNonStreaming does: the lax coercions of http/schema.h (applied to
+// `body` in place), `input` a string or a list of items, `stream` only null or false, unknown keys
+// `extra_forbidden`. Returns the 422 detail entries in upstream order (declared fields in order,
+// then unknown keys); empty when the body is valid.
 boost::json::array validate_model_create_params(boost::json::value& body);
 
 // Answers a validated POST /v1/responses. `params` holds the create params as received (only
@@ -35,7 +36,7 @@ struct ModelServerHandlers {
 };
 
 // Adds GET /, POST /v1/responses and, when provided, POST /v1/chat/completions, each answer in
-// its gym.model.* span (telemetry.md 8.3, group `model_call`).
+// its gym.model.* span (span group `model_call`).
 void add_model_server_routes(const ServerContext& ctx, http::Router& router,
                              ModelServerHandlers handlers);
 

@@ -104,10 +104,12 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   const Implementation* impl = registry.find(it->server_type, it->impl);
   if (!impl)
     throw core::ConfigError("no built-in implementation '" + it->impl + "' for " + it->server_type);
-  // Telemetry settings are checked here, before serving (T1); each serving process starts its
-  // own providers after any fork (T6).
+  // Telemetry settings are checked here, before serving (an invalid value is a start-up error);
+  // each serving process starts its own providers after any fork (the supervisor exports nothing:
+  // docs/design/processes.md#workers).
   const auto getenv = telemetry::process_env();
   const auto settings = telemetry::resolve_checked_settings(global, getenv, pipelines);
+  const auto shutdown_bound = telemetry::shutdown_bound(getenv);  // what the orchestrator left
   const auto run_id = telemetry::resolve_run_id(settings, getenv);
   const auto role = telemetry::role_of_server_type(it->server_type);
   ServerContext ctx{global, *it};
@@ -136,8 +138,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
     if (metrics.enabled()) pool_metrics = std::make_unique<http::PoolMetrics>(metrics);
     client = std::make_unique<http::HttpClient>(io.get_executor(), pool, pool_metrics.get(),
                                                 &process_telemetry->tracer());
-    pool.log_capacity_report();  // the process's rollout pool (telemetry.md 6.7), not the
-                                 // exporter's
+    pool.log_capacity_report();  // the process's rollout pool, not the exporter's
     ctx.client = client.get();
     ctx.metrics = &metrics;
     // One sampler per server (in its first worker), over the whole tree from its root process.
@@ -163,7 +164,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
   hooks.on_exit = [&] {
     if (own_memory) own_memory->stop();  // its final sample is exported
     // Bounded final export, within what the orchestrator's shutdown left for it.
-    if (process_telemetry) process_telemetry->shutdown(telemetry::shutdown_bound(getenv));
+    if (process_telemetry) process_telemetry->shutdown(shutdown_bound);
   };
   return server.run(hooks);
 }

@@ -1,5 +1,7 @@
 #pragma once
-// Built-in server implementations (R1): the third config level `<impl>` selects one of these.
+// Built-in server implementations: the third config level `<impl>` selects one of these (anything
+// else is an external server or a config error:
+// docs/design/wire-compatibility.md#external-servers).
 #include "core/config.h"
 #include "http/client.h"
 #include "http/router.h"
@@ -46,7 +48,7 @@ struct ServerContext {
 struct Implementation {
   std::string server_type;  // resources_servers | responses_api_agents | responses_api_models
   std::string name;         // impl key, e.g. "example_single_tool_call"
-  std::string class_name;   // upstream class name: the session cookie prefix (runtime.md 4.3)
+  std::string class_name;   // upstream class name: the session cookie prefix
   std::function<void(ServerContext&, http::Router&)> add_routes;
 };
 
@@ -78,12 +80,13 @@ http::ServerOptions server_options(const boost::json::object& global,
 
 // Serves `instance_name` from the merged config until SIGINT/SIGTERM; returns the exit code.
 // Every serving process (each worker) starts its telemetry with `pipelines` before its HTTP
-// client (telemetry.md 5, 9); its settings are resolved and checked before anything serves.
+// client (docs/design/processes.md#workers); its settings are resolved and checked before anything
+// serves.
 int serve_instance(const boost::json::object& global, const std::string& instance_name,
                    const telemetry::PipelineFactory& pipelines, const Registry& registry);
 
 // The Prometheus port of worker `worker` of an instance: its `prometheus_ports` entry (assigned
-// by the orchestrator, telemetry.md 7.5), else `base` + worker when a base port is set.
+// by the orchestrator), else `base` + worker when a base port is set.
 std::optional<int> prometheus_port_of(const core::ServerInstance& instance, int worker,
                                       std::optional<int> base);
 

@@ -74,7 +74,7 @@ std::shared_ptr<const Schema> aggregate_metrics_request_schema() {
 std::shared_ptr<const Schema> verify_request_schema() {
   static const auto schema = std::make_shared<const Schema>(Schema::object_of({
       {"responses_create_params", Schema::of(Schema::Kind::dict), true},
-      // A Response's `output` is a list of items (runtime.md 4.7); verifiers walk it.
+      // A Response's `output` is a list of items; verifiers walk it.
       {"response",
        Schema::object_of({{"output", Schema::list_of(Schema::of(Schema::Kind::dict)), true}}),
        true},

@@ -1,5 +1,6 @@
 #pragma once
-// The routes every resources server has (runtime.md 4.5); environments add their tools and
+// The routes every resources server has
+// (docs/design/wire-compatibility.md#server-kinds-and-routes); environments add their tools and
 // their /verify on top.
 #include "http/router.h"
 #include "servers/aggregate_metrics.h"
@@ -16,8 +17,9 @@ namespace gym::servers {
 
 // GET / liveness, POST /seed_session answering {}, GET /reverify_mode answering
 // `reverify_mode` ("stateless", "unsupported" or "unknown"), and POST /aggregate_metrics: the
-// default computation of runtime.md 7.9 plus the environment's `aggregate_hooks` (a duplicate
-// (task, rollout) pair or another bad row is a 500 "ValueError: ...").
+// default computation (docs/reference/aggregate-metrics.md) plus the environment's
+// `aggregate_hooks` (a duplicate (task, rollout) pair or another bad row is a 500 "ValueError:
+// ...").
 void add_resources_base_routes(http::Router& router, std::string reverify_mode = "unknown",
                                AggregateMetricsHooks aggregate_hooks = {});
 
@@ -32,9 +34,9 @@ std::shared_ptr<const http::Schema> verify_request_schema();
 std::shared_ptr<const http::Schema> verify_request_schema(std::vector<http::SchemaField> fields);
 
 // POST /verify with `verifier` behind `schema`, timed for gym.verify.duration_ms and counted for
-// gym.verify.success_rate (telemetry.md 6.3, 6.4): every call that passed validation is one
-// sample; it completed when the verifier returned a 2xx answer (any reward), it failed when it
-// threw (a 500) or answered an error status.
+// gym.verify.success_rate (docs/design/telemetry-contract.md#metrics): every call that passed
+// validation is one sample; it completed when the verifier returned a 2xx answer (any reward), it
+// failed when it threw (a 500) or answered an error status.
 void add_verify_route(ServerContext& ctx, http::Router& router, http::JsonHandler verifier,
                       std::shared_ptr<const http::Schema> schema);
 
@@ -61,8 +63,9 @@ struct Environment {
 // counted), so no environment can leave out a base route or the verify metrics.
 void register_environment(Registry& registry, Environment environment);
 
-// The start of every /verify answer (environments.md 1.2): `responses_create_params` and
-// `response` as received, then `reward`; the environment appends its extra fields.
+// The start of every /verify answer (docs/design/conformance.md#verify-answers):
+// `responses_create_params` and `response` as received, then `reward`; the environment appends its
+// extra fields.
 boost::json::object verify_response(const boost::json::object& request, double reward);
 
 }  // namespace gym::servers

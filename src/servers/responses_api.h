@@ -1,6 +1,7 @@
 #pragma once
-// Shapes of the OpenAI Responses API as NeMo Gym uses them (runtime.md 4.7): create-params
-// defaults and validation, Response checks, usage accumulation.
+// Shapes of the OpenAI Responses API as NeMo Gym uses them
+// (docs/design/wire-compatibility.md#responses-api-shapes): create-params defaults and validation,
+// Response checks, usage accumulation.
 #include "http/schema.h"
 
 #include <boost/json/array.hpp>
@@ -26,10 +27,12 @@ std::optional<std::string> response_problem(const boost::json::value& v);
 
 // The text of the assistant's messages in a Response's `output`, as verifiers read it: every
 // item with type `message` and role `assistant` contributes its string `content`, or the `text`
-// of each content part that has one, in order, joined with "\n" (environments.md 1.4).
+// of each content part that has one, in order, joined with "\n"
+// (docs/design/conformance.md#text-views-of-a-response).
 std::string assistant_text(const boost::json::array& output);
 
-// runtime.md 5: usage := accumulate(usage, response.usage).
+// usage := accumulate(usage, response.usage): the token counts summed over the turns (a count
+// missing on either side is null).
 boost::json::value accumulate_usage(const boost::json::value& total, const boost::json::value& add);
 
 }  // namespace gym::servers

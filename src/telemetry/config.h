@@ -1,10 +1,9 @@
 #pragma once
-// Telemetry settings of one process (telemetry.md section 3): the `telemetry:` block of the
-// merged config, overridden per key by NEMO_GYM_OTEL_<KEY> > NEMO_LENS_<KEY> (decision D1), the
+// Telemetry settings of one process (docs/design/telemetry-contract.md#settings): the `telemetry:`
+// block of the merged config, overridden per key by NEMO_GYM_OTEL_<KEY> > NEMO_LENS_<KEY>, the
 // standard OTEL_* variables, span-group resolution and the run id. Every invalid value is a
-// core::ConfigError whose message names the key or the variable (T1); nothing silently falls
-// back to a default. The OTLP settings of section 7.2 are resolved beside the exporter
-// (exporters/otlp/otlp_settings.h).
+// core::ConfigError whose message names the key or the variable; nothing silently falls back to a
+// default. The OTLP settings are resolved beside the exporter (exporters/otlp/otlp_settings.h).
 #include <bitset>
 #include <chrono>
 #include <initializer_list>
@@ -27,12 +26,12 @@ using core::GetEnv;
 // ::getenv as a GetEnv.
 GetEnv process_env();
 
-// Boolean spellings of telemetry.md 3.2 (trimmed, case-insensitive): 1/true/yes/on and
-// 0/false/no/off. Anything else is a ConfigError naming `variable`, the value and the
-// accepted spellings.
+// Boolean spellings of the telemetry variables (trimmed, case-insensitive): 1/true/yes/on and
+// 0/false/no/off. Anything else is a ConfigError naming `variable`, the value and the accepted
+// spellings.
 bool parse_bool(std::string_view variable, std::string_view value);
 
-// ---- Span groups (telemetry.md 8.1) ----
+// ---- Span groups (docs/reference/telemetry.md#reference) ----
 
 enum class SpanGroup { job, server, http_client, rollout, agent, model_call, verify, sandbox };
 inline constexpr std::size_t kSpanGroupCount = 8;
@@ -50,7 +49,8 @@ class SpanGroups {
 
 // Splits `spec` on ',', trims, lower-cases and drops empty parts; a preset contributes its
 // groups. An unknown name is a ConfigError naming it, `source` (a variable name or
-// `telemetry.span_groups`) and the sorted list of valid names (D3).
+// `telemetry.span_groups`) and the sorted list of valid names (a typo must not silently turn spans
+// off).
 SpanGroups resolve_span_groups(std::string_view spec, std::string_view source);
 
 // ---- Settings ----
@@ -83,11 +83,11 @@ struct TelemetrySettings {
   // interval; default min(30000, interval)).
   std::chrono::milliseconds export_interval{10'000};
   std::chrono::milliseconds export_timeout{10'000};
-  // OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_* (telemetry.md 7.3, 8.3); read only when traces are
-  // active, so a variable meant for another SDK cannot stop a run that exports no span.
+  // OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*; read only when traces are active, so a variable meant
+  // for another SDK cannot stop a run that exports no span.
   Sampler sampler;
   BatchSettings span_batch;
-  // OTEL_BLRP_* (telemetry.md 8.4; schedule delay 1000 ms), read only when logs are active.
+  // OTEL_BLRP_* (schedule delay 1000 ms), read only when logs are active.
   BatchSettings log_batch;
   // Lines to log once at startup: unknown keys of the block, logs_enabled without effect.
   std::vector<std::string> warnings;
@@ -102,14 +102,15 @@ struct TelemetrySettings {
   }
 };
 
-// Resolves every key of telemetry.md 3.1 with the precedence of 3.2 from `config` (the merged
-// config; its `telemetry` block may be absent or null) and `getenv`. Throws core::ConfigError.
+// Resolves every key of the `telemetry:` block with its precedence
+// (docs/reference/telemetry.md#every-key-and-variable) from `config` (the merged config; its
+// `telemetry` block may be absent or null) and `getenv`. Throws core::ConfigError.
 // The OTLP settings (otlp_endpoint, otlp_protocol, otlp_headers and OTEL_EXPORTER_OTLP_*) are
 // checked by the exporters (exporters::check_exporter_settings, through
 // resolve_checked_settings() in process_telemetry.h).
 TelemetrySettings resolve_settings(const boost::json::object& config, const GetEnv& getenv);
 
-// ---- Run id (telemetry.md 3.4) ----
+// ---- Run id (docs/design/telemetry-contract.md#settings) ----
 
 // The first 12 lowercase hex digits of a random UUIDv4.
 std::string generate_run_id();

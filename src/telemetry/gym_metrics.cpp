@@ -10,9 +10,9 @@ namespace {
 
 using namespace metric_names;
 
-// D7: upstream's duration list; a millisecond list for verify; upstream's pool
-// list; the OTel semantic-convention default buckets (seconds) for the HTTP
-// server.
+// docs/design/telemetry-contract.md#histogram-buckets: upstream's duration list; a millisecond list
+// for verify; upstream's pool list; the OTel semantic-convention default buckets (seconds) for the
+// HTTP server.
 const std::vector<double> kRolloutBuckets{100,    250,    500,     1000,    2500,
                                           5000,   10000,  30000,   60000,   120000,
                                           300000, 600000, 1200000, 1800000, 3600000};
@@ -150,8 +150,8 @@ PoolDestination* GymMetrics::pool_destination(std::string_view destination) {
 void GymMetrics::observe_memory(std::function<std::optional<MemorySample>()> latest) {
   auto& p = provider_;
   auto shared = std::make_shared<std::function<std::optional<MemorySample>()>>(std::move(latest));
-  // Each gauge reports the points of the latest sample only (T5): a series missing from it
-  // (a PSS the sample could not read) is not exported.
+  // Each gauge reports the points of the latest sample only: a series missing from it (a PSS the
+  // sample could not read) is not exported.
   auto per_target = [shared](auto&& observe_target) {
     return [shared, observe_target](ObservableResult<std::int64_t>& out) {
       auto sample = (*shared)();

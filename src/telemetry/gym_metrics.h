@@ -1,9 +1,8 @@
 #pragma once
-// The gym_metrics facade (telemetry.md 6): the one place that names every
-// instrument gym-cpp emits, with its unit, buckets and attribute keys. A
-// process creates the instruments of its role (telemetry.md 2: a role that does
-// not record a metric never creates it); call sites hold this object and call
-// typed recorders, never a metric name or an attribute key.
+// The gym_metrics facade (docs/design/telemetry-contract.md#metrics): the one place that names
+// every instrument gym-cpp emits, with its unit, buckets and attribute keys. A process creates the
+// instruments of its role (a role that does not record a metric never creates it); call sites hold
+// this object and call typed recorders, never a metric name or an attribute key.
 //
 // Threading: every recorder may be called from any thread; recording is a few
 // relaxed atomic operations and never blocks (pool destinations take a lock
@@ -28,7 +27,7 @@ namespace gym::telemetry {
 
 struct MemorySample;  // memory_sampler.h
 
-// ---- Every exported name and point attribute key (telemetry.md 6.1) ----
+// ---- Every exported name and point attribute key (the telemetry contract) ----
 // Recorders never need them (the facade spells them); code that reads exports does (the
 // report). Units and buckets live beside the instruments in gym_metrics.cpp.
 namespace metric_names {
@@ -47,7 +46,8 @@ inline constexpr std::string_view kHostMemoryTotal = "gym.host.memory.total";
 inline constexpr std::string_view kHostMemoryPeak = "gym.host.memory.sampled_peak";
 inline constexpr std::string_view kHttpRequestDuration = "http.server.request.duration";
 inline constexpr std::string_view kHttpActiveRequests = "http.server.active_requests";
-// gym-cpp's own, beyond NeMo Gym's set: vllm_model's on-policy check (docs/model-servers.md).
+// gym-cpp's own, beyond NeMo Gym's set: vllm_model's on-policy check
+// (docs/reference/model-servers.md).
 inline constexpr std::string_view kTokenContiguityBreaks = "gym.model.token_contiguity.breaks";
 }  // namespace metric_names
 
@@ -68,7 +68,8 @@ inline constexpr std::string_view kMemoryPid = "process.pid";
 inline constexpr std::string_view kMemoryType = "memory.type";
 }  // namespace attribute_keys
 
-// Who records (telemetry.md 2). Servers take their role from their server type.
+// Who records (docs/design/telemetry-contract.md#process-roles). Servers take their role from their
+// server type.
 enum class ProcessRole { orchestrator, collector, resources_server, agent_server, model_server };
 
 // The role of a server instance of `server_type` (resources_servers,
@@ -128,7 +129,7 @@ class GymMetrics {
 
   // The series of the HTTP server metrics (6.6), bound for a caller that keeps them: the HTTP
   // server caches them per event loop, since their attribute sets are few and known early
-  // (style.md 3). Empty handles when metrics are off.
+  // (bound once). Empty handles when metrics are off.
   // http.server.request.duration: `route` is the matched template, empty when none matched;
   // `method` as http_method_label gives it.
   BoundHistogram http_request_series(std::string_view route, std::string_view method,
@@ -142,9 +143,8 @@ class GymMetrics {
   // Cache the pointer: this takes a lock.
   PoolDestination* pool_destination(std::string_view destination);
 
-  // The memory gauges (6.8) report the latest sample `latest` returns at each
-  // collection (decision T5: only that sample's points). Call once, in the
-  // orchestrator.
+  // The memory gauges report the latest sample `latest` returns at each collection (only that
+  // sample's points). Call once, in the orchestrator.
   void observe_memory(std::function<std::optional<MemorySample>()> latest);
 
  private:

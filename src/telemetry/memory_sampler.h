@@ -1,8 +1,8 @@
 #pragma once
-// The memory profiling sampler (telemetry.md 6.8): host memory from /proc/meminfo and, per
-// spawned server, the RSS and PSS of the server's whole process tree (its multi-worker
-// supervisor and workers are descendants, D13). It produces plain data only; the gauges of
-// section 6.1 read latest() and export exactly its points (T5).
+// The memory profiling sampler (docs/guides/memory-profiling.md): host memory from /proc/meminfo
+// and, per spawned server, the RSS and PSS of the server's whole process tree (its multi-worker
+// supervisor and workers are descendants). It produces plain data only; the memory gauges read
+// latest() and export exactly its points.
 //
 // The readers are pure functions over a proc root ("/proc" in production, a fake tree in
 // tests). They never throw on bad input: an unreadable or garbled file counts as absent.
@@ -25,8 +25,8 @@ namespace gym::telemetry {
 // node's memory and exports the same gauges itself (memory_profiling settings as everywhere).
 inline constexpr char kSampleOwnMemoryVariable[] = "GYM_SAMPLE_OWN_MEMORY";
 
-// The OS name of the sampler thread. The spec calls the thread `gym-memory-profiler`; Linux
-// keeps at most 15 characters of a thread name, so this is its first 15.
+// The OS name of the sampler thread. The intended name is `gym-memory-profiler`; Linux keeps at
+// most 15 characters of a thread name, so this is its first 15.
 inline constexpr char kMemorySamplerThreadName[] = "gym-memory-prof";
 
 // One spawned server instance: its root pid is the process the orchestrator spawned directly.
@@ -121,7 +121,7 @@ class MemorySampler {
   std::uint64_t samples_taken() const;
 
   // Whether the sampler can run here: `<proc_root>/self` exists. When it does not, the caller
-  // says so in one info line and creates no sampler (telemetry.md 6.8).
+  // says so in one info line and creates no sampler.
   static bool available(const std::filesystem::path& proc_root = "/proc");
 
  private:

@@ -3,7 +3,6 @@
 #include "telemetry/shutdown_report.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <future>
 #include <system_error>
@@ -21,13 +20,8 @@ TelemetrySettings resolve_checked_settings(const boost::json::object& config, co
 }
 
 std::chrono::milliseconds shutdown_bound(const GetEnv& getenv) {
-  const auto text = getenv ? getenv(kShutdownBoundVariable) : std::nullopt;
-  if (!text) return kShutdownBound;
-  char* end = nullptr;
-  const long ms = std::strtol(text->c_str(), &end, 10);
-  if (text->empty() || *end != '\0' || ms < 0 || ms >= kShutdownBound.count())
-    return kShutdownBound;
-  return std::chrono::milliseconds(ms);
+  const auto e = getenv ? first_env(getenv, {kShutdownBoundVariable}) : std::nullopt;
+  return e ? std::min(parse_positive_ms(*e), kShutdownBound) : kShutdownBound;
 }
 
 ProcessTelemetry::ProcessTelemetry(const PipelineFactory& factory, TelemetrySettings settings,
@@ -88,9 +82,10 @@ std::chrono::milliseconds time_left(std::chrono::steady_clock::time_point end) {
 }
 
 // Runs `first` on this thread and `others` each on a thread of its own, side by side; true when
-// all returned true. The signals flush in parallel within one bound (telemetry.md 7.6 step 3), so
-// a traces collector that hangs does not spend the time of the last metrics export, nor the
-// reverse. Without a thread to spare, a step runs in turn.
+// all returned true. The signals flush in parallel within one bound
+// (docs/design/telemetry-contract.md#shutdown-flush), so a traces collector that hangs does not
+// spend the time of the last metrics export, nor the reverse. Without a thread to spare, a step
+// runs in turn.
 bool side_by_side(const std::function<bool()>& first,
                   std::initializer_list<std::function<bool()>> others) {
   std::vector<std::future<bool>> started;
@@ -118,9 +113,9 @@ bool ProcessTelemetry::force_flush(std::chrono::milliseconds wait) {
 bool ProcessTelemetry::shutdown(std::chrono::milliseconds wait) {
   if (shut_down_) return true;
   shut_down_ = true;
-  // D5: spans still open are ended as truncated; the span queue, the log records and the last
-  // metrics go out within one bound. The final collection runs the facade's observable
-  // callbacks: on this thread, before it goes.
+  // Spans still open are ended as truncated; the span queue, the log records and the last metrics
+  // go out within one bound. The final collection runs the facade's observable callbacks: on this
+  // thread, before it goes.
   const auto end = std::chrono::steady_clock::now() + wait;
   // What fails is said in one line at the end (a caller that began the report says it).
   const bool report = shutdown_report::begin();

@@ -1,13 +1,12 @@
 #pragma once
-// The telemetry of one process (telemetry.md 2, 5, 7.6): its resolved settings,
-// run id and identity, the metrics pipeline that exports its provider, and the
-// gym_metrics facade of its role. Create it at process start, before the HTTP
-// client pool (decision D4); call shutdown() on orderly exit (bounded to 5 s,
-// D5).
+// The telemetry of one process (docs/design/processes.md#telemetry-in-each-process): its resolved
+// settings, run id and identity, the metrics pipeline that exports its provider, and the
+// gym_metrics facade of its role. Create it at process start, before the HTTP client pool (so the
+// pool's metrics exist from its first call); call shutdown() on orderly exit (bounded to 5 s).
 //
 // The pipeline comes from a factory because the exporters live above the HTTP
-// layer (architecture.md): the `gym` binary passes exporters::metrics_pipelines()
-// down to the components that start processes.
+// layer (docs/architecture.md): the `gym` binary passes exporters::metrics_pipelines() down to the
+// components that start processes.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -44,21 +43,20 @@ class MetricsPipelineBase {
 // settings of the exporter a process will use, and how to build its pipeline.
 struct PipelineFactory {
   // Throws core::ConfigError when the settings of the exporter that `settings` choose are
-  // invalid (e.g. an OTEL_EXPORTER_OTLP_* value, telemetry.md 7.2); starts nothing. May be
-  // empty: nothing to check.
+  // invalid (e.g. an OTEL_EXPORTER_OTLP_* value); starts nothing. May be empty: nothing to check.
   using Check = std::function<void(const TelemetrySettings&, const GetEnv&)>;
   // Builds the pipeline of a process; throws core::ConfigError (invalid settings) or
   // std::runtime_error (a file or port that cannot be opened). May be empty: no pipeline.
   using Build = std::function<std::unique_ptr<MetricsPipelineBase>(
       const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
 
-  // The span exporter of a process whose traces are active (telemetry.md 7.1: OTLP or console);
+  // The span exporter of a process whose traces are active (OTLP or console);
   // throws like Build. May be empty: no spans are exported.
   using BuildSpans = std::function<std::unique_ptr<SpanExporter>(
       const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
 
-  // The log-record exporter of a process whose logs are active (telemetry.md 8.4); throws like
-  // Build. May be empty: no log records are exported.
+  // The log-record exporter of a process whose logs are active; throws like Build. May be empty: no
+  // log records are exported.
   using BuildLogs = std::function<std::unique_ptr<LogExporter>(
       const TelemetrySettings&, const ProcessIdentity&, const std::string& run_id, const GetEnv&)>;
 
@@ -69,8 +67,8 @@ struct PipelineFactory {
 };
 
 // resolve_settings(), then the factory's check of the exporter settings: every telemetry value
-// of a process is checked when it starts, before it serves or spawns anything (T1). Throws
-// core::ConfigError.
+// of a process is checked when it starts, before it serves or spawns anything (an invalid value is
+// a start-up error, never telemetry silently off). Throws core::ConfigError.
 TelemetrySettings resolve_checked_settings(const boost::json::object& config, const GetEnv& getenv,
                                            const PipelineFactory& pipelines);
 
@@ -80,8 +78,11 @@ TelemetrySettings resolve_checked_settings(const boost::json::object& config, co
 inline constexpr char kShutdownBoundVariable[] = "GYM_TELEMETRY_SHUTDOWN_MS";
 inline constexpr std::chrono::milliseconds kSignalFlushBound{1000};
 
-// The bound of this process's final export: kShutdownBoundVariable when set to a number of
-// milliseconds below kShutdownBound, else kShutdownBound.
+// The bound of this process's final export: kShutdownBoundVariable, at most kShutdownBound;
+// kShutdownBound when it is unset or blank. Read like the other variables of milliseconds
+// (first_env, parse_positive_ms): anything but a positive whole number is a core::ConfigError
+// naming the variable, so a server reads it when it starts (an invalid value is a start-up error),
+// not at its shutdown.
 std::chrono::milliseconds shutdown_bound(const GetEnv& getenv);
 
 class ProcessTelemetry {
@@ -100,8 +101,8 @@ class ProcessTelemetry {
   const ProcessIdentity& identity() const noexcept { return identity_; }
   GymMetrics& metrics() noexcept { return *metrics_; }
   bool metrics_active() const noexcept { return pipeline_ != nullptr; }
-  // The process's tracer: every group off when traces are inactive or no span group is set
-  // (telemetry.md 8.1), so sites start nothing.
+  // The process's tracer: every group off when traces are inactive or no span group is set, so
+  // sites start nothing.
   const Tracer& tracer() const noexcept { return *tracer_; }
   Tracer& tracer() noexcept { return *tracer_; }
   // The span processor's figures; nullopt when no span is exported.

@@ -1,5 +1,6 @@
 #pragma once
-// The resource of a process (telemetry.md section 4): who reports, in which run, on which host.
+// The resource of a process (docs/design/telemetry-contract.md#resource-attributes): who reports,
+// in which run, on which host.
 #include <optional>
 #include <string>
 
@@ -8,10 +9,12 @@
 
 namespace gym::telemetry {
 
-// The NeMo Gym release whose wire protocol and telemetry this build implements (T4).
+// The NeMo Gym release whose wire protocol and telemetry this build implements (`nemo.gym.version`;
+// gym-cpp's own version is `service.version`).
 inline constexpr std::string_view kNemoGymVersion = "0.7.0";
 
-// The role of the reporting process (telemetry.md section 2): server name and type, e.g.
+// The role of the reporting process (docs/design/telemetry-contract.md#process-roles): server name
+// and type, e.g.
 // {"mcqa", "resources_servers"}, {"orchestrator", "orchestrator"}.
 struct ProcessIdentity {
   std::string server_name;
@@ -25,10 +28,10 @@ struct HostFacts {
 };
 HostFacts current_host();
 
-// Every attribute of telemetry.md section 4. `run_id` is the effective run id
-// (resolve_run_id). OTEL_RESOURCE_ATTRIBUTES (comma-separated key=value, values
-// percent-decoded) has the lowest precedence; a malformed value is ignored as a whole with one
-// warning, as the OpenTelemetry specification asks.
+// Every resource attribute of the telemetry contract. `run_id` is the effective run id
+// (resolve_run_id). OTEL_RESOURCE_ATTRIBUTES (comma-separated key=value, values percent-decoded)
+// has the lowest precedence; a malformed value is ignored as a whole with one warning, as the
+// OpenTelemetry specification asks.
 Resource build_resource(const TelemetrySettings& settings, const std::string& run_id,
                         const ProcessIdentity& identity, const GetEnv& getenv,
                         const HostFacts& host = current_host());

@@ -1,6 +1,6 @@
-// POST /aggregate_metrics on a real `gym serve` of example_single_tool_call (runtime.md 4.5, 7.9):
-// the response shape, the conformance key metrics of environments.md 9, and errors as 422/500
-// without harming the server.
+// POST /aggregate_metrics on a real `gym serve` of example_single_tool_call
+// (docs/reference/aggregate-metrics.md): the response shape, the conformance key metrics, and
+// errors as 422/500 without harming the server.
 #include "conformance_dir.h"
 #include "process.h"
 #include "reserved_port.h"
@@ -80,8 +80,8 @@ TEST(AggregateMetricsServe, ResponseShape) {
 }
 
 TEST(AggregateMetricsServe, ConformanceKeyMetrics) {
-  // environments.md 9: example_single_tool_call's recorded rollouts give mean reward 1.0,
-  // input_tokens 88.0, output_tokens 38.0, total_tokens 126.0.
+  // example_single_tool_call's recorded rollouts give mean reward 1.0, input_tokens 88.0,
+  // output_tokens 38.0, total_tokens 126.0.
   auto path = std::filesystem::path(conformance_dir()) / "example_single_tool_call" /
               "example_rollouts.jsonl";
   ASSERT_TRUE(std::filesystem::exists(path))

@@ -3,6 +3,7 @@
 // built-in presets, a closed stdout, the setup profiles and `cmake --install`.
 #include "process.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -28,9 +29,7 @@ gym::test::CommandResult run_gym(const std::string& args) {
   return gym::test::run_command(gym_binary() + " " + args);
 }
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using gym::test::contains;
 
 // A program on a pseudo-terminal, as a user's shell runs it: what it prints arrives as the
 // terminal shows it (with the echo of typed keys), and typing Ctrl-C sends SIGINT.

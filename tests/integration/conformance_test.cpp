@@ -1,7 +1,7 @@
 // The full loop of issue 3 with real processes: `gym env start --resources-server <env>
 // --model-type replay_model`, then every example.jsonl row posted to the agent's /run must
-// reproduce NeMo Gym's rewards (environments.md 9) through agent -> replay model -> tools ->
-// verify. Also the agent's handling of bad tool calls.
+// reproduce NeMo Gym's rewards (docs/design/conformance.md) through agent -> replay model -> tools
+// -> verify. Also the agent's handling of bad tool calls.
 #include "conformance_dir.h"
 #include "core/json_text.h"
 #include "files.h"
@@ -71,14 +71,15 @@ json::value post_json(int port, const std::string& path, const json::value& body
 struct Expected {
   std::string env;
   std::string agent;
-  std::vector<double> rewards;  // by line of example.jsonl (environments.md 9)
+  std::vector<double> rewards;  // by line of example.jsonl
 };
 
 const std::vector<Expected> kExpected = {
     {"example_single_tool_call", "example_single_tool_call_simple_agent", {1, 1, 1, 1, 1}},
     {"example_session_state_mgmt", "example_session_state_mgmt_simple_agent", {1, 1, 1, 1, 1}},
     {"example_multi_step", "example_multi_step_simple_agent", {1, 1, 1, 1, 1}},
-    // Task 1 is the decided exception of environments.md 9.1 (recorded 0, current rule 1).
+    // Task 1 is the decided exception (recorded 0, current rule 1):
+    // docs/design/conformance.md#where-the-recorded-data-disagrees.
     {"mcqa", "mcqa_simple_agent", {1, 1, 0, 1, 1}},
     {"xlam_fc", "xlam_fc_simple_agent", {1, 1, 0, 0, 1}},
     {"string_match", "string_match_simple_agent", {1, 1, 1, 1, 1}},
@@ -106,7 +107,8 @@ TEST_P(FullLoop, ReproducesNemoGymRewards) {
     ASSERT_TRUE(result.is_object()) << e.env << " task " << i;
     EXPECT_EQ(result.at("reward").to_number<double>(), e.rewards[i]) << e.env << " task " << i;
     EXPECT_TRUE(result.at("response").at("output").is_array());
-    // The verify echo starts with the expanded create params (environments.md 1.2).
+    // The verify echo starts with the expanded create params
+    // (docs/design/conformance.md#verify-answers).
     EXPECT_EQ(result.as_object().begin()->key(), "responses_create_params");
     EXPECT_TRUE(result.at("responses_create_params").as_object().contains("stream"));
   }

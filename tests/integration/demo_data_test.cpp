@@ -1,7 +1,7 @@
 // The generated demo data against the servers that replay it (issue 4): `gym env start` with the
 // three demo environments and replay_model loading <dir>/demo_rollouts.jsonl beside
-// input_jsonl_fpath (environments.md 8.1); every input row posted kDemoRepeats times to its
-// agent's /run. Each task's results must be exactly its recorded rows (reward, verifier fields,
+// input_jsonl_fpath (docs/reference/replay-model.md); every input row posted kDemoRepeats times to
+// its agent's /run. Each task's results must be exactly its recorded rows (reward, verifier fields,
 // the whole Response), each replayed once (8.4 step 3), with no failure.
 #include "demo_data/demo_data.h"
 
@@ -35,8 +35,8 @@ std::vector<json::object> read_jsonl(const fs::path& path) {
 }
 
 // What a task's rollouts must reproduce: the recorded row without the collector's own keys
-// (runtime.md 7.5), compared as JSON values; and, for readable failures, reward and verifier
-// fields alone.
+// (docs/design/wire-compatibility.md#collection-files), compared as JSON values; and, for readable
+// failures, reward and verifier fields alone.
 std::string result_key(json::object row, bool full) {
   for (const char* k : {"_ng_task_index", "_ng_rollout_index", "agent_ref"}) row.erase(k);
   if (!full)

@@ -1,13 +1,15 @@
-// The preflight of model endpoints at start (issue 27; docs/model-servers.md): `gym eval run`
-// as a process against the fake OpenAI-compatible endpoint (tests/support/fake_openai.cpp). A
-// base URL without /v1, a model the endpoint does not serve, or --max-output-tokens that cannot
-// fit the served max_model_len stop the run before any rollout (exit 2), leaving the user's
-// files as they were; a working setup still runs; a slow endpoint is reported while we wait.
+// The preflight of model endpoints at start (issue 27;
+// docs/reference/model-servers.md#checks-at-start): `gym eval run` as a process against the fake
+// OpenAI-compatible endpoint (tests/support/fake_openai.cpp). A base URL without /v1, a model the
+// endpoint does not serve, or --max-output-tokens that cannot fit the served max_model_len stop the
+// run before any rollout (exit 2), leaving the user's files as they were; a working setup still
+// runs; a slow endpoint is reported while we wait.
 #include "files.h"
 #include "live_deployment.h"
 #include "process.h"
 #include "reserved_port.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 
@@ -43,9 +45,7 @@ gym::test::CommandResult eval(TempDir& tmp, const std::string& model_url, const 
   return gym::test::run_command(eval_command(tmp, model_url, model, extra));
 }
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 // What an earlier run left in out/: every file and its text.
 std::map<std::string, std::string> earlier_run(TempDir& tmp) {
@@ -75,7 +75,7 @@ TEST(EndpointPreflight, AWorkingSetupStillRuns) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(read_jsonl(tmp.file("out/out.jsonl")).size(), 1u) << r.output;
   EXPECT_GE(fake.state().at("models_probed").to_number<int>(), 1);
-  EXPECT_FALSE(has(r.output, "still waiting")) << r.output;
+  EXPECT_FALSE(contains(r.output, "still waiting")) << r.output;
 }
 
 TEST(EndpointPreflight, ABaseUrlWithoutV1IsRefusedAndTheUsersFilesStayAsTheyWere) {
@@ -85,12 +85,13 @@ TEST(EndpointPreflight, ABaseUrlWithoutV1IsRefusedAndTheUsersFilesStayAsTheyWere
   const std::string url = "http://127.0.0.1:" + std::to_string(fake.port);
   auto r = eval(tmp, url, "fake-model");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(has(r.output, "GET " + url + "/models answered 404")) << r.output;
-  EXPECT_TRUE(has(r.output, "not an OpenAI model list")) << r.output;
-  EXPECT_TRUE(has(r.output, "the base URL is probably wrong")) << r.output;
-  EXPECT_TRUE(has(r.output, "try " + url + "/v1")) << r.output;
-  EXPECT_TRUE(has(r.output, "policy_model.responses_api_models.vllm_model.base_url")) << r.output;
-  EXPECT_TRUE(has(r.output, "model_endpoint_preflight: false")) << r.output;
+  EXPECT_TRUE(contains(r.output, "GET " + url + "/models answered 404")) << r.output;
+  EXPECT_TRUE(contains(r.output, "not an OpenAI model list")) << r.output;
+  EXPECT_TRUE(contains(r.output, "the base URL is probably wrong")) << r.output;
+  EXPECT_TRUE(contains(r.output, "try " + url + "/v1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "policy_model.responses_api_models.vllm_model.base_url"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "model_endpoint_preflight: false")) << r.output;
   EXPECT_EQ(fake.state().at("served").to_number<int>(), 0) << "no rollout ran";
   EXPECT_EQ(files_in(tmp), before);
 }
@@ -106,12 +107,12 @@ TEST(EndpointPreflight, AModelTheEndpointDoesNotServeIsRefusedListingWhatItServe
   const auto before = earlier_run(tmp);
   auto r = eval(tmp, fake.base(), "org/model-999");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(has(r.output, "does not serve model 'org/model-999'")) << r.output;
-  EXPECT_TRUE(has(r.output, "--model / policy_model_name")) << r.output;
-  EXPECT_TRUE(has(r.output, "policy_model.responses_api_models.vllm_model.model")) << r.output;
-  EXPECT_TRUE(has(r.output, "it serves: org/model-100, org/model-101")) << r.output;
-  EXPECT_TRUE(has(r.output, "org/model-119 (and 5 more)")) << r.output;  // the first 20
-  EXPECT_FALSE(has(r.output, "org/model-120")) << r.output;
+  EXPECT_TRUE(contains(r.output, "does not serve model 'org/model-999'")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--model / policy_model_name")) << r.output;
+  EXPECT_TRUE(contains(r.output, "policy_model.responses_api_models.vllm_model.model")) << r.output;
+  EXPECT_TRUE(contains(r.output, "it serves: org/model-100, org/model-101")) << r.output;
+  EXPECT_TRUE(contains(r.output, "org/model-119 (and 5 more)")) << r.output;  // the first 20
+  EXPECT_FALSE(contains(r.output, "org/model-120")) << r.output;
   EXPECT_EQ(fake.state().at("served").to_number<int>(), 0) << "no rollout ran";
   EXPECT_EQ(files_in(tmp), before);
 
@@ -127,12 +128,12 @@ TEST(EndpointPreflight, MaxOutputTokensThatCannotFitTheModelAreRefused) {
   const auto before = earlier_run(tmp);
   auto r = eval(tmp, fake.base(), "fake-model", "--max-output-tokens 8192");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(has(r.output,
-                  "--max-output-tokens 8192 (responses_create_params.max_output_tokens) "
-                  "cannot fit: " +
-                      fake.base() +
-                      " serves fake-model with max_model_len 4096 (prompt + output "
-                      "must fit); lower --max-output-tokens"))
+  EXPECT_TRUE(contains(r.output,
+                       "--max-output-tokens 8192 (responses_create_params.max_output_tokens) "
+                       "cannot fit: " +
+                           fake.base() +
+                           " serves fake-model with max_model_len 4096 (prompt + output "
+                           "must fit); lower --max-output-tokens"))
       << r.output;
   EXPECT_EQ(fake.state().at("served").to_number<int>(), 0) << "no rollout ran";
   EXPECT_EQ(files_in(tmp), before);
@@ -146,7 +147,7 @@ TEST(EndpointPreflight, ModelEndpointPreflightFalseSkipsTheChecks) {
   TempDir tmp;
   auto r = eval(tmp, fake.base(), "not-listed", "++model_endpoint_preflight=false");
   EXPECT_EQ(r.code, 0) << r.output;  // the fake answers any model name
-  EXPECT_FALSE(has(r.output, "does not serve")) << r.output;
+  EXPECT_FALSE(contains(r.output, "does not serve")) << r.output;
 }
 
 TEST(EndpointPreflight, SaysItIsWaitingUntilTheEndpointComesUp) {
@@ -161,9 +162,9 @@ TEST(EndpointPreflight, SaysItIsWaitingUntilTheEndpointComesUp) {
                                " (policy_model.responses_api_models.vllm_model.base_url): 0:",
                            std::chrono::seconds(15)))
       << gym.output();
-  EXPECT_TRUE(has(gym.output(), " of model_endpoint_readiness_timeout_seconds=20 s; last: "))
+  EXPECT_TRUE(contains(gym.output(), " of model_endpoint_readiness_timeout_seconds=20 s; last: "))
       << gym.output();
-  EXPECT_TRUE(has(gym.output(), "last: Connection refused")) << gym.output();
+  EXPECT_TRUE(contains(gym.output(), "last: Connection refused")) << gym.output();
   FakeEndpoint fake({"--port", port.text()});
   EXPECT_EQ(gym.child().wait_exit(std::chrono::seconds(60)), 0) << gym.output();
   EXPECT_EQ(read_jsonl(tmp.file("out/out.jsonl")).size(), 1u) << gym.output();
@@ -175,8 +176,9 @@ TEST(EndpointPreflight, AnEndpointThatNeverComesUpFailsAfterTheTimeoutNamingIt) 
   const std::string url = "http://127.0.0.1:" + port.text() + "/v1";
   auto r = eval(tmp, url, "fake-model", "++model_endpoint_readiness_timeout_seconds=7");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(has(r.output, "still waiting for model endpoint " + url)) << r.output;
-  EXPECT_TRUE(has(r.output, "did not answer within model_endpoint_readiness_timeout_seconds=7"))
+  EXPECT_TRUE(contains(r.output, "still waiting for model endpoint " + url)) << r.output;
+  EXPECT_TRUE(
+      contains(r.output, "did not answer within model_endpoint_readiness_timeout_seconds=7"))
       << r.output;
   EXPECT_FALSE(fs::exists(tmp.file("out/out.jsonl")));
 }

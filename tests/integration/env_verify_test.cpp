@@ -1,5 +1,5 @@
 // The environments served by `gym serve` from their presets, checked against upstream's
-// recorded rollouts (environments.md 9) and against bad input (runtime.md 4.2).
+// recorded rollouts (docs/design/conformance.md) and against bad input.
 //
 // Conformance: every row of <env>/example_rollouts.jsonl is matched by normalised input to its
 // row of <env>/example.jsonl (the recorded rows lack the verifier's input fields). The request
@@ -44,7 +44,7 @@ namespace {
 struct EnvCase {
   std::string env;              // folder name, impl key, data folder
   std::string instance;         // the preset's resources instance
-  std::vector<double> rewards;  // expected reward per task (line of example.jsonl), section 9
+  std::vector<double> rewards;  // expected reward per task (line of example.jsonl)
   // The recorded rows are their own input rows (stripped of what the rollout produced), task =
   // line of the rollouts file: gpqa_diamond's example.jsonl rows were never recorded.
   bool inputs_from_recordings = false;
@@ -97,7 +97,8 @@ const EnvCase& env_case(const std::string& env) {
   throw std::invalid_argument(env);
 }
 
-// Recorded values the current upstream rule does not reproduce (environments.md 9.1 and 10).
+// Recorded values the current upstream rule does not reproduce
+// (docs/design/conformance.md#where-the-recorded-data-disagrees).
 struct Deviation {
   std::string env;
   std::string uuid;                             // the input row's `uuid`
@@ -119,8 +120,8 @@ const std::vector<Deviation>& deviations() {
   return table;
 }
 
-// environments.md 8.3: string input -> one user message; `type: message` added to items with
-// a role; null members removed.
+// The replay model's normalisation: string input -> one user message; `type: message` added to
+// items with a role; null members removed.
 json::value normalized_input(const json::object& row) {
   return gym::test::normalized_items(row.at("responses_create_params").at("input"));
 }
@@ -231,7 +232,8 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
   fs::path dir = conformance_dir();
   ASSERT_TRUE(fs::is_directory(dir))
       << "conformance data directory missing: " << dir.string()
-      << "\nIt holds <env>/example.jsonl and <env>/example_rollouts.jsonl (environments.md). Set "
+      << "\nIt holds <env>/example.jsonl and <env>/example_rollouts.jsonl "
+         "(docs/design/conformance.md). Set "
          "GYM_CONFORMANCE_DIR=/path/to/conformance to point the test at it (default: "
          "${GYM_SOURCE_ROOT}/../shared/data/conformance).";
   fs::path inputs_path = dir / c.env / "example.jsonl";
@@ -325,7 +327,7 @@ TEST_P(EnvConformance, ReproducesRecordedRollouts) {
       EXPECT_EQ(result.at("responses_create_params"), recorded.at("responses_create_params"));
     } else {
       // A scripted recording keeps the row's sparse create params; the verify answer has every
-      // field of the create-params model (environments.md 1.2): the recorded ones as recorded.
+      // field of the create-params model: the recorded ones as recorded.
       const auto& echoed = result.at("responses_create_params").as_object();
       for (const auto& kv : recorded.at("responses_create_params").as_object()) {
         ASSERT_TRUE(echoed.contains(kv.key())) << kv.key();
@@ -521,6 +523,39 @@ TEST(EnvRules, SessionCountersFollowTheCookie) {
   EXPECT_EQ(other.body, R"({"count":0})");
   EXPECT_NE(other.cookie, cookie);
   EXPECT_EQ(s.post("/verify", verify_body("", fields(0)), other.cookie).json().at("reward"), 1.0);
+}
+
+// A session whose counter the server let go fails clearly instead of being verified against a
+// fresh counter of 0 (issue 28 item 10); /seed_session starts it over.
+TEST(EnvRules, AnEndedSessionFailsInsteadOfStartingFresh) {
+  REQUIRE_SERVER(s, "example_session_state_mgmt", "++session_state_ttl_seconds=2");
+  auto fields = R"("expected_count":0)";
+  auto idle = s.post("/seed_session", R"({"initial_count":0})");
+  ASSERT_EQ(idle.status, 200) << idle.body;
+  EXPECT_EQ(s.post("/verify", verify_body("", fields), idle.cookie).json().at("reward"), 1.0);
+  ::usleep(2'500'000);  // longer than the TTL without a request
+  for (const char* path : {"/verify", "/increment_counter", "/get_counter_value"}) {
+    auto late = s.post(
+        path,
+        std::string(path) == "/verify" ? verify_body("", fields) : std::string(R"({"count":1})"),
+        idle.cookie);
+    EXPECT_EQ(late.status, 410) << path << ": " << late.body;
+    EXPECT_NE(late.body.find("SessionEndedError: session "), std::string::npos) << late.body;
+    EXPECT_NE(late.body.find("session_state_ttl_seconds (2 s)"), std::string::npos) << late.body;
+  }
+  // Seeding starts the session over, with the same cookie.
+  ASSERT_EQ(s.post("/seed_session", R"({"initial_count":5})", idle.cookie).status, 200);
+  EXPECT_EQ(s.post("/get_counter_value", "", idle.cookie).body, R"({"count":5})");
+
+  // Beyond session_state_max_sessions the least recently used session is dropped, and says so.
+  REQUIRE_SERVER(few, "example_session_state_mgmt", "++session_state_max_sessions=2");
+  auto first = few.post("/seed_session", R"({"initial_count":1})");
+  for (int i = 0; i < 2; ++i) few.post("/seed_session", R"({"initial_count":1})");
+  auto dropped = few.post("/verify", verify_body("", R"("expected_count":1)"), first.cookie);
+  EXPECT_EQ(dropped.status, 410) << dropped.body;
+  EXPECT_NE(dropped.body.find("session_state_max_sessions (2)"), std::string::npos) << dropped.body;
+  // A session the server never saw is still a fresh one (NeMo Gym's behaviour): reward 0.
+  EXPECT_EQ(few.post("/verify", verify_body("", R"("expected_count":1)")).json().at("reward"), 0.0);
 }
 
 TEST(EnvRules, MultiStepUsesTheLastExtractCall) {

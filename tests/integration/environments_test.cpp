@@ -1,6 +1,7 @@
-// The environments a user brings (issue 15; runtime.md R1): every environment folder's own example
-// data through `gym eval run --split example`, external (Python) servers started from their
-// folders beside the built-in ones, and what a broken external server looks like.
+// The environments a user brings (issue 15; docs/guides/adding-an-environment.md): every
+// environment folder's own example data through `gym eval run --split example`, external (Python)
+// servers started from their folders beside the built-in ones, and what a broken external server
+// looks like.
 #include "files.h"
 #include "process.h"
 #include "replay_input.h"
@@ -237,7 +238,7 @@ TEST(ExternalServer, PythonTemplateBesideABuiltInEnvironmentInOneRun) {
 
 // The head server lists an external server with its folder, and its /aggregate_metrics (the
 // template's own Python code) answers exactly what gym-cpp's built-in default computes for the
-// same rows (runtime.md 7.9).
+// same rows (docs/reference/aggregate-metrics.md).
 TEST(ExternalServer, ListedWithItsFolderAndAggregatesLikeTheBuiltInDefault) {
   TempDir tmp;
   Deployment d(
@@ -298,7 +299,7 @@ TEST(ExternalServer, ListedWithItsFolderAndAggregatesLikeTheBuiltInDefault) {
   EXPECT_EQ(python_keys, builtin_keys);
 }
 
-// R1: a .venv in the server's folder is the interpreter, as upstream's `source .venv/bin/activate`
+// A .venv in the server's folder is the interpreter, as upstream's `source .venv/bin/activate`
 // makes it. Here the PATH is left as it is (its first python3 may lack FastAPI): the venv, made
 // from Debian's python3 with its packages, is what runs the server.
 TEST(ExternalServer, AVenvInTheFolderIsTheInterpreter) {
@@ -579,9 +580,9 @@ TEST(WrongEnvironment, RowsForAnotherAgentAreAnErrorThatSaysHowToMap) {
   for (const auto& row : out) EXPECT_EQ(gym::test::agent_of(row), "quiz_agent");
 }
 
-// R1 holds for every server type: a model server and an agent written in Python (standard
-// library only) run from their folders beside the built-in mcqa resources server, and the agent
-// carries mcqa's session cookie from /seed_session to /verify.
+// External servers work for every server type: a model server and an agent written in Python
+// (standard library only) run from their folders beside the built-in mcqa resources server, and the
+// agent carries mcqa's session cookie from /seed_session to /verify.
 TEST(ExternalServer, AModelServerAndAnAgentCanBeExternalToo) {
   TempDir tmp;
   const std::string common =

@@ -7,6 +7,7 @@
 #include "live_deployment.h"
 #include "process.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -40,9 +41,7 @@ std::string eval_command(const std::string& endpoint, const std::string& input,
   return gym::test::live_eval_command(endpoint, input, out, extra);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 // `command` under /bin/sh with stdout and stderr on a pseudo-terminal 200 columns wide: all it
 // wrote there, and its exit code.

@@ -8,6 +8,7 @@
 #include "live_deployment.h"
 #include "process.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -27,9 +28,7 @@ namespace {
 
 constexpr const char* kAgent = "example_single_tool_call_simple_agent";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 void reset(const FakeEndpoint& fake) {
   auto raw = gym::test::http_raw(fake.port, gym::test::post("/reset", "{}"));

@@ -1,5 +1,5 @@
-// `gym eval run` end to end (issue 4; runtime.md 7, 8.3, 9.4, 9.5; environments.md 9): the real
-// gym binary collects rollouts from real servers on 127.0.0.1. The conformance check of the
+// `gym eval run` end to end (issue 4; docs/guides/evaluation.md, docs/design/conformance.md): the
+// real gym binary collects rollouts from real servers on 127.0.0.1. The conformance check of the
 // environments through the collector (and the replay of their own example data), a deployment
 // killed mid-run and resumed, bad inputs, a model that answers 500, and the expansion of input
 // rows.
@@ -10,6 +10,7 @@
 #include "reserved_port.h"
 #include "rollout_rows.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -71,11 +72,7 @@ std::string example_rollouts(const std::string& env) {
 
 std::int64_t as_int(const json::value& v) { return v.to_number<std::int64_t>(); }
 
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
+using gym::test::count_of;
 
 // `gym <args>` to completion; stdout and stderr together.
 gym::test::CommandResult run_gym(const std::string& args, const std::string& env = "") {
@@ -110,7 +107,7 @@ class Deployment {
   LoggedProcess proc_;
 };
 
-// ---- JSON comparison (environments.md 8.3) --------------------------------------------------
+// ---- JSON comparison (as the replay model compares) -----------------------------------------
 
 json::array normalized_input(const json::object& row) {
   return normalized_items(row.at("responses_create_params").at("input"));
@@ -144,9 +141,9 @@ std::string output_item_difference(const json::value& got, const json::value& re
   return same_json(g, r) ? "" : "items differ";
 }
 
-// ---- 1. Conformance through `gym eval run` (environments.md 9) ------------------------------
+// ---- 1. Conformance through `gym eval run` (docs/design/conformance.md) ---------------------
 
-// Verifier fields of a recorded row that the output row must reproduce (environments.md 9.3).
+// Verifier fields of a recorded row that the output row must reproduce.
 const std::vector<std::string> kVerifierFields = {"expected_answer",
                                                   "extracted_answer",
                                                   "parsed_synonym_values",
@@ -168,7 +165,8 @@ const std::vector<std::string> kVerifierFields = {"expected_answer",
                                                   "schema_valid",
                                                   "format"};
 
-// Recorded values that the current upstream rules do not reproduce (environments.md 9.1, 10).
+// Recorded values that the current upstream rules do not reproduce
+// (docs/design/conformance.md#where-the-recorded-data-disagrees).
 struct RecordedException {
   std::string env;
   std::int64_t task;
@@ -197,7 +195,7 @@ struct Conformance {
   std::string env;
   std::string agent;
   std::vector<double> rewards;                              // by task index
-  std::vector<std::pair<std::string, double>> key_metrics;  // environments.md 9 table
+  std::vector<std::pair<std::string, double>> key_metrics;  // of the recorded rollouts
   Inputs inputs = Inputs::example_file;
   // With recorded_rows, verifier fields the recordings lack, by question (the text of the last
   // input item): math_advanced_calculations' recordings carry no ground_truth, id, depth or
@@ -537,7 +535,7 @@ INSTANTIATE_TEST_SUITE_P(
                                  "comparison_agent"}),
     [](const auto& info) { return info.param.env; });
 
-// ---- 2. A deployment killed mid-run, then --resume (runtime.md 7.6, 7.7, 8.3, 9.5) -----------
+// ---- 2. A deployment killed mid-run, then --resume (docs/design/failures-and-retries.md) ----
 
 TEST(EvalRunResume, KilledResourcesServerThenResumeCompletesEveryRolloutOnce) {
   const std::string env = "example_single_tool_call";
@@ -764,8 +762,8 @@ TEST(EvalRunBadInput, OutputInAMissingDirectoryIsCreated) {
   EXPECT_TRUE(fs::exists(tmp.file("new/sub/out_aggregate_metrics.json")));
 }
 
-// runtime.md 7.11: without --input, the agents' local datasets of --split become the input;
-// the replay model finds the rollouts beside the dataset file.
+// Without --input, the agents' local datasets of --split become the input; the replay model finds
+// the rollouts beside the dataset file.
 TEST(EvalRunSplit, AgentDatasetsOfTheSplitAreCollatedIntoThePreprocessedInput) {
   ASSERT_TRUE(have_conformance_data("mcqa"));
   TempDir tmp;
@@ -1009,7 +1007,7 @@ TEST(EvalRunModelFailure, InvalidMaxAttemptsWarnsAndUsesThree) {
   EXPECT_EQ(d.model_calls(), 6);
 }
 
-// ---- 4. Expansion (runtime.md 7.3) and more, with --no-serve against one running deployment --
+// ---- 4. Expansion and more, with --no-serve against one running deployment -------------------
 
 namespace {
 

@@ -108,7 +108,7 @@ TEST(GymCli, ServeReadsTheConfigFromTheEnvironment) {
       gym::test::post("/verify",
                       R"({"responses_create_params":{"input":"hi"},"response":{"output":[]}})"));
   EXPECT_EQ(gym::test::status_of(verify), 200);
-  // The echo carries every create-params field with its default (environments.md 1.2).
+  // The echo carries every create-params field with its default.
   EXPECT_EQ(gym::test::body_of(verify),
             R"({"responses_create_params":{"background":null,"include":null,"input":"hi",)"
             R"("instructions":null,"max_output_tokens":null,"max_tool_calls":null,"metadata":null,)"

@@ -1,4 +1,5 @@
-// The pooled HTTP client against real server processes on 127.0.0.1 (runtime.md 8).
+// The pooled HTTP client against real server processes on 127.0.0.1
+// (docs/reference/http-client.md).
 #include "http/client.h"
 #include "http/pool_metrics.h"
 #include "process.h"
@@ -469,8 +470,8 @@ struct Recorded {
 
 }  // namespace
 
-// telemetry.md 6.7: a wait the caller cancels ends `abandoned`, with one sample, and the
-// acquisition still counts in connect_total.
+// A wait the caller cancels ends `abandoned`, with one sample, and the acquisition still counts in
+// connect_total.
 TEST(HttpClient, CancelledWaitIsRecordedAsAbandoned) {
   auto server = start_server();
   int port = server->wait_port();

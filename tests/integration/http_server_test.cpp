@@ -1,7 +1,7 @@
-// Integration tests of the HTTP server (runtime.md 3.7, 3.8, 4.1-4.3): every test starts the
-// real test server binary (tests/support/test_server.cpp) on 127.0.0.1 with an OS-chosen port
-// and talks HTTP over real sockets. Timeouts here are hang guards only; no test asserts how
-// long something took.
+// Integration tests of the HTTP server (docs/reference/http-server.md): every test starts the real
+// test server binary (tests/support/test_server.cpp) on 127.0.0.1 with an OS-chosen port and talks
+// HTTP over real sockets. Timeouts here are hang guards only; no test asserts how long something
+// took.
 #include "http/session_cookie.h"
 #include "process.h"
 
@@ -839,7 +839,8 @@ struct CookieParts {
   std::string session_id;
 };
 
-// Checks the exact Set-Cookie shape of runtime.md 4.3 and decodes the session id.
+// Checks the exact Set-Cookie shape (docs/design/wire-compatibility.md#session-cookies) and decodes
+// the session id.
 CookieParts check_set_cookie(const std::string& raw, const std::string& name) {
   CookieParts out;
   auto set_cookie = header_of(raw, "Set-Cookie");
@@ -1190,7 +1191,7 @@ TEST(HttpServer, KilledWorkerIsRestarted) {
 TEST(HttpServer, WorkersDyingTooOftenStopTheRootWithAnError) {
   Server s({"--workers", "2"});
   ASSERT_GT(s.port, 0);
-  // runtime.md 3.6: more than 5 worker deaths within 60 s end the root with an error.
+  // More than 5 worker deaths within 60 s end the root with an error.
   std::set<pid_t> killed;
   for (int i = 0; i < 6; ++i) {
     auto live = worker_pids(s.port, 1, 4000, killed);

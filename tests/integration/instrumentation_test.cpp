@@ -1,4 +1,4 @@
-// The runtime's instrumentation end to end (telemetry.md 2, 4, 5, 6, 7.5, 7.6, 11): real `gym`
+// The runtime's instrumentation end to end (docs/design/telemetry-contract.md): real `gym`
 // processes export to the Node OTLP receiver of tests/support/otlp_receiver.h, which decodes with
 // the OpenTelemetry project's own protobuf schema, and every check reads what crossed the wire.
 // Deployments come in three shapes: `gym eval run` with its servers (the orchestrator collects),
@@ -33,6 +33,7 @@
 #include "otlp_receiver.h"
 #include "process.h"
 #include "reserved_port.h"
+#include "telemetry_recorder.h"
 #include "temp_dir.h"
 
 namespace {
@@ -56,7 +57,7 @@ using namespace std::chrono_literals;
 // Hang guard of every wait on a condition.
 constexpr auto kGuard = std::chrono::seconds(90);
 
-// Names of this file (telemetry.md 6.1).
+// Names of this file (docs/design/telemetry-contract.md#metrics).
 constexpr const char* kRollout = "gym.rollout.duration_ms";
 constexpr const char* kVerify = "gym.verify.duration_ms";
 constexpr const char* kSuccessRate = "gym.verify.success_rate";
@@ -84,47 +85,10 @@ std::string agent_of(const json::object& row) {
   return std::string(row.at("agent_ref").at("name").as_string());
 }
 
-// The environment of a process that exports metrics to `receiver` every `interval_ms`, with
-// telemetry on or off, over the receiver's protocol (http/protobuf for the HTTP receiver: the
-// default protocol is grpc). Whatever the developer's shell may export is neutralised (empty
-// counts as unset, telemetry.md 3.2).
-std::vector<std::string> telemetry_env(const OtlpReceiver& receiver, int interval_ms,
-                                       bool enabled = true) {
-  std::vector<std::string> env{
-      std::string("NEMO_GYM_OTEL_ENABLED=") + (enabled ? "1" : ""),
-      "OTEL_EXPORTER_OTLP_ENDPOINT=" + receiver.endpoint(),
-      "OTEL_EXPORTER_OTLP_PROTOCOL=" + receiver.protocol(),
-      "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
-  };
-  for (const char* name : {"NEMO_LENS_ENABLED",
-                           "OTEL_SDK_DISABLED",
-                           "NEMO_GYM_OTEL_EXPORTER",
-                           "NEMO_LENS_EXPORTER",
-                           "NEMO_GYM_OTEL_METRICS_ENABLED",
-                           "NEMO_LENS_METRICS_ENABLED",
-                           "NEMO_GYM_OTEL_RUN_ID",
-                           "NEMO_LENS_RUN_ID",
-                           "SLURM_JOB_ID",
-                           "NEMO_GYM_OTEL_PROMETHEUS_PORT",
-                           "NEMO_GYM_OTEL_PROMETHEUS_HOST",
-                           "NEMO_GYM_OTEL_CONSOLE_PATH",
-                           "NEMO_GYM_OTEL_SERVICE_NAME_PER_SERVER",
-                           "NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED",
-                           "OTEL_SERVICE_NAME",
-                           "OTEL_RESOURCE_ATTRIBUTES",
-                           "OTEL_METRIC_EXPORT_TIMEOUT",
-                           "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-                           "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
-                           "OTEL_EXPORTER_OTLP_INSECURE",
-                           "OTEL_EXPORTER_OTLP_METRICS_INSECURE",
-                           "OTEL_EXPORTER_OTLP_TIMEOUT",
-                           "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
-                           "OTEL_EXPORTER_OTLP_COMPRESSION",
-                           "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
-                           "OTEL_EXPORTER_OTLP_HEADERS",
-                           "OTEL_EXPORTER_OTLP_METRICS_HEADERS"})
-    env.push_back(std::string(name) + "=");
-  return env;
+// The environment of a process that exports metrics to `receiver` every `interval_ms`, over the
+// receiver's protocol (http/protobuf for the HTTP receiver: the default protocol is grpc).
+std::vector<std::string> telemetry_env(const OtlpReceiver& receiver, int interval_ms) {
+  return gym::test::collector_env(receiver.endpoint(), receiver.protocol(), interval_ms);
 }
 
 // A `gym` process whose stdout and stderr go to a log file (a collection prints more than a pipe
@@ -165,7 +129,7 @@ class GymProcess {
 
 // Demo data for some of the demo environments: the generated input and recorded rollouts, filtered
 // to their agents, as <dir>/<stem>.jsonl and <dir>/<stem>_rollouts.jsonl (where replay_model finds
-// them, environments.md 8.1).
+// them, docs/reference/replay-model.md).
 struct Demo {
   std::string input;
   std::vector<gym::demo_data::DemoEnvironment> environments;
@@ -204,7 +168,8 @@ const std::map<std::string, std::string> kResourcesOfAgent{
     {"example_multi_step_simple_agent", "example_multi_step_resources_server"},
 };
 
-// ---- What telemetry.md 6.1 says every metric is -------------------------------------------------
+// ---- What the telemetry contract says every metric is
+// ---------------------------------------------
 
 struct Descriptor {
   std::string kind;                // sum, gauge, histogram
@@ -278,7 +243,8 @@ void check_descriptor(const json::object& metric) {
   const std::string name = text_field(metric, "name");
   SCOPED_TRACE("metric " + name);
   auto it = catalogue().find(name);
-  ASSERT_NE(it, catalogue().end()) << "not in telemetry.md 6.1: " << json::serialize(metric);
+  ASSERT_NE(it, catalogue().end())
+      << "not in docs/design/telemetry-contract.md#metrics: " << json::serialize(metric);
   const Descriptor& d = it->second;
   ASSERT_EQ(metric_kind(metric), d.kind);
   EXPECT_EQ(text_field(metric, "unit"), d.unit);
@@ -324,7 +290,8 @@ void check_descriptor(const json::object& metric) {
   }
 }
 
-// The resource of one process (telemetry.md 4), for `run_id` and the expected server type.
+// The resource of one process (docs/design/telemetry-contract.md#resource-attributes), for `run_id`
+// and the expected server type.
 void check_resource(const ProcessExport& p, const std::string& run_id, const std::string& type) {
   const std::string name = p.string_attribute("nemo.gym.server.name");
   SCOPED_TRACE("process " + p.instance_id());
@@ -353,8 +320,8 @@ std::int64_t pid_of(const ProcessExport& p) {
   return it != p.resource.end() && it->second.is_int64() ? it->second.as_int64() : -1;
 }
 
-// Names no process may ever export (telemetry.md 10), and gym.servers.active only from the
-// orchestrator.
+// Names no process may ever export (docs/design/telemetry-contract.md#not-exported), and
+// gym.servers.active only from the orchestrator.
 void check_never_exported(const std::vector<ProcessExport>& all) {
   for (const auto& p : all) {
     for (const auto& name : p.metric_names()) {
@@ -472,10 +439,10 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
   ASSERT_EQ(demo.environments.size(), 3u);
   constexpr int kRepeats = 2;
   const std::string out = tmp.file("out.jsonl");
-  // One connection per host: the collector (inside the orchestrator, T2) has more rollouts of an
-  // agent in flight than that, so its pool queue histogram has samples. The replay latency keeps
-  // the collection (4 rollouts one after another per agent) longer than a few export intervals, so
-  // that the orchestrator exports while the servers run.
+  // One connection per host: the collector (inside the orchestrator) has more rollouts of an agent
+  // in flight than that, so its pool queue histogram has samples. The replay latency keeps the
+  // collection (4 rollouts one after another per agent) longer than a few export intervals, so that
+  // the orchestrator exports while the servers run.
   std::string args = "eval run --model-type replay_model --input " + demo.input + " --output " +
                      out + " --num-repeats " + std::to_string(kRepeats) + " --concurrency 16" +
                      " ++global_aiohttp_connector_limit_per_host=1" +
@@ -505,7 +472,7 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
   const auto last = last_exports(by_instance);
   check_never_exported(all);
 
-  // One process per server instance plus the orchestrator, all in one run (telemetry.md 4).
+  // One process per server instance plus the orchestrator, all in one run (one nemo.run.id).
   std::map<std::string, const ProcessExport*> by_name;
   std::set<std::string> run_ids;
   for (const auto& [id, p] : last) {
@@ -526,7 +493,7 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
   EXPECT_EQ(last.count(instance_id(run_id, "orchestrator", run.pid())), 1u);
 
   // Every metric of 6.1 but the memory gauges, each as the catalogue says, and per role exactly the
-  // metrics it records (telemetry.md 2, 7: a role never creates what it does not record).
+  // metrics it records (a role never creates what it does not record).
   std::set<std::string> exported;
   const std::set<std::string> server_http{kHttpDuration, kHttpActive};
   for (const auto& [id, p] : last) {
@@ -690,7 +657,7 @@ namespace {
 // tests/support/gym_test_server as the policy model (failing: every /v1/responses answers 500; or
 // slow: answers after a delay) and as the head server (its --config-yaml); mcqa and a simple_agent
 // `test_agent` under `gym serve`, exporting to the receiver. The run id is fixed in the served
-// config (telemetry.run_id), so every server and a --no-serve collector (T3) join it.
+// config (telemetry.run_id), so every server and a --no-serve collector join it.
 class ServeDeployment {
  public:
   static constexpr const char* kRunId = "0123456789ab";
@@ -755,7 +722,7 @@ class ServeDeployment {
   }
   int port(const std::string& name) const { return ports_.at(name); }
   GymProcess& server(const std::string& name) { return *servers_.at(name); }
-  // service.instance.id of a single-process server (D6).
+  // service.instance.id of a single-process server (<run id>-<server name>-<pid>).
   std::string instance(const std::string& name) const {
     return instance_id(kRunId, name, servers_.at(name)->pid());
   }
@@ -950,8 +917,9 @@ Collection collect(const TempDir& tmp, OtlpReceiver& receiver, const ServeDeploy
   return c;
 }
 
-// Checks what every collector run shares: its resource (T2, T3), its metric set, its one
-// destination label (D4) and connect_total = acquisitions (one per /run attempt).
+// Checks what every collector run shares: its resource (`rollout_collection`, the deployment's run
+// id), its metric set, its one destination label and connect_total = acquisitions (one per /run
+// attempt).
 void check_collector(const Collection& c, double acquisitions) {
   ASSERT_TRUE(c.last) << "no export of the collector\n" << c.output;
   const ProcessExport& p = *c.last;
@@ -1049,10 +1017,10 @@ TEST(InstrumentationPool, PerHostTotalAndAbandonedWaitsAndAcquisitionCounts) {
 }
 
 // A server shutting down cuts off the requests still waiting in its pool and the rollouts still
-// running (telemetry.md 6.2, 6.7, 7.6): each wait is an `abandoned` sample and each /run a
-// rollout sample, exported by the server's final flush. The agent's per-host limit of 1 makes the
-// self-calls of the second and third /run (agent -> its own /v1/responses) wait behind the first,
-// which holds its slot through a 3 s model call.
+// running (docs/design/telemetry-contract.md#shutdown-flush): each wait is an `abandoned` sample
+// and each /run a rollout sample, exported by the server's final flush. The agent's per-host limit
+// of 1 makes the self-calls of the second and third /run (agent -> its own /v1/responses) wait
+// behind the first, which holds its slot through a 3 s model call.
 TEST(InstrumentationPool, WaitsAndRolloutsCutOffByAServerShutdownAreRecorded) {
   OtlpReceiver receiver;
   ASSERT_TRUE(listening(receiver));
@@ -1137,7 +1105,7 @@ TEST(InstrumentationDisabled, NoEnabledVariableExportsNothing) {
   run_without_metrics({"NEMO_GYM_OTEL_ENABLED="}, "", false);
 }
 
-// ---- g: D5, a run shorter than the export interval still exports everything ---------------------
+// ---- g: a run shorter than the export interval still exports everything (the shutdown flush) ----
 
 TEST(InstrumentationShutdown, ARunShorterThanTheIntervalIsExportedAtShutdown) {
   OtlpReceiver receiver;
@@ -1250,7 +1218,7 @@ void two_workers_report_apart(OtlpReceiver::Transport transport) {
       gym::core::parse_yaml(std::string(served_text.as_string()), "served config").as_object();
   EXPECT_EQ(served.at("mcqa").at("resources_servers").at("mcqa").at("prometheus_ports"),
             instances["mcqa"].at("prometheus_ports"));
-  const std::string run_id(served.at("telemetry").at("run_id").as_string());  // T3
+  const std::string run_id(served.at("telemetry").at("run_id").as_string());  // the served run id
 
   // One rollout, then each server's endpoint holds its own metrics.
   const int agent = static_cast<int>(instances["mcqa_simple_agent"].at("port").as_int64());
@@ -1294,8 +1262,8 @@ void two_workers_report_apart(OtlpReceiver::Transport transport) {
   const std::int64_t supervisor = instances["mcqa"].at("pid").as_int64();
   EXPECT_FALSE(worker_pids.count(std::to_string(supervisor)));
 
-  // Over OTLP: each worker is its own process (D6, D13), the supervisor exports nothing (T6), one
-  // run id everywhere.
+  // Over OTLP: each worker is its own process, the supervisor exports nothing, one run id
+  // everywhere.
   std::set<std::string> ids;
   std::set<std::int64_t> pids;
   const auto seen = receiver.wait_for_export(
@@ -1313,7 +1281,7 @@ void two_workers_report_apart(OtlpReceiver::Transport transport) {
     EXPECT_TRUE(worker_pids.count(std::to_string(pid))) << pid;
     EXPECT_EQ(parent_of(pid), supervisor) << "worker " << pid << " of " << supervisor;
   }
-  // After the shutdown (D5: each process flushes), every process of the deployment exported.
+  // After the shutdown (each process flushes), every process of the deployment exported.
   env.signal(SIGTERM);
   EXPECT_EQ(env.wait_exit(std::chrono::seconds(60)), 143) << env.output();
   ASSERT_TRUE(receiver.sync()) << summary(receiver);
@@ -1340,16 +1308,16 @@ TEST(InstrumentationEnvStart, TwoWorkersReportApartAndEveryInstanceServesItsProm
   two_workers_report_apart(OtlpReceiver::Transport::http);
 }
 
-// Over gRPC (issue 14): each forked worker makes its own gRPC channel after the fork (T6: the
+// Over gRPC (issue 14): each forked worker makes its own gRPC channel after the fork (the
 // supervisor never starts one), and the orchestrator's channel outlives its fork+exec of servers.
 TEST(InstrumentationEnvStart, TwoWorkersReportApartOverGrpc) {
   two_workers_report_apart(OtlpReceiver::Transport::grpc);
 }
 
-// telemetry.md 6.8: with memory profiling the orchestrator exports the seven memory gauges; a
-// server with num_workers: 3 counts its supervisor and all three workers, and their PSS sum is
-// below their RSS sum (the workers share the supervisor's pages). Without profiling no memory
-// metric exists: InstrumentationEvalRun checks the orchestrator's complete metric set.
+// With memory profiling the orchestrator exports the seven memory gauges; a server with
+// num_workers: 3 counts its supervisor and all three workers, and their PSS sum is below their RSS
+// sum (the workers share the supervisor's pages). Without profiling no memory metric exists:
+// InstrumentationEvalRun checks the orchestrator's complete metric set.
 TEST(InstrumentationMemory, ThreeWorkersCountFourProcessesAndPssIsBelowRss) {
   OtlpReceiver receiver;
   ASSERT_TRUE(listening(receiver));

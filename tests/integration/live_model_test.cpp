@@ -1,4 +1,4 @@
-// Live model servers (issue 12; docs/model-servers.md): vllm_model, openai_model and
+// Live model servers (issue 12; docs/reference/model-servers.md): vllm_model, openai_model and
 // azure_openai_model started by the real `gym env start`, talking real HTTP to a fake
 // OpenAI-compatible endpoint (tests/support/fake_openai.cpp) that records what it received and
 // answers with tool calls, reasoning, token ids, length finishes, 429s, 500s and 401s. The live

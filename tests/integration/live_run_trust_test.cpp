@@ -9,6 +9,7 @@
 #include "live_deployment.h"
 #include "process.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -38,9 +39,7 @@ std::string eval_command(const std::string& endpoint, const std::string& input,
   return gym::test::live_eval_command(endpoint, input, out, extra, kSecret);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 // The (task, rollout) keys of a rollouts file; a test failure when one appears twice.
 std::set<std::pair<std::int64_t, std::int64_t>> unique_keys(const std::string& path) {

@@ -1,14 +1,16 @@
-// A model endpoint that misbehaves (issue 27, docs/model-servers.md "Failures and retries"):
-// vllm_model under the real `gym env start` and `gym eval run`, talking HTTP to the fake endpoint
-// (tests/support/fake_openai.cpp) scripted to refuse, fail, reset, rate limit, hang, or refuse a
-// conversation as too long. What a user must be able to trust: a dead endpoint fails calls within
-// model_endpoint_unavailable_seconds, not the whole retry budget; a dropped answer is paid for at
-// most 3 times; Retry-After is honoured; a 429 storm logs a summary, not a line per retry; a call
-// that takes too long names the setting; a context overflow keeps the endpoint's message.
+// A model endpoint that misbehaves (issue 27,
+// docs/reference/model-servers.md#failures-and-retries): vllm_model under the real `gym env start`
+// and `gym eval run`, talking HTTP to the fake endpoint (tests/support/fake_openai.cpp) scripted to
+// refuse, fail, reset, rate limit, hang, or refuse a conversation as too long. What a user must be
+// able to trust: a dead endpoint fails calls within model_endpoint_unavailable_seconds, not the
+// whole retry budget; a dropped answer is paid for at most 3 times; Retry-After is honoured; a 429
+// storm logs a summary, not a line per retry; a call that takes too long names the setting; a
+// context overflow keeps the endpoint's message.
 #include "files.h"
 #include "live_deployment.h"
 #include "process.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -51,11 +53,7 @@ std::string text_of(const gym::test::Answer& a) {
   return a.body.is_string() ? std::string(a.body.as_string()) : json::serialize(a.body);
 }
 
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using gym::test::count_of;
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// `gym env start` / `gym env status` as real processes (runtime.md 3, 4.4, 9.2, 9.3).
+// `gym env start` / `gym env status` as real processes (docs/design/processes.md).
 #include "conformance_dir.h"
 #include "core/yaml_json.h"
 #include "process.h"
@@ -268,7 +268,7 @@ TEST(Orchestrator, ModelEndpointThatNeverAnswersAbortsNamingTheKey) {
 }
 
 TEST(Orchestrator, LargeConfigTravelsThroughAPrivateFile) {
-  // Over 96 KiB of YAML cannot go into one environment variable (R2).
+  // Over 96 KiB of YAML does not go into one environment variable (Linux allows 128 KiB).
   auto config =
       write_config(std::string(kWeather) + "padding: " + std::string(120 * 1024, 'x') + "\n");
   Deployment d(config);
@@ -322,8 +322,8 @@ std::vector<std::string> otel_environment(pid_t pid) {
 
 }  // namespace
 
-// telemetry.md 3.3: with telemetry on, the orchestrator adds exactly NEMO_GYM_OTEL_RUN_ID to every
-// child's environment (one run id for the deployment); with it off, nothing.
+// With telemetry on, the orchestrator adds exactly NEMO_GYM_OTEL_RUN_ID to every child's
+// environment (one run id for the deployment); with it off, nothing.
 TEST(Orchestrator, ChildrenGetOnlyTheRunIdOfTheDeployment) {
   for (bool on : {true, false}) {
     auto config = write_config(std::string(kWeather) +

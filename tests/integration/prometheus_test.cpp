@@ -1,4 +1,5 @@
-// The Prometheus endpoint (telemetry.md 7.5, acceptance check 8) judged by Prometheus itself:
+// The Prometheus endpoint (docs/reference/telemetry.md#scrape-it-with-prometheus) judged by
+// Prometheus itself:
 // known values are recorded into every instrument kind of a MetricsPipeline whose endpoint is
 // on a free port; `promtool check metrics` reads what GET /metrics served, and Debian's
 // `prometheus` server scrapes the endpoint every second and answers PromQL queries about it.
@@ -226,7 +227,8 @@ void record_known_values(MeterProvider& p) {
       [](ObservableResult<std::int64_t>& r) { r.observe(std::int64_t{1} << 40); });
 }
 
-// promtool's lint problems that the names telemetry.md 7.5 prescribes cause by themselves:
+// promtool's lint problems that the prescribed names (docs/reference/telemetry.md#name-conversion)
+// cause by themselves:
 // `<name>_ms_milliseconds` (OTel's `duration_ms` + the `ms` unit) contains an abbreviated unit
 // and is not in the base unit. Any other problem fails the test.
 bool prescribed_lint(const std::string& line) {

@@ -1,6 +1,7 @@
-// replay_model end to end (environments.md 8): `gym serve` loads each conformance rollouts file
-// and every recorded row is replayed turn by turn the way simple_agent drives a model
-// (runtime.md 5); then the failure answers, strict validation and startup errors.
+// replay_model end to end (docs/reference/replay-model.md): `gym serve` loads each conformance
+// rollouts file and every recorded row is replayed turn by turn the way simple_agent drives a model
+// (docs/design/wire-compatibility.md#the-agents-loop); then the failure answers, strict validation
+// and startup errors.
 #include "conformance_dir.h"
 #include "files.h"
 #include "process.h"
@@ -106,7 +107,7 @@ class ReplayServer {
   bool ready_ = false;
 };
 
-// The normalisation of environments.md 8.3 (tests/support, independent of the server's).
+// The replay model's normalisation (tests/support, independent of the server's).
 json::array normalized_input(const json::value& input) {
   return gym::test::normalized_items(input);
 }
@@ -140,8 +141,8 @@ struct Trajectory {
   std::string failure;              // set when a turn did not answer 200
 };
 
-// simple_agent's loop (runtime.md 5) against the replay model, tool outputs taken from the
-// recording (compacted when `compact_outputs`).
+// simple_agent's loop against the replay model, tool outputs taken from the recording (compacted
+// when `compact_outputs`).
 Trajectory drive(ReplayServer& server, json::object params, const json::array& recorded,
                  bool compact_outputs) {
   Trajectory t;
@@ -236,7 +237,7 @@ TEST_P(ReplayConformance, EveryRecordedRowReplaysTurnByTurn) {
   for (std::size_t task = 0; task < examples.size(); ++task) {
     SCOPED_TRACE(env + " task " + std::to_string(task));
     const auto& params = examples[task].at("responses_create_params").as_object();
-    // The recorded row of this task: same normalised input (environments.md 9.3).
+    // The recorded row of this task: same normalised input.
     std::optional<std::size_t> match;
     auto input = normalized_input(params.at("input"));
     for (std::size_t r = 0; r < recorded_rows.size(); ++r)
@@ -308,7 +309,7 @@ TEST_F(ReplayModelServer, LivenessRoutesAndCookie) {
     EXPECT_EQ(r.status, 404) << path;
     EXPECT_EQ(r.raw_body, R"({"detail":"Not Found"})") << path;
   }
-  // The /ng-rollout/<id>/ prefix is stripped (runtime.md 4.1).
+  // The /ng-rollout/<id>/ prefix is stripped (as NeMo Gym's servers do).
   auto row = tool_row();
   auto params = row.at("responses_create_params").as_object();
   auto prefixed = server.post("/ng-rollout/abc-1/v1/responses", params);

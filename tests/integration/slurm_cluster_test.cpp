@@ -5,6 +5,7 @@
 #include "slurm_cluster.h"
 #include "files.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 
@@ -19,9 +20,7 @@ namespace {
 
 constexpr std::chrono::seconds kJobLimit(60);
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 // The host PIDs of every process, with their command lines (arguments joined by spaces).
 std::vector<std::pair<pid_t, std::string>> processes() {

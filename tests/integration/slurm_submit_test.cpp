@@ -9,6 +9,7 @@
 #include "rollout_rows.h"
 #include "slurm_cluster.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -39,9 +40,7 @@ gym::test::CommandResult submit(const SlurmCluster& cluster, const std::string& 
   return cluster.run("cd " + dir + " && " + gym_binary() + " eval submit " + args);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 // The job id `gym eval submit` printed.
 std::string job_id_of(const std::string& output) {
@@ -130,6 +129,20 @@ TEST(SlurmSubmit, DryRunPrintsTheJobScriptAndWritesNothing) {
   EXPECT_TRUE(contains(s, "'++hf_token=${oc.env:GYM_SUBMIT_SECRET_0}'")) << s;
   EXPECT_TRUE(contains(s, "--model-api-key ****")) << "the resume command, masked:\n" << s;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("out"))) << "a dry run writes nothing";
+
+  // A model URL with a credential is a secret too (issue 28 item 2): in the flag or an override.
+  r = gym::test::run_command(
+      "cd " + tmp.path() + " && " + gym_binary() +
+      " eval submit --resources-server mcqa --model-type vllm_model --model-url "
+      "'http://gym:pw-secret-789@127.0.0.1:9/v1' --model m --agent mcqa_simple_agent --split "
+      "example -o out/rollouts.jsonl "
+      "'++judge_base_url=http://127.0.0.1:9/v1?api-key=qk-secret-321' "
+      "--dry-run");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "pw-secret-789")) << r.output;
+  EXPECT_FALSE(contains(r.output, "qk-secret-321")) << r.output;
+  EXPECT_TRUE(contains(r.output, "'--model-url=${oc.env:GYM_SUBMIT_POLICY_BASE_URL}'")) << r.output;
+  EXPECT_TRUE(contains(r.output, "'++judge_base_url=${oc.env:GYM_SUBMIT_SECRET_0}'")) << r.output;
 
   // With an input file (checked before anything is queued), stdout is still the script alone.
   r = gym::test::run_command("cd " + tmp.path() + " && " + gym_binary() +
@@ -359,11 +372,14 @@ TEST(SlurmSubmit, ATimedOutJobResumesWithEveryRowExactlyOnce) {
   ASSERT_GT(port, 0);
   TempDir tmp;
   constexpr int kRows = 5 * 300;  // 10 rows/s at concurrency 2: 150 s
-  const std::string run = "--resources-server mcqa --model-type vllm_model --model-url http://" +
-                          cluster.host_address() + ":" + std::to_string(port) +
-                          "/v1 --model fake-model --model-api-key none --agent mcqa_simple_agent "
-                          "--split example -o out/rollouts.jsonl --nodes 2 --num-repeats 300 "
-                          "++head_server.port=0";
+  // The URL carries a password: the job gets it through its environment, never in the script.
+  const std::string run =
+      "--resources-server mcqa --model-type vllm_model --model-url "
+      "http://gym:pw-secret-777@" +
+      cluster.host_address() + ":" + std::to_string(port) +
+      "/v1 --model fake-model --model-api-key none --agent mcqa_simple_agent "
+      "--split example -o out/rollouts.jsonl --nodes 2 --num-repeats 300 "
+      "++head_server.port=0";
   auto r = submit(cluster, tmp.path(), run + " --concurrency 2 --time 1");
   const std::string id = job_id_of(r.output);
   ASSERT_TRUE(r.code == 0 && !id.empty()) << r.output;
@@ -371,6 +387,7 @@ TEST(SlurmSubmit, ATimedOutJobResumesWithEveryRowExactlyOnce) {
   const std::string rollouts = tmp.file("out/rollouts.jsonl");
   EXPECT_EQ(end.state, "TIMEOUT") << end.record << "\n"
                                   << read_text(tmp.file("out/rollouts.slurm-" + id + ".out"));
+  EXPECT_FALSE(contains(read_text(tmp.file("out/rollouts.sbatch")), "pw-secret-777"));
   const auto written = gym::test::complete_lines(rollouts);
   EXPECT_GT(written, 0u);
   EXPECT_LT(written, static_cast<std::size_t>(kRows));
@@ -429,7 +446,7 @@ TEST(SlurmSubmit, TelemetryCarriesTheJobIdAndEachProcesssNode) {
   std::set<std::string> run_ids;
   // gym.server.memory.usage points: (exporting server, sampled server name).
   std::set<std::pair<std::string, std::string>> memory_points;
-  // Metric lines are OTLP/JSON export requests (telemetry.md 7.1): resourceMetrics[].resource.
+  // Metric lines are OTLP/JSON export requests: resourceMetrics[].resource.
   for (const auto& line : read_lines(console)) {
     boost::system::error_code ec;
     auto v = json::parse(line, ec);

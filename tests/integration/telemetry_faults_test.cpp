@@ -1,6 +1,6 @@
 // Telemetry faults (issue 5): an unreachable or misbehaving OTLP collector never disturbs the
-// recording process (telemetry.md 7.3, decision D9), and the process still ends within the
-// shutdown bound (7.6, D5).
+// recording process (docs/design/telemetry-contract.md#export-and-failure-isolation), and the
+// process still ends within the shutdown bound (5 s).
 //
 // Each test runs tests/support/telemetry_recorder.cpp (telemetry set up from the environment
 // like a real process, 2 threads recording a fixed count of histogram and counter values with
@@ -14,8 +14,11 @@
 // gRPC receiver of tests/support/otlp_receiver.h (@grpc/grpc-js, decoding with the OpenTelemetry
 // JS protobuf root).
 //
-// Wall-clock speed ratios are not asserted: the machine is shared and noisy. The figures are
-// printed ("[figures] ...") for the report instead.
+// No speed is asserted: the machine is shared and noisy, and the figures are printed ("[figures]
+// ...") for the report instead. That recording never waits for an export is shown by behaviour:
+// records complete while an export hangs (RecordingNeverWaitsForAHungExport). The clock is read
+// only for contracts stated in seconds: the 5 s shutdown bound (an upper bound with a margin, which
+// fails only when the bound is not applied) and backoffs (lower bounds, which load cannot break).
 #include <gtest/gtest.h>
 
 #include "live_deployment.h"
@@ -25,6 +28,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,6 +37,9 @@
 #include "otlp_receiver.h"
 #include "process.h"
 #include "reserved_port.h"
+#include "telemetry_recorder.h"
+#include "temp_dir.h"
+#include "text_search.h"
 
 namespace {
 
@@ -40,15 +47,7 @@ namespace json = boost::json;
 using gym::test::ChildProcess;
 using Clock = std::chrono::steady_clock;
 
-// The longest single record call we accept. Recording is a few atomic operations plus a
-// lock-free lookup (well under 10 us); a record call that waited on export I/O would take at
-// least the export timeout (200 ms here, seconds in the budget tests) or a 1 s backoff. 50 ms is
-// far above any preemption spike of a loaded 2-core machine and far below what a blocking
-// design costs, so it tells "never blocked by export" apart without timing the machine.
-constexpr std::int64_t kMaxRecordNs = 50'000'000;
-
-// D5: the shutdown flush is bounded to 5 s; the margin covers thread joins and a loaded
-// machine.
+// The shutdown flush is bounded to 5 s; the margin covers thread joins and a loaded machine.
 constexpr double kShutdownBoundSeconds = 5.0;
 constexpr double kShutdownMarginSeconds = 0.5;
 
@@ -57,11 +56,7 @@ constexpr auto kOuterTimeout = std::chrono::seconds(60);
 
 constexpr const char* kFailureLog = "telemetry: metrics export fail";  // "failed" and "failing"
 
-std::size_t count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
+using gym::test::count_of;
 
 // The fake collector: gym_test_server in one OTLP mode.
 class Collector {
@@ -110,28 +105,16 @@ RecorderRun record(const std::string& endpoint, int interval_ms, std::vector<std
                    const std::string& protocol = "http/protobuf") {
   std::vector<std::string> argv{gym::test::build_path("tests/support/gym_telemetry_recorder")};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::string> env{
-      "NEMO_GYM_OTEL_ENABLED=1", "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint,
-      "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
-      "OTEL_METRIC_EXPORT_INTERVAL=" + std::to_string(interval_ms),
-      // Empty counts as unset (telemetry.md 3.2): whatever the developer's shell exports must
-      // not change the setup under test.
-      "OTEL_SDK_DISABLED=", "NEMO_GYM_OTEL_EXPORTER=", "NEMO_LENS_EXPORTER=",
-      "NEMO_GYM_OTEL_METRICS_ENABLED=", "NEMO_LENS_METRICS_ENABLED=", "OTEL_METRIC_EXPORT_TIMEOUT=",
-      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=",
-      "OTEL_EXPORTER_OTLP_TIMEOUT=", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=",
-      "OTEL_EXPORTER_OTLP_COMPRESSION=", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=",
-      "OTEL_EXPORTER_OTLP_HEADERS=", "OTEL_EXPORTER_OTLP_METRICS_HEADERS=",
-      "OTEL_EXPORTER_OTLP_INSECURE=", "OTEL_EXPORTER_OTLP_METRICS_INSECURE="};
   RecorderRun run;
   const auto start = Clock::now();
-  ChildProcess recorder(argv, env, /*merge_stderr=*/true);
+  ChildProcess recorder(argv, gym::test::collector_env(endpoint, protocol, interval_ms),
+                        /*merge_stderr=*/true);
   const std::string rest = recorder.wait_for_line("{\"records\":", kOuterTimeout);
   recorder.drain(std::chrono::seconds(10));  // the rest, up to the exit
   run.exit_code = recorder.wait_exit(std::chrono::seconds(10));
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   run.output = recorder.output();
-  run.failure_lines = count(run.output, kFailureLog);
+  run.failure_lines = count_of(run.output, kFailureLog);
   if (!rest.empty()) run.result = json::parse("{\"records\":" + rest).as_object();
   return run;
 }
@@ -161,13 +144,11 @@ void print_figures(const std::string& name, const RecorderRun& run, const json::
 }
 
 // What every fault (and the healthy baseline) must give: the process ran to the end, recorded
-// every value, was never blocked by export, and shut down within the D5 bound.
+// every value, was never blocked by export, and shut down within the 5 s bound.
 void expect_undisturbed(const RecorderRun& run) {
   ASSERT_FALSE(run.result.empty()) << "the recorder printed no result line:\n" << run.output;
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.u("records"), run.u("expected_records"));
-  EXPECT_LT(run.result.at("max_record_ns").to_number<std::int64_t>(), kMaxRecordNs)
-      << "a record call took as long as an export step: recording waited for the exporter";
   EXPECT_LE(run.d("shutdown_seconds"), kShutdownBoundSeconds + kShutdownMarginSeconds);
   // The whole process: recording, the bounded shutdown, and a little for start and exit.
   EXPECT_LE(run.wall_seconds, run.d("recording_seconds") + kShutdownBoundSeconds + 2.0);
@@ -193,9 +174,9 @@ std::pair<std::uint64_t, std::uint64_t> logged_drops(const std::string& output) 
   return {batches, points};
 }
 
-// Failures are counted and logged rate-limited (D9): at least one line, never more than one per
-// export (so never per record), at most one per interval after the first, and together the lines
-// account for every dropped batch and point, the final export's included (7.6).
+// Failures are counted and logged rate-limited: at least one line, never more than one per export
+// (so never per record), at most one per interval after the first, and together the lines account
+// for every dropped batch and point, the final export's included.
 void expect_failures_counted_and_logged_once_per_interval(const RecorderRun& run, int interval_ms) {
   const auto exports = run.u("exports");
   EXPECT_GE(exports, 1u);
@@ -207,13 +188,13 @@ void expect_failures_counted_and_logged_once_per_interval(const RecorderRun& run
   EXPECT_LE(run.failure_lines, exports) << run.output;
   EXPECT_LE(static_cast<double>(run.failure_lines), 1.0 + run.wall_seconds * 1000.0 / interval_ms)
       << run.output;
-  EXPECT_EQ(count(run.output, "telemetry: metrics export failed, dropped"), 1u)
+  EXPECT_EQ(count_of(run.output, "telemetry: metrics export failed, dropped"), 1u)
       << "only the first failure of a run is logged on its own:\n"
       << run.output;
   const auto [batches, points] = logged_drops(run.output);
   EXPECT_EQ(batches, run.otlp("batches_dropped")) << run.output;
   EXPECT_EQ(points, run.otlp("points_dropped")) << run.output;
-  EXPECT_EQ(count(run.output, "the final metrics export did not finish"), 0u)
+  EXPECT_EQ(count_of(run.output, "the final metrics export did not finish"), 0u)
       << "the exporter gives up within the bound; nothing is abandoned:\n"
       << run.output;
 }
@@ -254,12 +235,12 @@ TEST(TelemetryFaults, OkCollectorReceivesEveryExportAndTheFinalFlush) {
             static_cast<double>(run.u("records")));
   EXPECT_EQ(last.at("test.recorder.duration_ms").to_number<double>(),
             static_cast<double>(run.u("records")));
-  EXPECT_EQ(count(run.output, "telemetry:"), 0u) << run.output;
+  EXPECT_EQ(count_of(run.output, "telemetry:"), 0u) << run.output;
 }
 
 TEST(TelemetryFaults, AProcessShorterThanOneIntervalStillExports) {
-  // D5: with a 60 s interval no periodic export happens in a 0.15 s life; the shutdown flush
-  // alone delivers the data.
+  // With a 60 s interval no periodic export happens in a 0.15 s life; the shutdown flush alone
+  // delivers the data.
   Collector collector("ok");
   ASSERT_GT(collector.port(), 0);
   const RecorderRun run = record(collector.endpoint(), 60'000, {"--batches", "3"});
@@ -292,8 +273,8 @@ TEST(TelemetryFaults, CollectorDown) {
 
 TEST(TelemetryFaults, CollectorDownIsRetriedWithBackoffWithinTheBudget) {
   // A 5 s interval: only the shutdown flush exports, with a 5 s budget (the export timeout and
-  // the D5 bound). Attempts at 0, ~1 s, ~3 s (1 s, 2 s backoff +-20 %); the next backoff
-  // (>= 3.2 s) would pass the budget, so the batch is dropped there.
+  // the shutdown bound). Attempts at 0, ~1 s, ~3 s (1 s, 2 s backoff +-20 %); the next backoff (>=
+  // 3.2 s) would pass the budget, so the batch is dropped there.
   const gym::test::ReservedPort dead;  // bound, not listening: every connection is refused
   const RecorderRun run = record("http://127.0.0.1:" + dead.text(), 5000);
   print_figures("down-budget", run, nullptr);
@@ -367,10 +348,10 @@ TEST(TelemetryFaults, Collector429IsRetriedWithExponentialBackoff) {
   const auto g = gaps(seen);
   ASSERT_EQ(g.size(), 2u);
   std::printf("[figures] 429-budget backoff gaps: %.3f s, %.3f s\n", g[0], g[1]);
+  // At least the backoff less its jitter; how much longer depends on the machine's load (the two
+  // retries fitting in the 5 s budget bound them from above).
   EXPECT_GE(g[0], 0.8 - 0.05);
-  EXPECT_LE(g[0], 1.2 + 0.3);  // the upper margin is the loaded machine's, not the exporter's
   EXPECT_GE(g[1], 1.6 - 0.05);
-  EXPECT_LE(g[1], 2.4 + 0.3);
 }
 
 TEST(TelemetryFaults, Collector429RetryAfterIsHonoured) {
@@ -388,10 +369,7 @@ TEST(TelemetryFaults, Collector429RetryAfterIsHonoured) {
   const auto g = gaps(seen);
   ASSERT_EQ(g.size(), 2u);
   std::printf("[figures] 429-retry-after gaps: %.3f s, %.3f s\n", g[0], g[1]);
-  for (double gap : g) {
-    EXPECT_GE(gap, 2.0 - 0.05);
-    EXPECT_LE(gap, 2.0 + 0.3);
-  }
+  for (double gap : g) EXPECT_GE(gap, 2.0 - 0.05);  // never sooner than the server asked
 }
 
 // ---- Collector hanging: connections accepted, requests never answered ----
@@ -409,9 +387,40 @@ TEST(TelemetryFaults, CollectorHanging) {
   EXPECT_EQ(seen.at("requests").to_number<std::uint64_t>(), run.u("exports"));
 }
 
+// A blocking design (a record taking a lock the export holds over its I/O) would make no record
+// while an export hangs: here every record is made while one does.
+TEST(TelemetryFaults, RecordingNeverWaitsForAHungExport) {
+  Collector collector("hang");
+  ASSERT_GT(collector.port(), 0);
+  gym::test::TempDir tmp;
+  const std::string go = tmp.file("go");
+  std::vector<std::string> argv{gym::test::build_path("tests/support/gym_telemetry_recorder"),
+                                "--during-flush", go, "--pause-ms", "0"};
+  // A 60 s interval: the recorder's own flush is the only export before its shutdown; the
+  // export timeout (10 s) outlasts the recording by far.
+  ChildProcess recorder(argv,
+                        gym::test::collector_env(collector.endpoint(), "http/protobuf", 60'000),
+                        /*merge_stderr=*/true);
+  // The flush's request reached the collector, which holds it unanswered.
+  for (int i = 0; i < 6000 && collector.stats().at("requests").to_number<std::uint64_t>() < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(collector.stats().at("requests").to_number<std::uint64_t>(), 1u) << recorder.output();
+  tmp.write("go", "\n");
+  const std::string rest = recorder.wait_for_line("{\"records\":", kOuterTimeout);
+  recorder.drain(std::chrono::seconds(10));
+  ASSERT_FALSE(rest.empty()) << recorder.output();
+  const json::object result = json::parse("{\"records\":" + rest).as_object();
+  const auto records = result.at("records").to_number<std::uint64_t>();
+  EXPECT_EQ(records, result.at("expected_records").to_number<std::uint64_t>());
+  EXPECT_EQ(result.at("records_while_flushing").to_number<std::uint64_t>(), records)
+      << "records waited for the hung export:\n"
+      << recorder.output();
+  EXPECT_EQ(recorder.wait_exit(std::chrono::seconds(20)), 0) << recorder.output();
+}
+
 TEST(TelemetryFaults, CollectorHangingAtShutdownIsCutAtTheBound) {
   // A 60 s interval: the export timeout (30 s) and the OTLP timeout (10 s) are both longer than
-  // the D5 bound, so only the 5 s shutdown bound ends the final export.
+  // the shutdown bound, so only the 5 s shutdown bound ends the final export.
   Collector collector("hang");
   ASSERT_GT(collector.port(), 0);
   const RecorderRun run = record(collector.endpoint(), 60'000);
@@ -468,8 +477,8 @@ TEST(TelemetryFaults, GrpcCollectorDown) {
   // gRPC's own log lines about the refused connection stay out of the process's log: only our
   // failure lines name it (on a loaded machine some exports end at their 200 ms deadline before
   // the refusal is seen, and say so instead).
-  EXPECT_LE(count(run.output, "Connection refused"), run.failure_lines) << run.output;
-  EXPECT_GT(count(run.output, "Connection refused"), 0u) << run.output;
+  EXPECT_LE(count_of(run.output, "Connection refused"), run.failure_lines) << run.output;
+  EXPECT_GT(count_of(run.output, "Connection refused"), 0u) << run.output;
 }
 
 TEST(TelemetryFaults, GrpcCollectorDownIsRetriedWithBackoffWithinTheBudget) {
@@ -498,7 +507,7 @@ TEST(TelemetryFaults, GrpcCollectorUnavailableThenOkIsRetriedAndDelivers) {
   EXPECT_EQ(run.otlp("retries"), 2u);
   EXPECT_EQ(run.otlp("batches_sent"), 1u);
   EXPECT_EQ(run.otlp("batches_dropped"), 0u);
-  EXPECT_EQ(count(run.output, "telemetry:"), 0u) << run.output;
+  EXPECT_EQ(count_of(run.output, "telemetry:"), 0u) << run.output;
   ASSERT_TRUE(collector->sync()) << collector->output();
   const auto requests = gym::test::exports_only(collector->requests());
   ASSERT_EQ(requests.size(), 3u) << collector->output();
@@ -559,7 +568,10 @@ TEST(TelemetryFaults, GrpcPermanentStatusIsNotRetriedEvenWithTimeLeft) {
 
 // The orchestrator's flush, every server's last export and its own used to come one after the
 // other, each with its 5 s bound, each signal of each process saying its failure: 15 s and nine
-// warnings for three servers. One bound for the whole shutdown, and one line.
+// warnings for three servers. One bound for the whole shutdown: the orchestrator flushes for at
+// most 1 s and tells every server it starts that the 4 s left are its share
+// (GYM_TELEMETRY_SHUTDOWN_MS), and what could not be exported is said in one line. (How long the
+// stop takes is a benchmark, not a test: bench/shutdown_dead_collector.sh.)
 TEST(TelemetryFaults, ADeploymentStopsWithinOneBoundAndSaysItsLostExportsOnce) {
   Collector collector("hang");
   ASSERT_GT(collector.port(), 0);
@@ -570,27 +582,29 @@ TEST(TelemetryFaults, ADeploymentStopsWithinOneBoundAndSaysItsLostExportsOnce) {
       "policy_model:\n  responses_api_models:\n    vllm_model:\n      base_url: " + fake.base() +
           "\n      api_key: k\n      model: fake-model\n      return_token_id_information: "
           "false\n");
-  gym::test::Deployment d(
-      "--config " + config, tmp.file("log"),
-      "NEMO_GYM_OTEL_ENABLED=1 OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.endpoint() +
-          " OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_TRACES_EXPORTER=otlp"
-          " OTEL_METRIC_EXPORT_INTERVAL=60000");
+  std::string env;
+  for (const auto& e : gym::test::collector_env(collector.endpoint(), "http/protobuf", 60000))
+    env += "'" + e + "' ";
+  gym::test::Deployment d("--config " + config, tmp.file("log"), env + "OTEL_TRACES_EXPORTER=otlp");
   ASSERT_TRUE(d.ready()) << d.output();
+  // Every server runs with its share of the bound: the 5 s less the orchestrator's 1 s flush.
+  const auto servers = d.server_pids();
+  ASSERT_EQ(servers.size(), 1u) << d.head_get("/server_instances");
+  for (const auto& [name, pid] : servers) {
+    const auto environment = gym::test::environ_of(pid);
+    ASSERT_FALSE(environment.empty()) << name << " (pid " << pid << ") is not running";
+    ASSERT_TRUE(environment.contains("GYM_TELEMETRY_SHUTDOWN_MS")) << name;
+    EXPECT_EQ(environment.at("GYM_TELEMETRY_SHUTDOWN_MS"), "4000") << name;
+  }
   const auto raw = gym::test::http_raw(d.port_of("policy_model"),
                                        gym::test::post("/v1/responses", R"({"input":"hi"})"));
   ASSERT_EQ(gym::test::status_of(raw), 200) << raw;
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(d.stop(), 143) << d.output();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[figures] deployment-stop-hanging-collector seconds=%.2f\n", seconds);
-  // Not three bounds in a row (15 s): one, with room for a loaded machine.
-  EXPECT_LT(seconds, 11.0) << d.output();
   const std::string log = d.output();
   const std::string report = "telemetry: the last export at shutdown did not complete: ";
-  EXPECT_EQ(count(log, report), 1u) << log;
+  EXPECT_EQ(count_of(log, report), 1u) << log;
   // This process's own failures too: no "export failed" line of its own.
-  EXPECT_EQ(count(log, "warning telemetry:"), 1u) << log;
+  EXPECT_EQ(count_of(log, "warning telemetry:"), 1u) << log;
   // The servers' failures are in that line, not lines of their own.
   EXPECT_NE(log.find("server policy_model: "), std::string::npos) << log;
   for (std::size_t at = log.find("(policy_model) "); at != std::string::npos;

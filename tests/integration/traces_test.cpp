@@ -1,9 +1,9 @@
-// Traces end to end (telemetry.md 8, issue 14): real `gym` processes write their spans as console
-// exporter lines (7.1) into one shared file, and every check reads those lines: one rollout is one
-// connected tree across the collector, agent, model and resources servers, span counts match the
-// requests made, samplers export what they should, a failure row names its trace, and a client
-// instrumented with the official OpenTelemetry JavaScript SDK (npm) sees every span of the rollout
-// it started join its own trace. The data is the project's own demo data.
+// Traces end to end (issue 14): real `gym` processes write their spans as console exporter lines
+// into one shared file, and every check reads those lines: one rollout is one connected tree across
+// the collector, agent, model and resources servers, span counts match the requests made, samplers
+// export what they should, a failure row names its trace, and a client instrumented with the
+// official OpenTelemetry JavaScript SDK (npm) sees every span of the rollout it started join its
+// own trace. The data is the project's own demo data.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include "process.h"
 #include "reserved_port.h"
 #include "rollout_rows.h"
+#include "telemetry_recorder.h"
 #include "temp_dir.h"
 
 namespace {
@@ -239,7 +240,7 @@ TEST(Traces, PerRolloutEveryRolloutIsOneConnectedTreeWithASpanPairPerRequest) {
 }
 
 // Ctrl-C in the middle of a run (default preset): the run's gym.job span still goes out, marked
-// as cut off (telemetry.md 7.6), and the rollouts that finished keep it as their trace's root.
+// as cut off (`nemo.span.truncated`), and the rollouts that finished keep it as their trace's root.
 TEST(Traces, AnInterruptedRunStillExportsItsJobSpanMarkedCutOff) {
   TempDir tmp;
   const Demo d = demo(tmp, 20);
@@ -430,7 +431,7 @@ TEST(Traces, AClientOfTheOpenTelemetryJsSdkOwnsTheRolloutsTrace) {
   const std::string trace_id = std::string(answer.at("trace_id").as_string());
   const std::string client_span = std::string(answer.at("span_id").as_string());
 
-  deployment.child().signal(SIGTERM);  // D5: every server flushes its spans on the way out
+  deployment.child().signal(SIGTERM);  // every server flushes its spans on the way out
   ASSERT_EQ(deployment.child().wait_exit(60s), 143) << deployment.output();
 
   const auto traces = by_trace(spans_in(file));
@@ -556,16 +557,11 @@ TEST_P(OtlpTraces, EveryRolloutIsOneTreeDecodedByOpenTelemetrysOwnCode) {
   ASSERT_EQ(receiver.error(), "") << "the OTLP receiver is required";
   TempDir tmp;
   const Demo d = demo(tmp, 2);
-  std::vector<std::string> env{"NEMO_GYM_OTEL_ENABLED=1",
-                               "NEMO_GYM_OTEL_EXPORTER=otlp",
-                               "NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout",
-                               "NEMO_GYM_OTEL_LOGS_ENABLED=1",
-                               "OTEL_EXPORTER_OTLP_ENDPOINT=" + receiver.endpoint(),
-                               "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
-                               "OTEL_BSP_SCHEDULE_DELAY=200",
-                               "NEMO_GYM_OTEL_CONSOLE_PATH=",
-                               "OTEL_TRACES_SAMPLER=",
-                               "OTEL_RESOURCE_ATTRIBUTES="};
+  // Metrics at the default interval (10 s); spans of every rollout and log records.
+  auto env = gym::test::collector_env(receiver.endpoint(), protocol, 10000);
+  for (const char* e : {"NEMO_GYM_OTEL_EXPORTER=otlp", "NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout",
+                        "NEMO_GYM_OTEL_LOGS_ENABLED=1", "OTEL_BSP_SCHEDULE_DELAY=200"})
+    env.push_back(e);
   std::string command = "env";
   for (const auto& e : env) command += " '" + e + "'";
   command += " timeout 300 " + gym_binary() + " eval run" + d.selectors +

@@ -7,6 +7,7 @@
 #include "live_deployment.h"
 #include "process.h"
 #include "temp_dir.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -36,11 +37,7 @@ gym::test::CommandResult gym_in(const std::string& cwd, const std::string& args)
   return gym::test::run_command("cd '" + cwd + "' && " + gym_binary() + " " + args + " 2>&1");
 }
 
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
+using gym::test::count_of;
 
 // vllm_model with token ids, its key from the preset's default.
 std::string training_config(const std::string& base_url, const std::string& extra = "") {

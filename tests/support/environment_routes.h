@@ -34,7 +34,7 @@ class EnvironmentRoutes {
   const servers::Implementation& impl() const { return *impl_; }
   const http::Router& router() const { return router_; }
 
-  // The answer the server gives: an exception escaping a handler is its 500 (runtime.md 4.2).
+  // The answer the server gives: an exception escaping a handler is its 500.
   http::Response call(http::Method method, const std::string& path,
                       const std::string& body = "") const {
     try {

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "core/config.h"
+#include "core/config_error.h"
 
 namespace gym::test {
 

@@ -11,9 +11,12 @@
 #include <boost/json.hpp>
 
 #include <signal.h>
+#include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -88,11 +91,16 @@ class Deployment {
   }
   int head_port() const { return head_port_; }
   int port_of(const std::string& instance) {
-    auto raw = http_raw(head_port_, "GET /server_instances HTTP/1.1\r\nHost: x\r\n\r\n");
-    const auto listing = boost::json::parse(body_of(raw));
-    for (const auto& v : listing.as_array())
+    for (const auto& v : server_instances())
       if (v.at("process_name").as_string() == instance) return v.at("port").to_number<int>();
     return 0;
+  }
+  // The process of each server the deployment started, by instance name.
+  std::map<std::string, pid_t> server_pids() {
+    std::map<std::string, pid_t> pids;
+    for (const auto& v : server_instances())
+      pids[std::string(v.at("process_name").as_string())] = v.at("pid").to_number<pid_t>();
+    return pids;
   }
   std::string head_get(const std::string& path) {
     return body_of(http_raw(head_port_, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n"));
@@ -100,11 +108,32 @@ class Deployment {
   ChildProcess& proc() { return proc_; }
 
  private:
+  // GET /server_instances of the head server.
+  boost::json::array server_instances() {
+    auto raw = http_raw(head_port_, "GET /server_instances HTTP/1.1\r\nHost: x\r\n\r\n");
+    return boost::json::parse(body_of(raw)).as_array();
+  }
+
   ReservedPort own_head_;
   int head_port_;
   std::string log_;
   ChildProcess proc_;
 };
+
+// The environment process `pid` runs with (/proc/<pid>/environ), each name with its first value
+// as getenv reads it; empty when it cannot be read (the process is gone).
+inline std::map<std::string, std::string> environ_of(pid_t pid) {
+  std::map<std::string, std::string> vars;
+  const std::string text = read_text("/proc/" + std::to_string(pid) + "/environ");
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\0', at), text.size());
+    const std::string entry = text.substr(at, end - at);
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    at = end + 1;
+  }
+  return vars;
+}
 
 inline std::string write_file(TempDir& tmp, const std::string& name, const std::string& text) {
   const auto path = tmp.file(name);

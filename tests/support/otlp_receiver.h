@@ -1,6 +1,6 @@
 #pragma once
-// Test support: the OTLP receiver of the integration tests (style.md 7, external judges), over
-// OTLP/HTTP (tests/integration/otlp_decode/receiver.js) or OTLP/gRPC
+// Test support: the OTLP receiver of the integration tests (an external judge: the OpenTelemetry
+// project's own decoder), over OTLP/HTTP (tests/integration/otlp_decode/receiver.js) or OTLP/gRPC
 // (tests/integration/otlp_decode/grpc_receiver.js, served by @grpc/grpc-js@1.14.7). Both run on
 // Node.js and decode every export, of any signal, with the OpenTelemetry JavaScript project's
 // generated protobuf root (@opentelemetry/otlp-transformer@0.214.0); the npm packages are installed

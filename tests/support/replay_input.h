@@ -1,7 +1,7 @@
 #pragma once
-// The input normalisation of environments.md 8.3, written for tests independently of the replay
-// model's own code, so a test matching output rows to recorded rows checks the server rather
-// than repeating it.
+// The replay model's input normalisation (docs/reference/replay-model.md#how-an-answer-is-found),
+// written for tests independently of the replay model's own code, so a test matching output rows to
+// recorded rows checks the server rather than repeating it.
 #include <boost/json.hpp>
 
 namespace gym::test {

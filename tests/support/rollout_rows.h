@@ -1,6 +1,6 @@
 #pragma once
-// Test support, header-only: reading the rows `gym eval run` writes (runtime.md 7.5) and comparing
-// JSON values the way the conformance check does (environments.md 8.3, 9).
+// Test support, header-only: reading the rows `gym eval run` writes and comparing JSON values the
+// way the conformance check does (docs/design/conformance.md#the-conformance-check).
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -62,7 +62,7 @@ bool json_equal(const boost::json::value& a, const boost::json::value& b,
   return a == b;
 }
 
-// Numbers equal by value (1 == 1.0), as environments.md 8.3 compares.
+// Numbers equal by value (1 == 1.0), as the replay model compares.
 inline bool same_json(const boost::json::value& a, const boost::json::value& b) {
   return json_equal(a, b, [](double x, double y) { return x == y; });
 }

@@ -2,7 +2,7 @@
 // real gym-cpp process does (settings from the environment: NEMO_GYM_OTEL_ENABLED,
 // OTEL_EXPORTER_OTLP_*, OTEL_METRIC_EXPORT_INTERVAL, ...; then MetricsPipeline), records a fixed
 // number of values from several threads while the periodic reader exports, shuts the pipeline
-// down (the D5 flush, bounded to 5 s) and prints one JSON line on stdout:
+// down (the shutdown flush, bounded to 5 s) and prints one JSON line on stdout:
 //
 //   {"records": 6000, "expected_records": 6000, "max_record_ns": 41210, "slow_records": 0,
 //    "recording_seconds": 1.52, "shutdown_seconds": 0.003, "shutdown_ok": true,
@@ -15,12 +15,16 @@
 //
 // Options: --threads N (2), --batches N (30), --batch-size N (100), --pause-ms N (50): each
 // thread records `batches` batches of `batch-size` iterations with a pause after each batch, so
-// the default run spans about 1.5 s.
+// the default run spans about 1.5 s. --during-flush PATH: first start a flush of the pipeline on a
+// thread of its own, wait until the file PATH exists (the test creates it once the collector holds
+// that export's request unanswered), then record; "records_while_flushing" counts the records
+// made before that flush returned. A recording that waited for an export would make none.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -28,7 +32,6 @@
 
 #include <boost/json.hpp>
 
-#include "core/config.h"
 #include "core/logging.h"
 #include "exporters/metrics_pipeline.h"
 #include "telemetry/config.h"
@@ -43,6 +46,7 @@ struct Options {
   int batches = 30;
   int batch_size = 100;
   int pause_ms = 50;
+  std::string during_flush;  // the go file of --during-flush
 };
 
 struct ThreadResult {
@@ -68,6 +72,10 @@ int main(int argc, char** argv) {
   Options opt;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
+    if (k == "--during-flush") {
+      opt.during_flush = argv[i + 1];
+      continue;
+    }
     const int v = std::stoi(argv[i + 1]);
     if (k == "--threads")
       opt.threads = v;
@@ -107,6 +115,22 @@ int main(int argc, char** argv) {
   const auto counter = provider.create_counter<std::int64_t>(
       "test.recorder.records", "{record}", "Iterations of the fault-test recorder");
 
+  std::atomic<bool> flushing{false};
+  std::thread flush;
+  if (!opt.during_flush.empty()) {
+    // A point of its own, so the flush has something to export (an empty one sends nothing).
+    provider.create_counter<std::int64_t>("test.recorder.flushes", "{flush}", "Flushes started")
+        .add(1, {});
+    flushing = true;
+    flush = std::thread([&] {
+      pipeline->force_flush(std::chrono::seconds(30));
+      flushing = false;
+    });
+    while (!std::filesystem::exists(opt.during_flush))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::atomic<std::uint64_t> records_while_flushing{0};
+
   std::vector<ThreadResult> results(static_cast<std::size_t>(opt.threads));
   std::vector<std::thread> threads;
   const auto start = Clock::now();
@@ -134,6 +158,7 @@ int main(int argc, char** argv) {
                             {"test.thread", thread_id}});
           });
           ++r.records;
+          if (flushing) ++records_while_flushing;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(opt.pause_ms));
       }
@@ -141,6 +166,8 @@ int main(int argc, char** argv) {
   }
   for (auto& th : threads) th.join();
   const auto recorded = Clock::now();
+  if (flush.joinable()) flush.join();
+  const auto shutdown_start = Clock::now();
 
   const bool shutdown_ok = pipeline->shutdown();
   const auto stopped = Clock::now();
@@ -159,8 +186,9 @@ int main(int argc, char** argv) {
                                static_cast<std::uint64_t>(opt.batch_size)},
       {"max_record_ns", total.max_record_ns},
       {"slow_records", total.slow_records},
+      {"records_while_flushing", records_while_flushing.load()},
       {"recording_seconds", std::chrono::duration<double>(recorded - start).count()},
-      {"shutdown_seconds", std::chrono::duration<double>(stopped - recorded).count()},
+      {"shutdown_seconds", std::chrono::duration<double>(stopped - shutdown_start).count()},
       {"shutdown_ok", shutdown_ok},
       {"exports", stats.reader.exports},
       {"failures", stats.reader.failures},

@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
                 r.headers.push_back({"Location", std::string(body.at("to").as_string())});
                 co_return r;
               }));
-  // A model server whose every answer is a 500 (runtime.md 7.6), or with --responses-delay-ms a
+  // A model server whose every answer is a 500 (a failed rollout), or with --responses-delay-ms a
   // slow one; POST /hits {"key": "/v1/responses"} counts the calls.
   router.post("/v1/responses", [](Request&) -> asio::awaitable<Response> {
     ++hits["/v1/responses"];
@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
                   res.body = json_body ? "{}" : "";
                   co_return res;
                 });
-  // A head server (runtime.md 4.4): the config YAML as a JSON string.
+  // A head server: the config YAML as a JSON string.
   if (config_yaml)
     router.get("/global_config_dict_yaml",
                [yaml = json::value(json::string(*config_yaml))](

@@ -2,7 +2,6 @@
 // and its verifier. (Its example data, recorded through the Python server, replays to the same
 // rewards through this one: environments_test's ExampleSplit.)
 #include "calculator/expression.h"
-#include "core/config.h"
 #include "environment_routes.h"
 #include "http/router.h"
 #include "servers/resources_server.h"

@@ -2,7 +2,7 @@
 // tests/common/test_verification_utils.py, tests/common/test_response_utils.py) restated as
 // verify requests, plus the Python behaviour of upstream's comparator where they stop.
 #include "builtin_environments.h"
-#include "core/config.h"
+#include "core/config_error.h"
 #include "environment_routes.h"
 #include "files.h"
 #include "http/router.h"

@@ -1,7 +1,7 @@
 #pragma once
-// The console exporters (telemetry.md 7.1, 7.4), writing to a ConsoleSink (stdout or
-// `telemetry.console_path`): metrics as one compact OTLP/JSON ExportMetricsServiceRequest line
-// per export, spans as one JSON object per span per line.
+// The console exporters (docs/reference/telemetry.md#turning-it-on), writing to a ConsoleSink
+// (stdout or `telemetry.console_path`): metrics as one compact OTLP/JSON
+// ExportMetricsServiceRequest line per export, spans as one JSON object per span per line.
 #include <optional>
 #include <string>
 

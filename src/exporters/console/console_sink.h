@@ -1,8 +1,8 @@
 #pragma once
-// Where console-exporter lines go (telemetry.md 7.4): stdout, or a file every process of a run
-// appends to (`telemetry.console_path`). Each line is written with one write() call on a
-// descriptor opened with O_APPEND, so lines of different processes never interleave. The first
-// failure is logged once.
+// Where console-exporter lines go: stdout, or a file every process of a run appends to
+// (`telemetry.console_path`). Each line is written with one write() call on a descriptor opened
+// with O_APPEND, so lines of different processes never interleave. The first failure is logged
+// once.
 #include <atomic>
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,7 @@
 #pragma once
-// The OTLP exporters of spans and log records (telemetry.md 7.1-7.3, 8.4): each batch the
-// processor hands over is encoded for the protocol (otlp_encoding.h) and sent by the signal's
-// OtlpSender, which retries, counts and logs what it drops. One template for both signals.
+// The OTLP exporters of spans and log records: each batch the processor hands over is encoded for
+// the protocol (otlp_encoding.h) and sent by the signal's OtlpSender, which retries, counts and
+// logs what it drops. One template for both signals.
 #include <memory>
 #include <span>
 

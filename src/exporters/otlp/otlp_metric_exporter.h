@@ -1,10 +1,11 @@
 #pragma once
-// The OTLP metrics exporter (telemetry.md 7.2, 7.3; decisions D8, D9): a telemetry::MetricExporter
-// over an OtlpSender (otlp_sender.h) for Signal::metrics. export_metrics() encodes the snapshot
-// as an ExportMetricsServiceRequest on the calling thread (protobuf for grpc and http/protobuf,
-// OTLP/JSON for http/json) and hands it to the sender, which sends it on its own thread over
-// gRPC or HTTP, retries per D9, compresses per the settings, and counts and logs (rate-limited)
-// what it drops; the call waits at most until its deadline and never throws.
+// The OTLP metrics exporter (docs/design/telemetry-contract.md#export-and-failure-isolation): a
+// telemetry::MetricExporter over an OtlpSender (otlp_sender.h) for Signal::metrics.
+// export_metrics() encodes the snapshot as an ExportMetricsServiceRequest on the calling thread
+// (protobuf for grpc and http/protobuf, OTLP/JSON for http/json) and hands it to the sender, which
+// sends it on its own thread over gRPC or HTTP, retries (retry.h), compresses per the settings, and
+// counts and logs (rate-limited) what it drops; the call waits at most until its deadline and never
+// throws.
 //
 // Thread-safety: as MetricExporter (one caller at a time).
 #include <chrono>

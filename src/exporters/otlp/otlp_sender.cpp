@@ -152,7 +152,7 @@ class HttpTransport final : public OtlpSender::Transport {
     params.per_host_limit = 2;
     params.aggregate_total = 2;
     params.aggregate_per_host = 2;
-    params.retry_budget_seconds = 0;  // retries are the sender's (D9), not the client's
+    params.retry_budget_seconds = 0;  // retries are the sender's, not the client's
     const OtlpSettings& s = owner.settings;
     params.tls = {s.certificate, s.client_certificate, s.client_key};
     client_.emplace(io_.get_executor(), params);
@@ -237,7 +237,8 @@ class HttpTransport final : public OtlpSender::Transport {
         error = "HTTP " + std::to_string(res.status) + " from " + settings.url;
       } catch (const http::TlsError& e) {
         // An untrusted certificate or a wrong host fails every retry the same way: the batch is
-        // dropped now instead of waiting out the OTLP timeout (not a "connection error" of D9).
+        // dropped now instead of waiting out the OTLP timeout (not a connection error: no retry
+        // could fix it).
         co_return SendResult{false, e.what()};
       } catch (const http::ResponseTooLargeError& e) {
         // An endless answer would be endless again on a retry.
@@ -269,7 +270,8 @@ class HttpTransport final : public OtlpSender::Transport {
 // ---- OTLP/gRPC ----------------------------------------------------------------------------------
 
 // gRPC's own log lines (a refused connection, a failed handshake) would bypass the rate limit of
-// D9: they go to the debug level of the process's log, where the sender's summaries say the same.
+// the failure log: they go to the debug level of the process's log, where the sender's summaries
+// say the same.
 void route_grpc_logs() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -475,7 +477,7 @@ class GrpcTransport final : public OtlpSender::Transport {
       }
       grpc::ChannelArguments args;
       args.SetUserAgentPrefix(kUserAgent);      // "gym-cpp/<version> grpc-c++/<version> ..."
-      args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // the sender's retries are the only ones (D9)
+      args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // the sender's retries are the only ones
       // A collector that comes back is found within 5 s, whatever the outage lasted.
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);

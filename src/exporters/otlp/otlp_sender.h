@@ -1,10 +1,10 @@
 #pragma once
 // OtlpSender: the OTLP transport of one signal (metrics, traces or logs) in one process
-// (telemetry.md 7.2, 7.3; decisions D8, D9). An exporter encodes a batch into an Export request
-// (Export<Signal>ServiceRequest) and hands the bytes to send(); the sender delivers them to the
-// collector over the protocol of its settings, retries what D9 retries, and counts and logs what
-// it drops. Exporters built on it: OtlpMetricExporter (otlp_metric_exporter.h); the trace and log
-// exporters are meant to be built the same way.
+// (docs/design/telemetry-contract.md#export-and-failure-isolation). An exporter encodes a batch
+// into an Export request (Export<Signal>ServiceRequest) and hands the bytes to send(); the sender
+// delivers them to the collector over the protocol of its settings, retries what retry.h retries,
+// and counts and logs what it drops. Exporters built on it: OtlpMetricExporter
+// (otlp_metric_exporter.h); the trace and log exporters are meant to be built the same way.
 //
 // Usage, for a signal's exporter:
 //
@@ -22,7 +22,7 @@
 // The request messages are in the gym_otlp_proto target (proto/, linked by gym_exporters):
 // "opentelemetry/proto/collector/{metrics,trace,logs}/v1/<signal>_service.pb.h", OTLP's field
 // numbers. Over http/json an id field (trace_id, span_id, parent_span_id) is lowercase hex, not
-// base64 as protobuf's own JSON printer writes bytes (telemetry.md 7.2).
+// base64 as protobuf's own JSON printer writes bytes (OTLP/JSON's rule).
 //
 // Transports, chosen by settings.protocol:
 // - http/protobuf, http/json: POST to settings.url (.../v1/<signal>) through a small HTTP client
@@ -39,7 +39,7 @@
 //   SSL_CERT_FILE set, that file's certificates plus OpenSSL's default bundle (as the HTTP path
 //   does). gRPC's own retries are off: the sender's are the only ones.
 //
-// Retries (D9): HTTP 429/502/503/504, connection errors and timeouts; gRPC UNAVAILABLE,
+// Retries: HTTP 429/502/503/504, connection errors and timeouts; gRPC UNAVAILABLE,
 // RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED; each after the backoff of retry.h (1 s, 2 s, 4 s, ...
 // +-20 %, or Retry-After seconds over HTTP; gRPC's RetryInfo is not read) while the retry fits the
 // budget: the OTLP timeout counted from the first attempt, cut by send()'s deadline. Everything
@@ -73,7 +73,7 @@ namespace gym::exporters {
 // How send()'s payload must be encoded for a protocol.
 enum class PayloadEncoding {
   protobuf,  // grpc, http/protobuf: the serialized Export<Signal>ServiceRequest
-  json,      // http/json: the OTLP/JSON text of that message (telemetry.md 7.2)
+  json,      // http/json: the OTLP/JSON text of that message
 };
 PayloadEncoding payload_encoding(OtlpProtocol protocol);
 

@@ -1,5 +1,6 @@
-// OTLP exporter settings (telemetry.md 7.2): variables, then the `telemetry:` block, then the
-// defaults, which depend on the protocol (D8).
+// OTLP exporter settings (docs/reference/telemetry.md#every-key-and-variable): variables, then the
+// `telemetry:` block, then the defaults, which depend on the protocol (gRPC on 4317 by default, as
+// upstream; OTLP/HTTP on 4318).
 #include "exporters/otlp/otlp_settings.h"
 
 #include <algorithm>

@@ -1,9 +1,9 @@
 #pragma once
-// The OTLP exporter settings of one signal (telemetry.md 7.2, decision D8):
+// The OTLP exporter settings of one signal (docs/reference/telemetry.md#every-key-and-variable):
 // OTEL_EXPORTER_OTLP_<SIGNAL>_* over OTEL_EXPORTER_OTLP_* over the `telemetry:` block's otlp_*
 // keys over the defaults. Every invalid value is a core::ConfigError whose message names the
-// variable or the key (T1); nothing silently falls back to a default. A process checks them at
-// startup through check_exporter_settings() (metrics_pipeline.h).
+// variable or the key; nothing silently falls back to a default. A process checks them at startup
+// through check_exporter_settings() (metrics_pipeline.h).
 //
 // Protocols: grpc (the default, as upstream's SDK: endpoint http://localhost:4317),
 // http/protobuf and http/json (default endpoint http://localhost:4318, paths /v1/<signal>).
@@ -77,9 +77,9 @@ std::string grpc_metadata_problem(std::string_view key, std::string_view value);
 // ConfigErrors: an unknown protocol (the message lists the three valid values), a URL that is not
 // http(s) (for grpc also host:port) or a grpc endpoint with a path, a header entry that is not
 // key=value (for grpc also a key or value gRPC metadata cannot carry), a non-positive timeout, an
-// unknown compression, an INSECURE value that is not a boolean spelling (telemetry.md 3.2), a
-// CERTIFICATE, CLIENT_CERTIFICATE or CLIENT_KEY file that cannot be loaded, a client certificate
-// without its key or a key without its certificate.
+// unknown compression, an INSECURE value that is not a boolean spelling, a CERTIFICATE,
+// CLIENT_CERTIFICATE or CLIENT_KEY file that cannot be loaded, a client certificate without its key
+// or a key without its certificate.
 OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
                           const telemetry::GetEnv& getenv, Signal signal = Signal::metrics);
 

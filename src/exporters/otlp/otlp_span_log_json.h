@@ -1,8 +1,7 @@
 #pragma once
-// Spans and log records as OTLP/JSON (telemetry.md 7.2, 8.4): an ExportTraceServiceRequest or
-// ExportLogsServiceRequest with one resource and one scope, ids as lowercase hex, times as decimal
-// strings, enums as integers; and the console exporter's span lines (7.1). Pure functions: no
-// I/O, no shared state.
+// Spans and log records as OTLP/JSON: an ExportTraceServiceRequest or ExportLogsServiceRequest with
+// one resource and one scope, ids as lowercase hex, times as decimal strings, enums as integers;
+// and the console exporter's span lines. Pure functions: no I/O, no shared state.
 #include <span>
 #include <string>
 
@@ -22,8 +21,8 @@ boost::json::value otlp_logs_json(const telemetry::Resource& resource,
                                   const telemetry::InstrumentationScope& scope,
                                   std::span<const telemetry::LogRecordData> records);
 
-// One span as the console exporter's line object (telemetry.md 7.1): trace_id, span_id,
-// parent_span_id (hex, "" for a root), name, kind ("internal", "server", "client"),
+// One span as the console exporter's line object (docs/reference/telemetry.md#reference): trace_id,
+// span_id, parent_span_id (hex, "" for a root), name, kind ("internal", "server", "client"),
 // start_time_unix_nano, end_time_unix_nano (numbers), status ({"code": "unset"|"ok"|"error"},
 // with "message" when set), attributes and resource (objects of plain values), events
 // ([{name, time_unix_nano, attributes}]).

@@ -1,11 +1,10 @@
 #pragma once
 // A batch of spans as the protobuf bytes of an OTLP ExportTraceServiceRequest, written straight
-// from SpanData (telemetry.md 8; issue 14's overhead goal). Building libprotobuf messages first
-// cost about 640 ns a span (an arena object and a copy for every id, name and attribute, then a
-// size pass and a write pass over the messages); this computes each span's size once and writes
-// every field into one buffer. The bytes are those libprotobuf writes for the same request
-// (fields in number order, proto3 defaults left out), which tests/unit/exporters/
-// otlp_span_proto_test.cpp holds it to.
+// from SpanData (issue 14's overhead goal). Building libprotobuf messages first cost about 640 ns a
+// span (an arena object and a copy for every id, name and attribute, then a size pass and a write
+// pass over the messages); this computes each span's size once and writes every field into one
+// buffer. The bytes are those libprotobuf writes for the same request (fields in number order,
+// proto3 defaults left out), which tests/unit/exporters/otlp_span_proto_test.cpp holds it to.
 #include <span>
 #include <string>
 

@@ -1,8 +1,8 @@
 #pragma once
-// The export decisions of decision D9, as pure functions tested without sockets: which outcomes
-// are retried (HTTP statuses and gRPC status codes), how long to wait, when to give up, what an
-// accepted response says about rejected items, and how often a failure is logged. OtlpSender
-// (otlp_sender.h) applies them to both of its transports.
+// The export decisions (docs/design/failures-and-retries.md#telemetry-export), as pure functions
+// tested without sockets: which outcomes are retried (HTTP statuses and gRPC status codes), how
+// long to wait, when to give up, what an accepted response says about rejected items, and how often
+// a failure is logged. OtlpSender (otlp_sender.h) applies them to both of its transports.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -24,7 +24,7 @@ enum class AttemptOutcome { success, retryable, permanent };
 AttemptOutcome classify(std::optional<int> status);
 
 // A gRPC status code (grpc::StatusCode's numbers): OK (0) is success; UNAVAILABLE (14),
-// RESOURCE_EXHAUSTED (8) and DEADLINE_EXCEEDED (4) are retryable like 503/429 (telemetry.md 7.2);
+// RESOURCE_EXHAUSTED (8) and DEADLINE_EXCEEDED (4) are retryable like 503/429;
 // every other code is permanent.
 AttemptOutcome classify_grpc(int code);
 
@@ -61,10 +61,10 @@ std::optional<PartialSuccess> parse_partial_success(std::string_view body, OtlpP
 // What a signal's items are called in log lines: "point", "span", "log record".
 std::string_view item_noun(Signal signal);
 
-// Rate-limited failure reporting (D9): the first failure of a run is reported at once, later
-// ones at most once per interval as a summary of what was dropped since the last line. Lines name
-// the signal: "telemetry: metrics export failed, dropped 12 point(s): ...", "telemetry: traces
-// export failing: dropped 3 batch(es), 1536 span(s) in the last 10.0 s; last error: ...".
+// Rate-limited failure reporting: the first failure of a run is reported at once, later ones at
+// most once per interval as a summary of what was dropped since the last line. Lines name the
+// signal: "telemetry: metrics export failed, dropped 12 point(s): ...", "telemetry: traces export
+// failing: dropped 3 batch(es), 1536 span(s) in the last 10.0 s; last error: ...".
 class FailureLog {
  public:
   explicit FailureLog(std::chrono::milliseconds interval, Signal signal = Signal::metrics)
@@ -75,7 +75,7 @@ class FailureLog {
                                      Clock::time_point now);
 
   // At shutdown: the summary of drops not logged yet (held back by the interval), if any, so
-  // that the drop of a final export is always logged (telemetry.md 7.6).
+  // that the drop of a final export is always logged.
   std::optional<std::string> pending(Clock::time_point now);
 
  private:

@@ -1,7 +1,8 @@
 #pragma once
-// The opt-in Prometheus pull endpoint (telemetry.md 7.5): `GET /metrics` in text format 0.0.4
-// on its own event loop and thread. Every scrape collects the provider (observable callbacks run
-// then) and renders outside any lock; values are the cumulative values the OTLP stream carries.
+// The opt-in Prometheus pull endpoint (docs/reference/telemetry.md#scrape-it-with-prometheus): `GET
+// /metrics` in text format 0.0.4 on its own event loop and thread. Every scrape collects the
+// provider (observable callbacks run then) and renders outside any lock; values are the cumulative
+// values the OTLP stream carries.
 //
 // Threading: the constructor binds and starts the thread; stop() may be called from any thread
 // and is idempotent. Scrapes run on the endpoint's thread; MeterProvider::collect() serialises
@@ -23,7 +24,7 @@ struct PrometheusEndpointOptions {
 class PrometheusEndpoint {
  public:
   // Binds now. A bind failure throws std::runtime_error naming the port and the process role
-  // (a startup error, telemetry.md 3.5).
+  // (a startup error, exit code 2).
   PrometheusEndpoint(const telemetry::MeterProvider& provider, PrometheusEndpointOptions options);
   ~PrometheusEndpoint();  // stop()
   PrometheusEndpoint(const PrometheusEndpoint&) = delete;

@@ -1,9 +1,9 @@
 #pragma once
 // Snapshot -> Prometheus text exposition format 0.0.4, with the OpenTelemetry-to-Prometheus
-// conversion of telemetry.md 7.5. Pure functions over the plain-data snapshot: no I/O, no
-// shared state, no locale (numbers are written with std::to_chars).
+// conversion (docs/reference/telemetry.md#name-conversion). Pure functions over the plain-data
+// snapshot: no I/O, no shared state, no locale (numbers are written with std::to_chars).
 //
-// Conversion rules (docs/telemetry.md, "Scrape it with Prometheus", has the unit table):
+// Conversion rules (docs/reference/telemetry.md, "Scrape it with Prometheus", has the unit table):
 // - Names: every character outside [a-zA-Z0-9_] becomes `_`, runs of `_` collapse to one, and a
 //   leading digit gets a `_` prefix. The unit suffix (prometheus_unit_suffix) is appended unless
 //   the name already ends with it. Monotonic counters (also observable ones) end in `_total`,

@@ -1,9 +1,9 @@
 #pragma once
-// The batch processor of telemetry.md 7.3, for spans and log records alike: finished records wait
-// in a bounded queue and a thread of its own exports them in batches, every schedule delay or as
-// soon as a batch is full. A record arriving at a full queue is dropped and counted, never
-// waited for (D9); drops are logged at most once per interval. Shutdown (D5) exports what is
-// queued within its bound.
+// The batch processor (docs/design/telemetry-contract.md#export-and-failure-isolation), for spans
+// and log records alike: finished records wait in a bounded queue and a thread of its own exports
+// them in batches, every schedule delay or as soon as a batch is full. A record arriving at a full
+// queue is dropped and counted, never waited for; drops are logged at most once per interval.
+// Shutdown exports what is queued within its bound (5 s for the whole process).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -33,7 +33,7 @@ class BatchExporter {
   virtual ExportResult export_batch(std::span<const Record> records,
                                     Deadline deadline) noexcept = 0;
   // Called from another thread while an export may be running: that export must return soon
-  // (the D5 bound), and later ones fail at once.
+  // (the shutdown bound, 5 s), and later ones fail at once.
   virtual void shutdown(Deadline /*deadline*/) noexcept {}
 };
 

@@ -1,7 +1,7 @@
 #pragma once
-// The settings of a batch processor (telemetry.md 7.3): OTEL_BSP_* for spans, OTEL_BLRP_* for log
-// records, each <PREFIX>_MAX_QUEUE_SIZE, _MAX_EXPORT_BATCH_SIZE, _SCHEDULE_DELAY (ms) and
-// _EXPORT_TIMEOUT (ms).
+// The settings of a batch processor (docs/design/limits.md#telemetry): OTEL_BSP_* for spans,
+// OTEL_BLRP_* for log records, each <PREFIX>_MAX_QUEUE_SIZE, _MAX_EXPORT_BATCH_SIZE,
+// _SCHEDULE_DELAY (ms) and _EXPORT_TIMEOUT (ms).
 #include <chrono>
 #include <cstddef>
 #include <string_view>

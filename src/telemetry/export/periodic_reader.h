@@ -1,12 +1,12 @@
 #pragma once
-// The periodic reader (telemetry.md 7.3, 7.6): a thread that collects the provider every
-// interval and hands the snapshot to its exporter. It owns the exporter. force_flush() and
-// shutdown() run one more collect-and-export on the reader thread and wait for it at most the
-// given time (5 s at shutdown, decision D5). The exporter's deadline is that time less a 5 %
-// wrap-up slice, so an exporter that honours its deadline gives up, counts and logs the drop
-// and shuts down within the bound. An export still running at the bound (an exporter that
-// ignores its deadline) is abandoned: the thread finishes it in the background and the process
-// may exit; it is counted as a failed export.
+// The periodic reader (docs/design/telemetry-contract.md#shutdown-flush): a thread that collects
+// the provider every interval and hands the snapshot to its exporter. It owns the exporter.
+// force_flush() and shutdown() run one more collect-and-export on the reader thread and wait for it
+// at most the given time (5 s at shutdown). The exporter's deadline is that time less a 5 % wrap-up
+// slice, so an exporter that honours its deadline gives up, counts and logs the drop and shuts down
+// within the bound. An export still running at the bound (an exporter that ignores its deadline) is
+// abandoned: the thread finishes it in the background and the process may exit; it is counted as a
+// failed export.
 //
 // Threading: every public member may be called from any thread. The provider must outlive the
 // reader.

@@ -1,10 +1,10 @@
 #pragma once
-// The logs of a process as OTLP log records (telemetry.md 8.4, issue 14): with `logs_enabled`,
-// every record the process logs at INFO and above (spdlog's default logger) also goes to a batch
-// processor with the OTEL_BLRP_* settings, beside stdout. A record logged while a ScopedLogTrace
-// is alive on its thread carries that span's trace and span ids; handlers put one around the
-// log lines they write for a request (the runtime is coroutine-based, so there is no implicit
-// "current span" to read).
+// The logs of a process as OTLP log records (docs/reference/telemetry.md#logs, issue 14): with
+// `logs_enabled`, every record the process logs at INFO and above (spdlog's default logger) also
+// goes to a batch processor with the OTEL_BLRP_* settings, beside stdout. A record logged while a
+// ScopedLogTrace is alive on its thread carries that span's trace and span ids; handlers put one
+// around the log lines they write for a request (the runtime is coroutine-based, so there is no
+// implicit "current span" to read).
 //
 // Thread-safety: any thread may log; install and detach once each, from the owning thread.
 #include <chrono>

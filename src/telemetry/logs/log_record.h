@@ -1,6 +1,5 @@
 #pragma once
-// A log record as plain data (telemetry.md 8.4): what the log bridge queues and the OTLP logs
-// exporter encodes.
+// A log record as plain data: what the log bridge queues and the OTLP logs exporter encodes.
 #include <cstdint>
 #include <string>
 

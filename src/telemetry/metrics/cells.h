@@ -176,7 +176,7 @@ struct HistogramCell {
 };
 
 // What each synchronous kind accepts and how it records. A rejected value is dropped and
-// reported once per instrument (style.md 6).
+// reported once per instrument: recording never throws.
 template <MetricValue T>
 struct CounterRule {
   using Cell = SumCell<T>;

@@ -1,6 +1,6 @@
 #pragma once
-// The tracer's span processor (telemetry.md 7.3): a BatchProcessor of spans with the OTEL_BSP_*
-// settings, queueing each span by its pointer (span_data.h).
+// The tracer's span processor: a BatchProcessor of spans with the OTEL_BSP_* settings, queueing
+// each span by its pointer (span_data.h).
 #include <chrono>
 #include <memory>
 

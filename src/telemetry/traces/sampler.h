@@ -1,8 +1,8 @@
 #pragma once
-// Which spans are recorded and exported (telemetry.md 8.3): the samplers of OTEL_TRACES_SAMPLER
-// with OTEL_TRACES_SAMPLER_ARG. A
-// span that is not sampled still gets ids, so the calls it makes carry `traceparent` with the
-// sampled flag off and a parent-based sampler downstream drops the rest of the trace too.
+// Which spans are recorded and exported (docs/reference/telemetry.md#reference, Sampling): the
+// samplers of OTEL_TRACES_SAMPLER with OTEL_TRACES_SAMPLER_ARG. A span that is not sampled still
+// gets ids, so the calls it makes carry `traceparent` with the sampled flag off and a parent-based
+// sampler downstream drops the rest of the trace too.
 
 #include "core/config.h"
 #include "telemetry/traces/trace_context.h"
@@ -31,7 +31,7 @@ struct Sampler {
 
 // OTEL_TRACES_SAMPLER (one of the six names, case-insensitive) and OTEL_TRACES_SAMPLER_ARG (a
 // ratio in [0, 1] for the traceidratio kinds; default 1.0). An unknown sampler or a bad ratio is
-// a core::ConfigError naming the variable (T1).
+// a core::ConfigError naming the variable.
 Sampler resolve_sampler(const core::GetEnv& getenv);
 
 }  // namespace gym::telemetry

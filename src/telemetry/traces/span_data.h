@@ -1,6 +1,6 @@
 #pragma once
-// A finished span as plain data (telemetry.md 8.3): what the processor queues and the exporters
-// encode. No behaviour; the tracer fills it.
+// A finished span as plain data: what the processor queues and the exporters encode. No behaviour;
+// the tracer fills it.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -21,8 +21,8 @@ enum class SpanKind : int { internal = 1, server = 2, client = 3 };
 // OTLP's numbering (Status.StatusCode).
 enum class StatusCode : int { unset = 0, ok = 1, error = 2 };
 
-// The redaction rule of telemetry.md 8.3 for a string attribute under `key`: its last dotted part
-// is one of the names below, in any case.
+// The redaction rule (docs/design/telemetry-contract.md#spans-and-propagation) for a string
+// attribute under `key`: its last dotted part is one of the names below, in any case.
 constexpr bool redacted_key(std::string_view key) noexcept {
   const auto dot = key.rfind('.');
   const std::string_view last = dot == std::string_view::npos ? key : key.substr(dot + 1);
@@ -102,7 +102,7 @@ struct SpanData {
 // instructions per span, a quarter of what the `default` span groups added to a rollout).
 using SpanBatch = std::span<const std::unique_ptr<SpanData>>;
 
-// "internal", "server", "client" (the console exporter's `kind`, telemetry.md 7.1).
+// "internal", "server", "client" (the console exporter's `kind`).
 std::string_view to_string(SpanKind kind) noexcept;
 std::string_view to_string(StatusCode code) noexcept;
 

@@ -1,7 +1,8 @@
 #pragma once
-// W3C Trace Context and Baggage (telemetry.md 8.2): the ids of a span, the `traceparent` and
-// `tracestate` headers that carry them between processes, and what a handler hands to the calls
-// it makes (TraceContext). Pure functions and plain data: no I/O, no shared state.
+// W3C Trace Context and Baggage (docs/design/telemetry-contract.md#spans-and-propagation): the ids
+// of a span, the `traceparent` and `tracestate` headers that carry them between processes, and what
+// a handler hands to the calls it makes (TraceContext). Pure functions and plain data: no I/O, no
+// shared state.
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -65,7 +66,7 @@ bool acceptable_baggage(std::string_view header) noexcept;
 
 // What a handler hands to the spans it starts and the requests it makes: the current span's
 // context, the request's baggage (forwarded unchanged), and the rollout id when one is known
-// (telemetry.md 8.3: `nemo.gym.rollout.id`).
+// (the span attribute `nemo.gym.rollout.id`).
 struct TraceContext {
   SpanContext span;
   std::string baggage;

@@ -16,7 +16,7 @@ namespace gym::telemetry {
 namespace {
 
 // Ids come from a per-thread generator seeded from the OS, independent of any user seed; a
-// fork bumps the generation so a worker never repeats its parent's ids (telemetry.md 8.3).
+// fork bumps the generation so a worker never repeats its parent's ids.
 std::atomic<unsigned> fork_generation{0};
 const int register_fork_handler = [] {
   ::pthread_atfork(nullptr, nullptr,

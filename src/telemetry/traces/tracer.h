@@ -1,6 +1,7 @@
 #pragma once
-// Spans of one process (telemetry.md 8): a Tracer knows the span groups, the sampler and where
-// finished spans go; a Span is the handle a site holds while its work runs.
+// Spans of one process (docs/design/telemetry-contract.md#spans-and-propagation): a Tracer knows
+// the span groups, the sampler and where finished spans go; a Span is the handle a site holds while
+// its work runs.
 //
 // The gate at a site is one bit test before anything is built:
 //
@@ -62,7 +63,7 @@ class Tracer {
   Span start(std::string name, SpanKind kind, const SpanContext& parent) const;
 
   // From now on spans that end because their handle is destroyed (requests cut off at shutdown)
-  // are marked `nemo.span.truncated` (telemetry.md 7.6 step 2).
+  // are marked `nemo.span.truncated`.
   void begin_shutdown() noexcept { shutting_down_.store(true, std::memory_order_relaxed); }
 
  private:
@@ -112,7 +113,7 @@ class Span {
   // Ends the span now; later calls do nothing.
   void end() noexcept;
   // Ends it as work that never finished: marked `nemo.span.truncated`, as spans still open at
-  // telemetry shutdown are (telemetry.md 7.6 step 2).
+  // telemetry shutdown are.
   void cut_off() noexcept;
 
  private:

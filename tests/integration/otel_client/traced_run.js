@@ -1,6 +1,6 @@
 // An application instrumented with the official OpenTelemetry JavaScript SDK calls an agent's
 // /run inside a span of its own, with the W3C propagator injecting traceparent: the interop
-// check of telemetry.md 8.2 (NeMo RL sends traceparent into Gym this way).
+// check of W3C propagation (NeMo RL sends traceparent into Gym this way).
 // Usage: node traced_run.js <node_modules dir> <agent url> <row.json>
 // Prints one JSON line: {"trace_id", "span_id", "status", "body"}.
 'use strict';

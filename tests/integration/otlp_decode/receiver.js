@@ -31,8 +31,8 @@ const signals = {
 const { tls, clientCa } = require('./args.js').parseArgs(process.argv, 3);
 let connections = 0;
 
-// OTLP/JSON writes trace and span ids as hex strings (telemetry.md 7.2), where the protobuf JSON
-// mapping of protobuf.js reads bytes as base64: they become bytes before fromObject.
+// OTLP/JSON writes trace and span ids as hex strings, where the protobuf JSON mapping of
+// protobuf.js reads bytes as base64: they become bytes before fromObject.
 const ID_KEYS = new Set(['traceId', 'spanId', 'parentSpanId']);
 const hexIds = (v) => {
   if (Array.isArray(v)) return v.map(hexIds);

@@ -93,7 +93,7 @@ TEST(ValidateServers, UnknownImplementationListsBuiltIns) {
   EXPECT_CONTAINS(msg, "'openai_model', 'vllm_model', 'replay_model'");
 }
 
-// R1: an implementation that is not built in runs as an external server when its folder
+// An implementation that is not built in runs as an external server when its folder
 // <server_type>/<impl>/ holds the `entrypoint`; otherwise the error says what was looked for.
 TEST(ValidateServers, ExternalServerNeedsItsFolderWithTheEntrypoint) {
   gym::test::TempDir dir;

@@ -35,7 +35,8 @@ TEST(YamlGuards, DocumentsThatOnlyLookAlikeStillCount) {
 }
 
 TEST(YamlGuards, OverrideValueThatBrokeTheParserIsKeptAsText) {
-  // `++a=,:` is not valid YAML; like `*.jsonl` it stays text (configuration.md, overrides).
+  // `++a=,:` is not valid YAML; like `*.jsonl` it stays text
+  // (docs/reference/configuration.md#overrides).
   ConfigSources sources = testing::sources_in({});
   sources.overrides = {"++a=,:"};
   json::object cfg = load_config(sources);

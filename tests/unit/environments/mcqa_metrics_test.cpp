@@ -1,4 +1,4 @@
-// mcqa's /aggregate_metrics hooks (environments.md 5 and 9): key metrics at the highest k, the
+// mcqa's /aggregate_metrics hooks (environments/mcqa/README.md): key metrics at the highest k, the
 // recorded conformance rollouts, and the routes mcqa_environment() gives a resources server.
 #include "mcqa/mcqa_metrics.h"
 #include "builtin_environments.h"
@@ -57,8 +57,9 @@ std::string first_input_text(const json::object& row) {
 }  // namespace
 
 TEST(McqaMetrics, ConformanceKeyMetrics) {
-  // environments.md 9: the five recorded mcqa rollouts, matched to example.jsonl by input, with
-  // the decided rewards 1, 1, 0, 1, 1 (9.1: task 1 extracts "C" under the current rule).
+  // The five recorded mcqa rollouts, matched to example.jsonl by input, with the decided rewards 1,
+  // 1, 0, 1, 1 (task 1 extracts "C" under the current rule:
+  // docs/design/conformance.md#where-the-recorded-data-disagrees).
   const std::filesystem::path dir = std::filesystem::path(conformance_dir()) / "mcqa";
   const auto inputs_path = dir / "example.jsonl";
   const auto rollouts_path = dir / "example_rollouts.jsonl";
@@ -73,8 +74,8 @@ TEST(McqaMetrics, ConformanceKeyMetrics) {
   for (std::size_t i = 0; i < inputs.size(); ++i)
     task_of[first_input_text(inputs[i])] = static_cast<std::int64_t>(i);
 
-  // As the collector sends them (runtime.md 7.9): sorted by task, stripped of
-  // responses_create_params and of the response except its usage.
+  // As the collector sends them: sorted by task, stripped of responses_create_params and of the
+  // response except its usage.
   std::map<std::int64_t, json::object> by_task;
   for (const auto& row : recorded) {
     auto it = task_of.find(first_input_text(row));
@@ -84,7 +85,7 @@ TEST(McqaMetrics, ConformanceKeyMetrics) {
     vr["reward"] = row.at("reward");
     vr["expected_answer"] = row.at("expected_answer");
     vr["extracted_answer"] = row.at("extracted_answer");
-    if (it->second == 1) {  // the decided exception of environments.md 9.1
+    if (it->second == 1) {  // the decided exception (docs/design/conformance.md)
       EXPECT_EQ(render(row.at("reward")), "0.0");
       vr["reward"] = 1.0;
       vr["extracted_answer"] = "C";

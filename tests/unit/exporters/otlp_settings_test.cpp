@@ -1,5 +1,6 @@
-// The OTLP/HTTP settings (telemetry.md 7.2): precedence, defaults, and the startup errors a
-// process gets through the check of its pipeline factory (exporters::metrics_pipelines()).
+// The OTLP/HTTP settings (docs/reference/telemetry.md#every-key-and-variable): precedence,
+// defaults, and the startup errors a process gets through the check of its pipeline factory
+// (exporters::metrics_pipelines()).
 #include "exporters/otlp/otlp_settings.h"
 #include "expect.h"
 
@@ -35,7 +36,7 @@ TelemetrySettings resolve_checked_settings(const boost::json::object& cfg,
 }
 
 TEST(OtlpSettings, DefaultIsGrpcToLocalhost4317) {
-  // D8: upstream's default protocol and endpoint, for every signal.
+  // Upstream's default protocol and endpoint, for every signal.
   FakeEnv env;
   TelemetrySettings s;
   for (Signal signal : {Signal::metrics, Signal::traces, Signal::logs}) {
@@ -241,7 +242,7 @@ TEST(OtlpSettings, GrpcEndpointErrors) {
 TEST(OtlpSettings, InvalidValuesAreStartupErrors) {
   FakeEnv env;
   env.set("NEMO_GYM_OTEL_ENABLED", "1");
-  // grpc is valid now (D8); anything else lists the three valid values.
+  // grpc is valid now; anything else lists the three valid values.
   env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "GRPC");
   EXPECT_NO_THROW(resolve_checked_settings(config("{}"), env.get()));
   env.set("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift");

@@ -1,5 +1,6 @@
-// Snapshot -> Prometheus text 0.0.4 (telemetry.md 7.5): every name and unit rule, label
-// conversion and escaping, histogram buckets, target_info, families, numbers and the locale.
+// Snapshot -> Prometheus text 0.0.4 (docs/reference/telemetry.md#name-conversion): every name and
+// unit rule, label conversion and escaping, histogram buckets, target_info, families, numbers and
+// the locale.
 #include "exporters/prometheus/prometheus_text.h"
 
 #include <gtest/gtest.h>
@@ -389,7 +390,7 @@ TEST(PrometheusText, SampleValuesNaNAndInfinities) {
   EXPECT_NE(text.find("0.1.0\"} -9223372036854775808\n"), std::string::npos);
 }
 
-// A comma-decimal, digit-grouping global locale must not change a byte (style.md 7).
+// A comma-decimal, digit-grouping global locale must not change a byte.
 struct CommaDecimal : std::numpunct<char> {
   char do_decimal_point() const override { return ','; }
   char do_thousands_sep() const override { return '.'; }

@@ -1,4 +1,4 @@
-// Export decisions of D9 without sockets; gzip round trip.
+// Export decisions (exporters/otlp/retry.h) without sockets; gzip round trip.
 #include "exporters/otlp/retry.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
-// When a model endpoint counts as unavailable (docs/model-servers.md), without sockets or timers.
+// When a model endpoint counts as unavailable (docs/reference/model-servers.md), without sockets or
+// timers.
 #include "http/endpoint_health.h"
 
 #include <gtest/gtest.h>

@@ -1,12 +1,15 @@
 // JSON rendering must match Python's json.dumps(separators=(",", ":"), ensure_ascii=False) and
-// float repr (runtime.md 4.1, R7).
+// float repr (docs/design/wire-compatibility.md#json-numbers).
 #include "core/json_text.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 
 using gym::core::render_json;
 
@@ -117,4 +120,42 @@ TEST(JsonText, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   EXPECT_TRUE(gym::core::is_valid_utf8("caf\xC3\xA9"));
   EXPECT_FALSE(gym::core::is_valid_utf8("caf\xE9"));
   EXPECT_EQ(gym::core::utf8_replace_invalid("caf\xE9!"), "caf\uFFFD!");
+}
+
+// The check against the definition: a sequence is valid when it decodes to a code point of its
+// own length's range (no overlong form) that is no surrogate and at most U+10FFFF. Every lead
+// byte with every second byte, completed to the length its lead announces (or one byte short)
+// with continuation bytes or an ASCII byte.
+TEST(JsonText, Utf8ValidityMatchesTheDefinitionForEveryLeadAndSecondByte) {
+  auto announced_length = [](unsigned char c) -> std::size_t {
+    return c >= 0xC0 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF8 ? 4 : 0;
+  };
+  auto valid_by_definition = [&](const std::string& s) {
+    const std::size_t len = announced_length(static_cast<unsigned char>(s[0]));
+    if (len == 0 || s.size() != len) return false;
+    std::uint32_t cp = static_cast<unsigned char>(s[0]) & (0xFF >> (len + 1));
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (static_cast<unsigned char>(s[k]) & 0x3F);
+    }
+    const std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    return cp >= least[len] && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
+  };
+  int valid = 0;
+  for (int lead = 0x80; lead <= 0xFF; ++lead) {
+    const std::size_t len = std::max<std::size_t>(announced_length(lead), 2);
+    for (int second = 0; second <= 0xFF; ++second)
+      for (std::size_t size = len; size >= 2 && size + 1 >= len; --size)
+        for (char filler : {'\x80', '\xBF', 'a'}) {
+          std::string s{static_cast<char>(lead), static_cast<char>(second)};
+          s.append(size - 2, filler);
+          const bool expected = valid_by_definition(s);
+          EXPECT_EQ(gym::core::is_valid_utf8(s), expected)
+              << std::hex << lead << " " << second << " size " << size;
+          valid += expected;
+        }
+  }
+  // 2 bytes: C2-DF x 64; 3: (E0: 32, ED: 32, others 64 x 14) x 2 fillers; 4: (F0: 48, F4: 16,
+  // F1-F3: 64 x 3) x 2 fillers; a 2-byte one is counted once per filler (it needs none).
+  EXPECT_EQ(valid, 30 * 64 * 3 + (32 + 32 + 64 * 14) * 2 + (48 + 16 + 64 * 3) * 2);
 }

@@ -1,4 +1,5 @@
-// The client's retry decisions (runtime.md 8.3), tested without sockets or timers (style.md 7).
+// The client's retry decisions (docs/design/failures-and-retries.md#outbound-http-calls), tested
+// without sockets or timers.
 #include "http/retry_policy.h"
 
 #include <gtest/gtest.h>

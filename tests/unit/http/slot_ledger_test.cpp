@@ -1,4 +1,4 @@
-// The pool's limits and FIFO queue, tested without sockets (style.md 7).
+// The pool's limits and FIFO queue, tested without sockets.
 #include "http/slot_ledger.h"
 
 #include <gtest/gtest.h>

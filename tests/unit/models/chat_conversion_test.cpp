@@ -1,5 +1,5 @@
-// Responses <-> Chat Completions as upstream's converter does it (docs/model-servers.md), table
-// driven: each case is a Responses request (or a chat answer) and the exact conversion.
+// Responses <-> Chat Completions as upstream's converter does it (docs/reference/model-servers.md),
+// table driven: each case is a Responses request (or a chat answer) and the exact conversion.
 #include "models/chat_conversion.h"
 #include "models/vllm_model.h"
 

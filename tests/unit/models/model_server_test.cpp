@@ -1,4 +1,5 @@
-// Strict create-params validation of the model servers' POST /v1/responses (runtime.md 4.7).
+// Strict create-params validation of the model servers' POST /v1/responses
+// (docs/design/wire-compatibility.md#responses-api-shapes).
 #include "servers/model_server.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The replay algorithm of environments.md 8.4 without a server: input normalisation (8.3),
+// The replay algorithm (docs/reference/replay-model.md) without a server: input normalisation,
 // candidates, continuations, segments, envelopes, failures, bindings.
 #include "models/replay_store.h"
 #include "models/session_bindings.h"

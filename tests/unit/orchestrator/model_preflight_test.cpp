@@ -3,6 +3,7 @@
 #include "orchestrator/model_preflight.h"
 
 #include "core/json_text.h"
+#include "text_search.h"
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -28,9 +29,7 @@ ModelEndpointCheck vllm_check(const std::string& url = "http://h:8000/v1") {
 const char* kList =
     R"({"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model","max_model_len":4096}]})";
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using gym::test::contains;
 
 TEST(ModelPreflight, AListServingTheModelPasses) {
   EXPECT_EQ(check_models_answer(vllm_check(), 200, kList).kind, Kind::ok);
@@ -47,23 +46,24 @@ TEST(ModelPreflight, AListServingTheModelPasses) {
 TEST(ModelPreflight, ANotFoundOrAWebPageMeansAWrongUrl) {
   auto v = check_models_answer(vllm_check("http://h:8000/"), 404, R"({"detail":"Not Found"})");
   EXPECT_EQ(v.kind, Kind::fail);
-  EXPECT_TRUE(has(v.message, "GET http://h:8000/models answered 404")) << v.message;
-  EXPECT_TRUE(has(v.message, "try http://h:8000/v1")) << v.message;
+  EXPECT_TRUE(contains(v.message, "GET http://h:8000/models answered 404")) << v.message;
+  EXPECT_TRUE(contains(v.message, "try http://h:8000/v1")) << v.message;
   v = check_models_answer(vllm_check(), 200, "<html><body>Welcome</body></html>");
   EXPECT_EQ(v.kind, Kind::fail);
-  EXPECT_TRUE(has(v.message, "the base URL is probably wrong")) << v.message;
-  EXPECT_FALSE(has(v.message, "try ")) << "it already ends in /v1: " << v.message;
+  EXPECT_TRUE(contains(v.message, "the base URL is probably wrong")) << v.message;
+  EXPECT_FALSE(contains(v.message, "try ")) << "it already ends in /v1: " << v.message;
 }
 
 TEST(ModelPreflight, RefusedKeysNameTheKeyAndOtherFailuresOnlyWarn) {
   auto v = check_models_answer(vllm_check(), 401, R"({"error":"bad key sk-secret-1234"})");
   EXPECT_EQ(v.kind, Kind::fail);
-  EXPECT_TRUE(has(v.message, "vllm_model.api_key (--model-api-key, policy_api_key)")) << v.message;
+  EXPECT_TRUE(contains(v.message, "vllm_model.api_key (--model-api-key, policy_api_key)"))
+      << v.message;
   EXPECT_EQ(check_models_answer(vllm_check(), 403, "").kind, Kind::fail);
   for (int status : {500, 503, 405, 429}) {
     v = check_models_answer(vllm_check(), status, "upstream sk-secret-1234 down");
     EXPECT_EQ(v.kind, Kind::warn) << status;
-    EXPECT_FALSE(has(v.message, "sk-secret-1234")) << v.message;
+    EXPECT_FALSE(contains(v.message, "sk-secret-1234")) << v.message;
   }
 }
 
@@ -71,11 +71,11 @@ TEST(ModelPreflight, MessagesMaskAPasswordOrKeyInTheUrlAndAnEscapedEcho) {
   auto v = check_models_answer(vllm_check("http://u:pw-9911@h:8000/v1?api-key=qk-9911"), 503,
                                R"({"error":"bad key \u0073k-secret-1234"})");
   EXPECT_EQ(v.kind, Kind::warn);
-  EXPECT_TRUE(has(v.message, "http://u:****@h:8000/v1?api-key=****")) << v.message;
+  EXPECT_TRUE(contains(v.message, "http://u:****@h:8000/v1?api-key=****")) << v.message;
   for (const char* secret : {"pw-9911", "qk-9911", "\\u0073k-secret-1234"})
-    EXPECT_FALSE(has(v.message, secret)) << v.message;
+    EXPECT_FALSE(contains(v.message, secret)) << v.message;
   v = check_models_answer(vllm_check("http://u:pw-9911@h:8000/"), 404, "{}");
-  EXPECT_FALSE(has(v.message, "pw-9911")) << v.message;
+  EXPECT_FALSE(contains(v.message, "pw-9911")) << v.message;
 }
 
 TEST(ModelPreflight, AModelNotServedListsTheServedOnesAndTheKey) {
@@ -84,13 +84,13 @@ TEST(ModelPreflight, AModelNotServedListsTheServedOnesAndTheKey) {
   const auto body = core::render_json(json::object{{"object", "list"}, {"data", data}});
   auto v = check_models_answer(vllm_check(), 200, body);
   EXPECT_EQ(v.kind, Kind::fail);
-  EXPECT_TRUE(has(v.message,
-                  "does not serve model 'Qwen/Qwen3-8B' (--model / policy_model_name, "
-                  "policy_model.responses_api_models.vllm_model.model)"))
+  EXPECT_TRUE(contains(v.message,
+                       "does not serve model 'Qwen/Qwen3-8B' (--model / policy_model_name, "
+                       "policy_model.responses_api_models.vllm_model.model)"))
       << v.message;
-  EXPECT_TRUE(has(v.message, "it serves: m0, m1,")) << v.message;
-  EXPECT_TRUE(has(v.message, "m19 (and 2 more)")) << v.message;
-  EXPECT_FALSE(has(v.message, "m20")) << v.message;
+  EXPECT_TRUE(contains(v.message, "it serves: m0, m1,")) << v.message;
+  EXPECT_TRUE(contains(v.message, "m19 (and 2 more)")) << v.message;
+  EXPECT_FALSE(contains(v.message, "m20")) << v.message;
 }
 
 TEST(ModelPreflight, MaxOutputTokensAtOrOverMaxModelLenFail) {
@@ -98,8 +98,8 @@ TEST(ModelPreflight, MaxOutputTokensAtOrOverMaxModelLenFail) {
   c.max_output_tokens = 4096;
   auto v = check_models_answer(c, 200, kList);
   EXPECT_EQ(v.kind, Kind::fail);
-  EXPECT_TRUE(has(v.message, "--max-output-tokens 4096")) << v.message;
-  EXPECT_TRUE(has(v.message, "serves Qwen/Qwen3-8B with max_model_len 4096")) << v.message;
+  EXPECT_TRUE(contains(v.message, "--max-output-tokens 4096")) << v.message;
+  EXPECT_TRUE(contains(v.message, "serves Qwen/Qwen3-8B with max_model_len 4096")) << v.message;
 }
 
 TEST(ModelPreflight, ChecksComeFromTheLiveModelServersKeys) {

@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
 #include "expect.h"
 #include "files.h"
 #include "temp_dir.h"

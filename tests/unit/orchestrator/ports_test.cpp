@@ -1,5 +1,5 @@
-// Ports of a deployment (runtime.md 3.3, telemetry.md 7.5): orchestrator/ports.h. Ports come
-// from the OS (bound on 127.0.0.1:0) and are held by the test while it runs; no fixed numbers.
+// Ports of a deployment (docs/design/processes.md#start-up): orchestrator/ports.h. Ports come from
+// the OS (bound on 127.0.0.1:0) and are held by the test while it runs; no fixed numbers.
 #include "orchestrator/ports.h"
 
 #include <boost/json.hpp>
@@ -143,7 +143,7 @@ TEST(ReservedPort, ConsecutiveRunsDoNotOverlapAndStayOutOfTheDeploymentRange) {
 // ---- assign_ports ----
 
 TEST(AssignPorts, ExplicitPortsAreKeptOthersComeFromTheRange) {
-  auto held = reserve_consecutive(5);  // R0 .. R4
+  auto held = reserve_consecutive(5);  // r0 .. r4
   const int r0 = held[0].port();
   json::object cfg{{"default_host", "0.0.0.0"},
                    {"head_server", json::object{{"host", "127.0.0.1"}, {"port", r0 + 1}}},
@@ -187,7 +187,7 @@ TEST(AssignPorts, HeadPortAndEachOthersAreExcluded) {
 
 TEST(AssignPorts, APortInUseIsSkipped) {
   auto held = reserve_consecutive(2);
-  held[0].listen();  // R0 is taken
+  held[0].listen();  // r0 is taken
   const int r0 = held[0].port();
   json::object cfg{{"port_range_low", r0}, {"port_range_high", r0 + 1}};
   add_instance(cfg, "only", "responses_api_agents", "simple_agent");
@@ -277,8 +277,8 @@ TEST(AssignPorts, HeldPortsAreNeverChosenByAnotherDeploymentYetTheirServerCanBin
   EXPECT_TRUE(server_can_listen_on(static_cast<int>(held)));
 }
 
-// runtime.md 3.3: with the Prometheus endpoint on at `base`, the random server ports avoid
-// `base` and the servers' Prometheus ports (telemetry.md 7.5).
+// With the Prometheus endpoint on at `base`, the random server ports avoid `base` and the servers'
+// Prometheus ports.
 TEST(AssignPorts, ServerPortsAvoidThePrometheusPorts) {
   auto held = reserve_consecutive(3);
   const int base = held[0].port();

@@ -1,4 +1,4 @@
-// Named selectors and bundled presets (runtime.md 6.3): orchestrator/presets.h.
+// Named selectors and bundled presets: orchestrator/presets.h.
 #include "orchestrator/presets.h"
 
 #include <boost/json.hpp>

@@ -1,12 +1,15 @@
-// The readiness and status probe (runtime.md 3.5): orchestrator/probe.h's http_get against a
-// loopback socket the test owns (OS-chosen port).
+// The readiness and status probe (docs/design/processes.md#readiness): orchestrator/probe.h's
+// http_get against a loopback socket the test owns (OS-chosen port).
 #include "orchestrator/probe.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ostream>
+#include <string>
 #include <thread>
 
 #include "orchestrator_test_support.h"
@@ -17,114 +20,47 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Socket;
 
+// What the test's server does once it has written its reply.
+enum class Then {
+  close,             // closes the connection
+  wait_for_client,   // keeps it open, unanswered further, until the client closes it
+  repeat_endlessly,  // writes `forever` again and again until the client goes away (an endless
+                     // body or line), then closes
+};
+
+// One GET against a server that answers one connection as scripted, and what the probe makes of
+// it. "{port}" in `request` and `error` stands for the server's port.
+struct Exchange {
+  const char* name;
+  std::string reply;  // what the server writes after reading the request head
+  Then then = Then::close;
+  std::string forever = "";
+  std::string path = "/";
+  ProbeHeaders headers = {};
+  std::size_t max_body_bytes = kMaxProbeBodyBytes;
+  std::chrono::milliseconds timeout = 10s;
+  ProbeOutcome outcome = ProbeOutcome::success;
+  int status = 0;
+  std::string body = "";
+  std::string error = "";      // the probe's error: all of it,
+  bool error_is_part = false;  // or a part of it
+  std::string request = "";    // the request head the server read, all of it; not checked when ""
+
+  friend void PrintTo(const Exchange& e, std::ostream* os) { *os << e.name; }
+};
+
+std::string with_port(std::string text, int port) {
+  for (auto at = text.find("{port}"); at != std::string::npos; at = text.find("{port}", at))
+    text.replace(at, 6, std::to_string(port));
+  return text;
+}
+
 // Accepts one connection on the listening `server`, reads the request head into `request`,
-// writes `reply` and closes the connection.
-std::thread serve_once(const Socket& server, std::string reply, std::string& request) {
-  return std::thread([fd = server.fd(), reply = std::move(reply), &request] {
+// writes the exchange's reply and goes on as it says.
+std::thread serve(const Socket& server, const Exchange& e, std::string& request) {
+  return std::thread([fd = server.fd(), &e, &request] {
     int conn = ::accept(fd, nullptr, nullptr);
     if (conn < 0) return;
-    char buf[4096];
-    while (request.find("\r\n\r\n") == std::string::npos) {
-      auto n = ::recv(conn, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      request.append(buf, static_cast<std::size_t>(n));
-    }
-    for (std::size_t sent = 0; sent < reply.size();) {
-      auto n = ::send(conn, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      sent += static_cast<std::size_t>(n);
-    }
-    ::close(conn);
-  });
-}
-
-TEST(HttpGet, AnswerStatusAndBody) {
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(
-      server, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"ok\"}",
-      request);
-  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::success);
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "{\"status\":\"ok\"}");
-  EXPECT_EQ(r.error, "");
-  EXPECT_EQ(request, "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server.port()) +
-                         "\r\nConnection: close\r\n\r\n");
-}
-
-TEST(HttpGet, SendsTheGivenHeaders) {
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(server, "HTTP/1.1 401 Unauthorized\r\n\r\n", request);
-  auto r = http_get("127.0.0.1", server.port(), "/v1/models", 10s,
-                    {{"X-Team", "rl"}, {"Authorization", "Bearer k"}});
-  thread.join();
-  EXPECT_EQ(r.status, 401);
-  EXPECT_EQ(request, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server.port()) +
-                         "\r\nX-Team: rl\r\nAuthorization: Bearer k\r\nConnection: close\r\n\r\n");
-}
-
-TEST(HttpGet, AnyStatusIsAnAnswer) {
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(server, "HTTP/1.0 503 Service Unavailable\r\n\r\nbusy", request);
-  auto r = http_get("127.0.0.1", server.port(), "/server_instances", 10s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::success);
-  EXPECT_EQ(r.status, 503);
-  EXPECT_EQ(r.body, "busy");
-  EXPECT_EQ(request.rfind("GET /server_instances HTTP/1.1\r\n", 0), 0u) << request;
-}
-
-TEST(HttpGet, ChunkedBodyIsDecoded) {
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(server,
-                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
-                           "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
-                           request);
-  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::success);
-  EXPECT_EQ(r.body, "hello world");
-}
-
-TEST(HttpGet, SomethingElseThanHttpIsAnUnknownError) {
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(server, "SSH-2.0-OpenSSH_9.0\r\n\r\n", request);
-  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_EQ(r.error, "not an HTTP answer");
-}
-
-TEST(HttpGet, ClosingWithoutAnswerIsAnUnknownError) {
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(server, "", request);
-  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_EQ(r.error, "not an HTTP answer");
-}
-
-// Accepts one connection on `server`, reads the request head, writes `reply`, then `forever`
-// again and again until the client goes away (an endless body), and closes. With an empty
-// `forever` the connection stays open, unanswered further, until the client closes it.
-std::thread serve_open(const Socket& server, std::string reply, std::string forever = "") {
-  return std::thread([fd = server.fd(), reply = std::move(reply), forever = std::move(forever)] {
-    int conn = ::accept(fd, nullptr, nullptr);
-    if (conn < 0) return;
-    std::string request;
     char buf[4096];
     while (request.find("\r\n\r\n") == std::string::npos) {
       auto n = ::recv(conn, buf, sizeof buf, 0);
@@ -139,113 +75,155 @@ std::thread serve_open(const Socket& server, std::string reply, std::string fore
       }
       return true;
     };
-    if (send_all(reply)) {
-      if (forever.empty()) {
-        while (::recv(conn, buf, sizeof buf, 0) > 0) {
-        }
-      } else {
-        while (send_all(forever)) {
-        }
+    if (send_all(e.reply) && e.then == Then::wait_for_client) {
+      while (::recv(conn, buf, sizeof buf, 0) > 0) {
+      }
+    } else if (e.then == Then::repeat_endlessly) {
+      while (send_all(e.forever)) {
       }
     }
     ::close(conn);
   });
 }
 
-TEST(HttpGet, AnAnswerOnAConnectionKeptOpenEndsAtItsLength) {
-  // The server ignores `Connection: close`: the answer ends where its Content-Length says, not
-  // at a close that never comes (before, the probe waited for it and timed out).
-  Socket server;
-  server.listen();
-  auto thread = serve_open(server, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}");
-  auto r = http_get("127.0.0.1", server.port(), "/", 20s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::success) << r.error;
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "{\"ok\":true}");
-  // Chunked likewise: the last chunk ends it.
-  auto chunked = serve_open(server,
-                            "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: "
-                            "chunked\r\n\r\n4\r\nbusy\r\n0\r\n\r\n");
-  r = http_get("127.0.0.1", server.port(), "/", 20s);
-  chunked.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::success) << r.error;
-  EXPECT_EQ(r.status, 503);
-  EXPECT_EQ(r.body, "busy");
-}
+class HttpGetScripted : public ::testing::TestWithParam<Exchange> {};
 
-TEST(HttpGet, InterimAnswersAreSkipped) {
+TEST_P(HttpGetScripted, Case) {
+  const Exchange& e = GetParam();
   Socket server;
   server.listen();
   std::string request;
-  auto thread =
-      serve_once(server,
-                 "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
-                 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
-                 request);
-  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
+  auto thread = serve(server, e, request);
+  auto r = http_get("127.0.0.1", server.port(), e.path, e.timeout, e.headers, e.max_body_bytes);
   thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::success) << r.error;
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "ok");
+  EXPECT_EQ(r.outcome, e.outcome) << r.error;
+  EXPECT_EQ(r.status, e.status);
+  EXPECT_EQ(r.body, e.body);
+  const std::string error = with_port(e.error, server.port());
+  if (e.error_is_part) {
+    EXPECT_NE(r.error.find(error), std::string::npos) << r.error;
+  } else {
+    EXPECT_EQ(r.error, error);
+  }
+  if (!e.request.empty()) {
+    EXPECT_EQ(request, with_port(e.request, server.port()));
+  }
 }
 
-TEST(HttpGet, AnEndlessBodyFailsAtTheLimitWithoutFillingMemory) {
-  // Before, the probe kept everything until its deadline: gigabytes from a local server.
-  Socket server;
-  server.listen();
-  const std::string piece(64 * 1024, 'x');
-  auto chunked = serve_open(server, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-                            "10000\r\n" + piece + "\r\n");
-  auto r = http_get("127.0.0.1", server.port(), "/v1/models", 30s, {}, 1u << 20);
-  chunked.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_EQ(r.error, "response body from http://127.0.0.1:" + std::to_string(server.port()) +
-                         "/v1/models exceeded 1048576 bytes (the probe's limit)");
-  EXPECT_TRUE(r.body.empty());
-  // Without a length, until the close.
-  auto to_close = serve_open(server, "HTTP/1.1 200 OK\r\n\r\n", piece);
-  r = http_get("127.0.0.1", server.port(), "/", 30s);
-  to_close.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_NE(r.error.find("exceeded " + std::to_string(kMaxProbeBodyBytes) + " bytes"),
-            std::string::npos)
-      << r.error;
-  // A Content-Length above the limit fails before any of the body is read.
-  auto declared =
-      serve_open(server, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n", piece);
-  r = http_get("127.0.0.1", server.port(), "/", 30s);
-  declared.join();
-  EXPECT_NE(r.error.find("exceeded"), std::string::npos) << r.error;
-  // A chunk-size line or a header line that never ends.
-  auto chunk_line = serve_open(server, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-                               std::string(piece.size(), 'f'));
-  r = http_get("127.0.0.1", server.port(), "/", 30s);
-  chunk_line.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_NE(r.error.find("a chunk-size line or the trailers of the response from"),
-            std::string::npos)
-      << r.error;
-  auto header = serve_open(server, "HTTP/1.1 200 OK\r\nX-Endless: ", piece);
-  r = http_get("127.0.0.1", server.port(), "/", 30s);
-  header.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_NE(r.error.find("response header from"), std::string::npos) << r.error;
-}
+const std::string kPiece(64 * 1024, 'x');
 
-TEST(HttpGet, AStatusBelow100IsNoAnswer) {
-  // Three digits as HTTP's grammar wants, but no status: taken as 0 it would read as "no response".
-  Socket server;
-  server.listen();
-  std::string request;
-  auto thread = serve_once(server, "HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n", request);
-  auto r = http_get("127.0.0.1", server.port(), "/", 10s);
-  thread.join();
-  EXPECT_EQ(r.outcome, ProbeOutcome::unknown_error);
-  EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.error.find("malformed response from http://127.0.0.1:"), std::string::npos)
-      << r.error;
-}
+const Exchange kExchanges[] = {
+    {.name = "AnswerStatusAndBody",
+     .reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"ok\"}",
+     .status = 200,
+     .body = "{\"status\":\"ok\"}",
+     .request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"},
+    {.name = "SendsTheGivenHeaders",
+     .reply = "HTTP/1.1 401 Unauthorized\r\n\r\n",
+     .path = "/v1/models",
+     .headers = {{"X-Team", "rl"}, {"Authorization", "Bearer k"}},
+     .status = 401,
+     .request = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Team: rl\r\n"
+                "Authorization: Bearer k\r\nConnection: close\r\n\r\n"},
+    {.name = "AnyStatusIsAnAnswer",
+     .reply = "HTTP/1.0 503 Service Unavailable\r\n\r\nbusy",
+     .path = "/server_instances",
+     .status = 503,
+     .body = "busy",
+     .request = "GET /server_instances HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: "
+                "close\r\n\r\n"},
+    {.name = "ChunkedBodyIsDecoded",
+     .reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
+              "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+     .status = 200,
+     .body = "hello world"},
+    {.name = "SomethingElseThanHttpIsAnUnknownError",
+     .reply = "SSH-2.0-OpenSSH_9.0\r\n\r\n",
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "not an HTTP answer"},
+    {.name = "ClosingWithoutAnswerIsAnUnknownError",
+     .reply = "",
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "not an HTTP answer"},
+    // The server ignores `Connection: close`: the answer ends where its Content-Length says, not
+    // at a close that never comes (before, the probe waited for it and timed out).
+    {.name = "AnAnswerOnAConnectionKeptOpenEndsAtItsLength",
+     .reply = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}",
+     .then = Then::wait_for_client,
+     .timeout = 20s,
+     .status = 200,
+     .body = "{\"ok\":true}"},
+    // Chunked likewise: the last chunk ends it.
+    {.name = "AChunkedAnswerOnAConnectionKeptOpenEndsAtTheLastChunk",
+     .reply = "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "4\r\nbusy\r\n0\r\n\r\n",
+     .then = Then::wait_for_client,
+     .timeout = 20s,
+     .status = 503,
+     .body = "busy"},
+    {.name = "InterimAnswersAreSkipped",
+     .reply = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+     .status = 200,
+     .body = "ok"},
+    // Endless answers fail at the limit without filling memory; before, the probe kept everything
+    // until its deadline: gigabytes from a local server.
+    {.name = "AnEndlessChunkedBodyFailsAtTheLimit",
+     .reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+     .then = Then::repeat_endlessly,
+     .forever = "10000\r\n" + kPiece + "\r\n",
+     .path = "/v1/models",
+     .max_body_bytes = 1u << 20,
+     .timeout = 30s,
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "response body from http://127.0.0.1:{port}/v1/models exceeded 1048576 bytes (the "
+              "probe's limit)"},
+    // Without a length, until the close.
+    {.name = "AnEndlessBodyUntilTheCloseFailsAtTheDefaultLimit",
+     .reply = "HTTP/1.1 200 OK\r\n\r\n",
+     .then = Then::repeat_endlessly,
+     .forever = kPiece,
+     .timeout = 30s,
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "exceeded " + std::to_string(kMaxProbeBodyBytes) + " bytes",
+     .error_is_part = true},
+    // A Content-Length above the limit fails before any of the body is read.
+    {.name = "AContentLengthAboveTheLimitFails",
+     .reply = "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n",
+     .then = Then::repeat_endlessly,
+     .forever = kPiece,
+     .timeout = 30s,
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "exceeded",
+     .error_is_part = true},
+    // A chunk-size line or a header line that never ends.
+    {.name = "AnEndlessChunkSizeLineFails",
+     .reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+     .then = Then::repeat_endlessly,
+     .forever = std::string(kPiece.size(), 'f'),
+     .timeout = 30s,
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "a chunk-size line or the trailers of the response from",
+     .error_is_part = true},
+    {.name = "AnEndlessHeaderLineFails",
+     .reply = "HTTP/1.1 200 OK\r\nX-Endless: ",
+     .then = Then::repeat_endlessly,
+     .forever = kPiece,
+     .timeout = 30s,
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "response header from",
+     .error_is_part = true},
+    // Three digits as HTTP's grammar wants, but no status: taken as 0 it would read as "no
+    // response".
+    {.name = "AStatusBelow100IsNoAnswer",
+     .reply = "HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n",
+     .outcome = ProbeOutcome::unknown_error,
+     .error = "malformed response from http://127.0.0.1:",
+     .error_is_part = true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, HttpGetScripted, ::testing::ValuesIn(kExchanges),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(HttpGet, NobodyListeningIsAConnectionError) {
   Socket bound;  // bound, never listening: connections are refused

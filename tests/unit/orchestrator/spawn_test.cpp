@@ -1,6 +1,7 @@
-// Child-process bookkeeping of the orchestrator (runtime.md 3.6, 3.7): orchestrator/spawn.h's
-// poll_exit, stop_server and self_executable, with real child processes. Every wait is for an
-// event (a pipe closing, a process exiting), never for a time.
+// Child-process bookkeeping of the orchestrator (docs/design/processes.md#supervision and
+// #shutdown-order): orchestrator/spawn.h's poll_exit, stop_server and self_executable, with real
+// child processes. Every wait is for an event (a pipe closing, a process exiting), never for a
+// time.
 #include "orchestrator/spawn.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // Equality of JSON values under both boolean rules, and the canonical text that agrees with
-// BoolRule::distinct (environments.md 1.3 for Python's ==, 8.3 for the replay model). The
+// BoolRule::distinct (BoolRule::as_integers for Python's ==, distinct for the replay model). The
 // BoolRule::as_integers expectations were checked against CPython 3.12's ==.
 #include "python_compat/json_equal.h"
 

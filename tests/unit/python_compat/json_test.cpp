@@ -1,5 +1,5 @@
-// json.loads and Python's types of JSON values (environments.md 1.3). Every expectation was
-// checked against CPython 3.12.
+// json.loads and Python's types of JSON values (docs/reference/python-compat.md). Every expectation
+// was checked against CPython 3.12.
 #include "python_compat/json.h"
 
 #include "python_compat/errors.h"

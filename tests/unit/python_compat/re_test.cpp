@@ -1,4 +1,4 @@
-// Python's `re` over PCRE2 (environments.md 1.3). Every expectation was checked against
+// Python's `re` over PCRE2 (docs/reference/python-compat.md). Every expectation was checked against
 // CPython 3.12.
 #include "python_compat/re.h"
 

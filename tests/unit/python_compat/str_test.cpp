@@ -1,4 +1,4 @@
-// Python's str methods and float() (environments.md 1.3). Every expectation was checked
+// Python's str methods and float() (docs/reference/python-compat.md). Every expectation was checked
 // against CPython 3.12.
 #include "python_compat/str.h"
 

@@ -42,6 +42,6 @@ TEST(Utf8, ReplaceInvalidDecodesAsPython) {
 }
 
 TEST(Utf8, ReplaceInvalidTruncatedSequenceIsAKnownDifference) {
-  // Python writes one U+FFFD for the truncated sequence (docs/python-compat.md).
+  // Python writes one U+FFFD for the truncated sequence (docs/reference/python-compat.md).
   EXPECT_EQ(utf8_replace_invalid("\xe2\x82x"), "\uFFFD\uFFFDx");
 }

@@ -1,5 +1,5 @@
-// `gym telemetry report` (telemetry.md 7.7): the percentile estimate, histogram sums, and the
-// whole report read back from a console-exporter file that real providers wrote.
+// `gym telemetry report` (docs/guides/telemetry-report.md): the percentile estimate, histogram
+// sums, and the whole report read back from a console-exporter file that real providers wrote.
 #include "report/report.h"
 
 #include <gtest/gtest.h>
@@ -189,7 +189,8 @@ TEST(ReportHistogramSum, RefusesOtherBounds) {
 
 // ---- a run written by real providers through console exporters ----
 
-// telemetry.md 6.1, exactly (the facade must create these; the report must read them).
+// docs/design/telemetry-contract.md#histogram-buckets, exactly (the facade must create these; the
+// report must read them).
 const std::vector<double> kRolloutBounds = {100,    250,    500,     1000,    2500,
                                             5000,   10000,  30000,   60000,   120000,
                                             300000, 600000, 1200000, 1800000, 3600000};
@@ -203,10 +204,10 @@ constexpr std::int64_t kGiB = 1024 * kMiB;
 
 constexpr std::string_view kRunId = "4f2a91c0be31";
 
-// One process of the run as the runtime sets it up: the resource of telemetry.md 4 (from
-// build_resource), a provider, the gym_metrics facade of its role (which creates the
-// instruments with their exact names, units and buckets), and its own console exporter
-// appending to the run's shared file. Without a role it has only the bare provider.
+// One process of the run as the runtime sets it up: its resource (from build_resource), a provider,
+// the gym_metrics facade of its role (which creates the instruments with their exact names, units
+// and buckets), and its own console exporter appending to the run's shared file. Without a role it
+// has only the bare provider.
 class RunProcess {
  public:
   RunProcess(const std::string& path, const std::string& server, const std::string& type, long pid,
@@ -354,8 +355,7 @@ void write_run(const TempFile& file) {
   agent_a.export_now();
 
   file.append("");
-  // Span lines of two rollouts (telemetry.md 7.1): a slow one (100 ms, mostly the model) and a
-  // fast one (10 ms).
+  // Span lines of two rollouts: a slow one (100 ms, mostly the model) and a fast one (10 ms).
   auto span = [&](std::string_view trace, std::string_view id, std::string_view parent,
                   std::string_view name, std::string_view kind, std::uint64_t start_ms,
                   std::uint64_t end_ms, std::string_view server, std::string_view url = {}) {
@@ -376,8 +376,8 @@ void write_run(const TempFile& file) {
   span("a1", "v2", "s2", "gym.verify", "internal", 84, 96, "resources");
   span("b2", "r", "", "gym.rollout", "internal", 0, 10, "agent");
   span("b2", "v", "r", "gym.verify", "internal", 1, 2, "resources");
-  // Shutdown (telemetry.md 7.6): final memory sample, gym.servers.active = 0, flush. The agent's
-  // tree had no PSS in that sample (T5: no pss point).
+  // Shutdown (docs/design/processes.md#shutdown-order): final memory sample, gym.servers.active =
+  // 0, flush. The agent's tree had no PSS in that sample (so no pss point).
   orchestrator.connect("mcqa_simple_agent", 6);
   latest_sample = MemorySample{HostMemory{32 * kGiB, 24 * kGiB, 8 * kGiB},
                                9 * kGiB,

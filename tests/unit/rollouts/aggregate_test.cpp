@@ -1,5 +1,6 @@
-// The pure parts of the aggregate metrics (runtime.md 7.9): the stripped rows sent to
-// /aggregate_metrics (rollouts/collector.h) and the file they end up in (rollouts/aggregate.h).
+// The pure parts of the aggregate metrics (docs/reference/aggregate-metrics.md): the stripped rows
+// sent to /aggregate_metrics (rollouts/collector.h) and the file they end up in
+// (rollouts/aggregate.h).
 #include "rollouts/aggregate.h"
 
 #include <boost/json.hpp>

@@ -1,5 +1,4 @@
-// Collating the agents' datasets of one split into the input (runtime.md 7.11):
-// rollouts/datasets.h.
+// Collating the agents' datasets of one split into the input: rollouts/datasets.h.
 #include "rollouts/datasets.h"
 
 #include <boost/json.hpp>

@@ -1,5 +1,5 @@
 // CollectionOptions::from_config, OutputPaths::for_output and max_rollout_attempts
-// (runtime.md 7.1, 7.7, 7.10).
+// (docs/guides/evaluation.md).
 #include "rollouts/options.h"
 
 #include <boost/json.hpp>
@@ -42,7 +42,7 @@ TEST(CollectionOptions, DefaultsOfEveryKey) {
   EXPECT_TRUE(o.create_params_overrides.empty());
   EXPECT_FALSE(o.resume);
   EXPECT_FALSE(o.disable_aggregation);
-  EXPECT_TRUE(o.route_failures_to_sidecar);  // R6
+  EXPECT_TRUE(o.route_failures_to_sidecar);  // failures do not abort the run
   EXPECT_EQ(o.split, std::nullopt);
 }
 
@@ -222,7 +222,7 @@ TEST(CollectionOptions, SplitMustBeAKnownType) {
             "split: 'Train' is not one of train, validation, benchmark, example");
 }
 
-TEST(CollectionOptions, UnsupportedUpstreamKeysAreRejected) {  // R8
+TEST(CollectionOptions, UnsupportedUpstreamKeysAreRejected) {
   EXPECT_EQ(error_for(R"("prompt_config": "prompts/x.yaml")"),
             "prompt_config is not supported in this release; remove it");
   EXPECT_EQ(error_for(R"("skills": ["a"])"), "skills is not supported in this release; remove it");

@@ -1,4 +1,4 @@
-// The rows a collection dispatches (runtime.md 7.3, 7.7): rollouts/plan.h plan_rows.
+// The rows a collection dispatches (fresh or resumed): rollouts/plan.h plan_rows.
 #include "rollouts/plan.h"
 
 #include <boost/json.hpp>
@@ -13,6 +13,7 @@ namespace {
 
 namespace json = boost::json;
 using testing::config_error_of;
+using testing::error_of;
 using testing::obj;
 using testing::read_text;
 using testing::ScopedEnv;
@@ -64,6 +65,15 @@ class PlanRows : public ::testing::Test {
     }
   }
 
+  // The rows `p` dispatches, read back from the materialized file as the collector reads them.
+  std::vector<json::object> dispatched(const Plan& p) {
+    PlannedRows reader(paths_.materialized, p.rollouts);
+    std::vector<json::object> out;
+    while (auto row = reader.next()) out.push_back(std::move(*row));
+    EXPECT_EQ(out.size(), p.to_dispatch());
+    return out;
+  }
+
   ScopedEnv attempts_{"NEMO_GYM_MAX_ROLLOUT_ATTEMPTS", std::nullopt};
   TempDir dir_;
   OutputPaths paths_;
@@ -80,7 +90,7 @@ TEST_F(PlanRows, FreshRunWritesTheMaterializedFileAndRemovesOldResults) {
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
   EXPECT_FALSE(fs::exists(paths_.rollouts));
   EXPECT_FALSE(fs::exists(paths_.failures));
-  EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
+  EXPECT_EQ(dispatched(p), testing::rows_of(kMaterialized));
   EXPECT_EQ(p.done, 0u);
   EXPECT_EQ(printed_,
             "Using `a` for rows that do not already have an agent ref\n"
@@ -107,6 +117,62 @@ TEST_F(PlanRows, PlanningTouchesNoFileUntilTheRunStarts) {
   EXPECT_FALSE(fs::exists(paths_.rollouts));
   EXPECT_FALSE(fs::exists(paths_.failures));
   EXPECT_FALSE(fs::exists(paths_.aggregate_metrics));  // it described the removed rollouts
+}
+
+// A plan holds no row: it counts them, and once the file is written names its lines; the rows
+// are read back one at a time as they are dispatched.
+TEST_F(PlanRows, AFreshPlanCountsTheRowsAndNamesTheLinesItWrote) {
+  auto p = plan(kAgents, /*start=*/false);
+  EXPECT_TRUE(p.rollouts.empty());
+  EXPECT_EQ(p.per_agent, (std::map<std::string, std::size_t>{{"a", 4}}));
+  EXPECT_EQ(p.to_dispatch(), 4u);
+  ::testing::internal::CaptureStdout();
+  prepare_output_files(p, options_, paths_);
+  ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(p.rollouts.size(), 4u);
+  std::uint64_t offset = 0;
+  for (const auto& r : p.rollouts) {
+    EXPECT_EQ(r.offset, offset);
+    EXPECT_EQ(r.attempts, 0);
+    offset = kMaterialized.find('\n', offset) + 1;
+  }
+  EXPECT_EQ(dispatched(p), testing::rows_of(kMaterialized));
+}
+
+TEST_F(PlanRows, AnInputChangedBeforeTheRunStartsIsRefused) {
+  dir_.write("out.jsonl", "{\"old\":1}\n");
+  auto p = plan(kAgents, /*start=*/false);
+  dir_.write("input.jsonl", kInput + "{\"responses_create_params\":{\"input\":\"q2\"}}\n");
+  ::testing::internal::CaptureStdout();
+  const auto message =
+      error_of<std::runtime_error>([&] { prepare_output_files(p, options_, paths_); });
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_CONTAINS(message, "the input " + input_.string() + " changed while the run started");
+  // Nothing of the earlier run is touched: no materialized file, and no partial one left.
+  EXPECT_FALSE(fs::exists(paths_.materialized));
+  EXPECT_EQ(read_text(paths_.rollouts), "{\"old\":1}\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), fs::directory_iterator{}), 2);
+}
+
+TEST_F(PlanRows, ResumeWithMoreRepeatsAppendsTheAddedRolloutsAndRunsThem) {
+  plan();
+  const std::string done =
+      R"({"responses_create_params":{"input":"q0"},"reward":1.0,"_ng_task_index":0,"_ng_rollout_index":0,"agent_ref":{"name":"a"}})"
+      "\n";
+  dir_.write("out.jsonl", done);
+  options_.resume = true;
+  options_.num_repeats.fixed = 3;
+  auto p = plan(kAgents, /*start=*/false);
+  EXPECT_EQ(p.to_dispatch(), 5u);  // 3 left of the 4, and 2 added
+  ::testing::internal::CaptureStdout();
+  prepare_output_files(p, options_, paths_);
+  ::testing::internal::GetCapturedStdout();
+  const auto materialized = testing::rows_of(read_text(paths_.materialized));
+  ASSERT_EQ(materialized.size(), 6u);
+  EXPECT_EQ(read_text(paths_.materialized).substr(0, kMaterialized.size()), kMaterialized);
+  EXPECT_EQ(keys_of({materialized[4], materialized[5]}), (std::vector<RolloutKey>{{0, 2}, {1, 2}}));
+  EXPECT_EQ(keys_of(dispatched(p)),
+            (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {0, 2}, {1, 2}}));
 }
 
 TEST_F(PlanRows, EmptyInputIsAConfigErrorAndTouchesNoFile) {
@@ -136,9 +202,9 @@ TEST_F(PlanRows, FreshRunPrintsLimitAndOverrides) {
   options_.limit = 1;
   options_.create_params_overrides = obj(R"({"temperature":0.25})");
   auto p = plan();
-  EXPECT_EQ(keys_of(p.rows), (std::vector<RolloutKey>{{0, 0}, {0, 1}}));
-  EXPECT_EQ(p.rows[0].at("responses_create_params").at("temperature"), 0.25);
-  EXPECT_EQ(testing::rows_of(read_text(paths_.materialized)), p.rows);
+  EXPECT_EQ(keys_of(dispatched(p)), (std::vector<RolloutKey>{{0, 0}, {0, 1}}));
+  EXPECT_EQ(dispatched(p)[0].at("responses_create_params").at("temperature"), 0.25);
+  EXPECT_EQ(testing::rows_of(read_text(paths_.materialized)), dispatched(p));
   EXPECT_EQ(printed_,
             "Limiting the number of rows to 1\n"
             "Using `a` for rows that do not already have an agent ref\n"
@@ -158,8 +224,8 @@ TEST_F(PlanRows, ResumeWithBothFilesPlansWhatIsLeft) {
   dir_.write("out_failures.jsonl", failed);
   options_.resume = true;
   auto p = plan();
-  EXPECT_EQ(keys_of(p.rows), (std::vector<RolloutKey>{{0, 0}, {1, 0}, {1, 1}}));
-  EXPECT_EQ(p.rows[1].at("_ng_attempt_index"), 1);
+  EXPECT_EQ(keys_of(dispatched(p)), (std::vector<RolloutKey>{{0, 0}, {1, 0}, {1, 1}}));
+  EXPECT_EQ(dispatched(p)[1].at("_ng_attempt_index"), 1);
   EXPECT_EQ(p.done, 1u);
   // Nothing is rewritten or removed: output and sidecar are appended to.
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
@@ -179,10 +245,10 @@ TEST_F(PlanRows, ResumeUsesMaxRolloutAttemptsFromTheEnvironment) {
   options_.resume = true;
   {
     ScopedEnv one("NEMO_GYM_MAX_ROLLOUT_ATTEMPTS", "1");
-    EXPECT_EQ(keys_of(plan().rows), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 1}}));
+    EXPECT_EQ(keys_of(dispatched(plan())), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 1}}));
     EXPECT_CONTAINS(printed_, "- 1 hit max_attempts=1 -> not retried\n");
   }
-  EXPECT_EQ(keys_of(plan().rows), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {1, 1}}));
+  EXPECT_EQ(keys_of(dispatched(plan())), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {1, 1}}));
   EXPECT_CONTAINS(printed_, "- 0 hit max_attempts=3 -> not retried\n");
 }
 
@@ -192,7 +258,7 @@ TEST_F(PlanRows, ResumeFollowsTheMaterializedFileNotTheChangedInput) {
   dir_.write("input.jsonl", kInput + "{\"responses_create_params\":{\"input\":\"q2\"}}\n");
   options_.resume = true;
   auto p = plan();
-  EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
+  EXPECT_EQ(dispatched(p), testing::rows_of(kMaterialized));
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
   EXPECT_CONTAINS(printed_, "WARNING: the input expands differently from " +
                                 paths_.materialized.string() + " (4 rollouts vs 6)");
@@ -203,7 +269,7 @@ TEST_F(PlanRows, ResumeWithoutTheOutputFileIsAFreshRun) {
   dir_.write("out_failures.jsonl", "{\"old\":2}\n");
   options_.resume = true;
   auto p = plan();
-  EXPECT_EQ(p.rows, testing::rows_of(kMaterialized));
+  EXPECT_EQ(dispatched(p), testing::rows_of(kMaterialized));
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
   EXPECT_FALSE(fs::exists(paths_.failures));
   EXPECT_CONTAINS(printed_, "Skipping resume_from_cache because " + paths_.rollouts.string() +
@@ -216,7 +282,7 @@ TEST_F(PlanRows, ResumeWithoutTheMaterializedFileIsAFreshRun) {
   dir_.write("out.jsonl", "{\"old\":1}\n");
   options_.resume = true;
   auto p = plan();
-  EXPECT_EQ(p.rows.size(), 4u);
+  EXPECT_EQ(dispatched(p).size(), 4u);
   EXPECT_EQ(p.done, 0u);
   EXPECT_EQ(read_text(paths_.materialized), kMaterialized);
   EXPECT_FALSE(fs::exists(paths_.rollouts));

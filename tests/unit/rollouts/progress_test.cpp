@@ -1,4 +1,5 @@
-// The per-percent summaries of a collection on stdout (runtime.md 7.8): rollouts/progress.h.
+// The per-percent summaries of a collection on stdout
+// (docs/guides/evaluation.md#output-while-running): rollouts/progress.h.
 // Only the parts that do not depend on the clock are compared.
 #include "rollouts/progress.h"
 
@@ -7,8 +8,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <string>
 
 #include "rollouts_test_support.h"
+#include "text_search.h"
 
 namespace gym::rollouts {
 namespace {
@@ -16,21 +20,7 @@ namespace {
 namespace json = boost::json;
 using testing::obj;
 
-// `n` rows for each (agent, n).
-std::vector<json::object> rows_for(std::vector<std::pair<std::string, int>> agents) {
-  std::vector<json::object> rows;
-  for (const auto& [agent, n] : agents)
-    for (int i = 0; i < n; ++i)
-      rows.push_back(json::object{{"agent_ref", json::object{{"name", agent}}}});
-  return rows;
-}
-
-std::size_t count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
-    ++n;
-  return n;
-}
+using gym::test::count_of;
 
 // Records `result` for `agent` and returns what was printed on stdout.
 std::string record(Progress& progress, const std::string& agent, const json::object& result) {
@@ -40,7 +30,7 @@ std::string record(Progress& progress, const std::string& agent, const json::obj
 }
 
 TEST(Progress, SummaryWhenAWholePercentIsCrossed) {
-  Progress progress(rows_for({{"alpha", 50}, {"beta", 150}}));
+  Progress progress(std::map<std::string, std::size_t>{{"alpha", 50}, {"beta", 150}});
   EXPECT_EQ(record(progress, "alpha",
                    obj(R"({"reward":1.0,"tokens":10,"ok":true,"_ng_task_index":0,"text":"x"})")),
             "");  // 0.5 %
@@ -64,7 +54,7 @@ TEST(Progress, SummaryWhenAWholePercentIsCrossed) {
 }
 
 TEST(Progress, EveryAgentWithResultsGetsItsMeans) {
-  Progress progress(rows_for({{"alpha", 1}, {"beta", 3}}));
+  Progress progress(std::map<std::string, std::size_t>{{"alpha", 1}, {"beta", 3}});
   record(progress, "beta", obj(R"({"reward":1.0})"));                                // 25 %
   auto printed = record(progress, "alpha", obj(R"({"reward":0.25,"_private":5})"));  // 50 %
   auto left = printed.find("Examples left:\n");
@@ -84,34 +74,34 @@ TEST(Progress, EveryAgentWithResultsGetsItsMeans) {
 }
 
 TEST(Progress, OneSummaryPerThresholdUpTo99AndAHalf) {
-  Progress progress(rows_for({{"alpha", 200}}));
+  Progress progress(std::map<std::string, std::size_t>{{"alpha", 200}});
   std::string printed;
   for (int i = 0; i < 199; ++i) printed += record(progress, "alpha", obj(R"({"reward":1.0})"));
   // 1 %, 2 %, ..., 99 % and 99.5 %.
-  EXPECT_EQ(count(printed, "Finished "), 100u);
-  EXPECT_EQ(count(printed, "Finished 198 / 200 rollouts (99%)"), 1u);
-  EXPECT_EQ(count(printed, "Finished 199 / 200 rollouts (99%)"), 1u);
-  EXPECT_EQ(count(printed, "Finished 1 / 200"), 0u);
+  EXPECT_EQ(count_of(printed, "Finished "), 100u);
+  EXPECT_EQ(count_of(printed, "Finished 198 / 200 rollouts (99%)"), 1u);
+  EXPECT_EQ(count_of(printed, "Finished 199 / 200 rollouts (99%)"), 1u);
+  EXPECT_EQ(count_of(printed, "Finished 1 / 200"), 0u);
   // Nothing left to announce at 100 %.
   EXPECT_EQ(record(progress, "alpha", obj(R"({"reward":1.0})")), "");
   EXPECT_EQ(progress.done(), 200u);
 }
 
 TEST(Progress, AJumpOverSeveralPercentsPrintsOneSummary) {
-  Progress progress(rows_for({{"alpha", 3}}));
+  Progress progress(std::map<std::string, std::size_t>{{"alpha", 3}});
   auto first = record(progress, "alpha", obj("{}"));  // 33.3 %: crosses 1 ... 33
-  EXPECT_EQ(count(first, "Finished "), 1u);
+  EXPECT_EQ(count_of(first, "Finished "), 1u);
   EXPECT_EQ(first.rfind("Finished 1 / 3 rollouts (33%) in ", 0), 0u) << first;
   record(progress, "alpha", obj("{}"));
   auto last = record(progress, "alpha", obj("{}"));  // 100 %: crosses 67 ... 99.5
-  EXPECT_EQ(count(last, "Finished "), 1u);
+  EXPECT_EQ(count_of(last, "Finished "), 1u);
   EXPECT_EQ(last.rfind("Finished 3 / 3 rollouts (100%) in ", 0), 0u) << last;
   EXPECT_CONTAINS(last, "Examples left:\nFound 3 / 3 (100.00%) rollouts for `alpha`.\n{}\n");
 }
 
 // issue 13.13: --quiet keeps stdout free of the per-percent blocks.
 TEST(Progress, WithoutSummariesNothingIsPrintedPerPercent) {
-  Progress progress(rows_for({{"alpha", 4}}), /*summaries=*/false);
+  Progress progress(std::map<std::string, std::size_t>{{"alpha", 4}}, /*summaries=*/false);
   std::string printed;
   for (int i = 0; i < 4; ++i) printed += record(progress, "alpha", obj(R"({"reward":1.0})"));
   EXPECT_EQ(printed, "");

@@ -1,5 +1,8 @@
-// --resume (runtime.md 7.7): rollouts/resume.h plan_resume.
+// --resume (docs/design/failures-and-retries.md#resume-and-attempts): rollouts/resume.h
+// plan_resume.
 #include "rollouts/resume.h"
+
+#include "rollouts/plan.h"
 
 #include <boost/json.hpp>
 
@@ -78,6 +81,14 @@ class PlanResume : public ::testing::Test {
     return p;
   }
 
+  // The rows `p` dispatches from the materialized file, read back as the collector reads them.
+  std::vector<json::object> dispatched(const ResumePlan& p) {
+    PlannedRows reader(paths_.materialized, p.to_run);
+    std::vector<json::object> out;
+    while (auto row = reader.next()) out.push_back(std::move(*row));
+    return out;
+  }
+
   // The message of plan_resume's refusal (its stdout is dropped).
   std::string refusal() {
     ::testing::internal::CaptureStdout();
@@ -95,7 +106,7 @@ class PlanResume : public ::testing::Test {
 TEST_F(PlanResume, NothingDoneRunsEveryRowAgain) {
   dir_.write("out.jsonl", "");
   auto p = plan();
-  EXPECT_EQ(p.to_run, materialized_rows());
+  EXPECT_EQ(dispatched(p), materialized_rows());
   EXPECT_EQ(p.done, 0u);
   EXPECT_EQ(p.materialized, 6u);
   EXPECT_EQ(p.terminal, 0u);
@@ -118,11 +129,11 @@ TEST_F(PlanResume, CountsDoneFailedTerminalAndMaxedOut) {
   EXPECT_EQ(p.failed_keys, 3u);
   EXPECT_EQ(p.terminal, 1u);
   EXPECT_EQ(p.maxed_out, 1u);
-  ASSERT_EQ(p.to_run.size(), 1u);
+  ASSERT_EQ(dispatched(p).size(), 1u);
   // The one row left carries its prior attempt count.
   auto expected = materialized_rows()[3];
   expected["_ng_attempt_index"] = 1;
-  EXPECT_EQ(core::render_json(p.to_run[0]), core::render_json(expected));
+  EXPECT_EQ(core::render_json(dispatched(p)[0]), core::render_json(expected));
   EXPECT_EQ(printed_,
             "Resumed from cache. Found:\n"
             "- 6 rollouts in the materialized inputs\n"
@@ -147,8 +158,8 @@ TEST_F(PlanResume, FailuresOfTheModelEndpointDoNotUseUpAttempts) {
   EXPECT_EQ(p.endpoint_outages, 6u);
   EXPECT_EQ(p.failure_attempts, 2u);
   EXPECT_EQ(p.maxed_out, 2u);  // (0,1) and (1,0) had their one attempt
-  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {1, 1}, {2, 0}, {2, 1}}));
-  EXPECT_FALSE(p.to_run[0].contains("_ng_attempt_index"));
+  EXPECT_EQ(keys_of(dispatched(p)), (std::vector<RolloutKey>{{0, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_FALSE(dispatched(p)[0].contains("_ng_attempt_index"));
   EXPECT_CONTAINS(printed_,
                   "- 6 failures caused by the model endpoint (not counted as attempts)\n");
 }
@@ -166,10 +177,17 @@ TEST_F(PlanResume, MoreRepeatsOfTheSameTasksAreAdded) {
     }
   }
   auto p = plan(3, three);
-  EXPECT_EQ(keys_of(p.added), (std::vector<RolloutKey>{{0, 2}, {1, 2}, {2, 2}}));
-  EXPECT_EQ(
-      keys_of(p.to_run),
-      (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {0, 2}, {1, 2}, {2, 2}}));
+  // Appended to the materialized file when the run starts (plan_test), and run then.
+  std::vector<RolloutKey> added;
+  for (const auto& a : p.added) {
+    added.push_back(a.key);
+    EXPECT_TRUE(a.runs);
+    EXPECT_EQ(a.attempts, 0);
+  }
+  EXPECT_EQ(added, (std::vector<RolloutKey>{{0, 2}, {1, 2}, {2, 2}}));
+  EXPECT_EQ(keys_of(dispatched(p)),
+            (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(p.per_agent, (std::map<std::string, std::size_t>{{"a", 8}}));
   EXPECT_CONTAINS(printed_, "- 3 rollouts added: the input now expands to more\n");
   EXPECT_NOT_CONTAINS(printed_, "WARNING");
 
@@ -177,7 +195,7 @@ TEST_F(PlanResume, MoreRepeatsOfTheSameTasksAreAdded) {
   std::vector<json::object> one{expected[0], expected[2], expected[4]};
   auto fewer = plan(3, one);
   EXPECT_TRUE(fewer.added.empty());
-  EXPECT_EQ(fewer.to_run.size(), 5u);
+  EXPECT_EQ(dispatched(fewer).size(), 5u);
   EXPECT_CONTAINS(printed_, "never drops or changes one");
 }
 
@@ -186,16 +204,17 @@ TEST_F(PlanResume, MaxAttemptsDecidesWhatIsMaxedOut) {
   dir_.write("out_failures.jsonl", failure_line(0, 1) + failure_line(0, 1) + failure_line(2, 0));
   auto p = plan(2);
   EXPECT_EQ(p.maxed_out, 1u);
-  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
-  EXPECT_EQ(p.to_run[3].at("_ng_attempt_index"), 1);
-  EXPECT_FALSE(p.to_run[0].contains("_ng_attempt_index"));
+  EXPECT_EQ(keys_of(dispatched(p)),
+            (std::vector<RolloutKey>{{0, 0}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(dispatched(p)[3].at("_ng_attempt_index"), 1);
+  EXPECT_FALSE(dispatched(p)[0].contains("_ng_attempt_index"));
 
   auto more = plan(3);
   EXPECT_EQ(more.maxed_out, 0u);
-  EXPECT_EQ(keys_of(more.to_run),
+  EXPECT_EQ(keys_of(dispatched(more)),
             (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
-  EXPECT_EQ(more.to_run[1].at("_ng_attempt_index"), 2);
-  EXPECT_EQ(more.to_run[4].at("_ng_attempt_index"), 1);
+  EXPECT_EQ(dispatched(more)[1].at("_ng_attempt_index"), 2);
+  EXPECT_EQ(dispatched(more)[4].at("_ng_attempt_index"), 1);
 }
 
 // Done rows are counted, not kept: the aggregate metrics read them from the file after the run.
@@ -203,7 +222,8 @@ TEST_F(PlanResume, DoneRowsAreCountedAndNotRunAgain) {
   dir_.write("out.jsonl", result_line(1, 1, 0.5) + result_line(1, 1, 0.5));
   auto p = plan();
   EXPECT_EQ(p.done, 2u);  // every row of the file, as the summary says
-  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(keys_of(dispatched(p)),
+            (std::vector<RolloutKey>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}}));
 }
 
 // An older gym copied an endpoint's Latin-1 error page byte for byte into a failure row (and a
@@ -218,8 +238,9 @@ TEST_F(PlanResume, LinesWithBytesThatAreNotUtf8AreReadNotRefused) {
   auto p = plan();
   EXPECT_EQ(p.done, 1u);
   EXPECT_EQ(p.failure_attempts, 1u);
-  ASSERT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
-  EXPECT_EQ(p.to_run[1].at("_ng_attempt_index"), 1);
+  ASSERT_EQ(keys_of(dispatched(p)),
+            (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(dispatched(p)[1].at("_ng_attempt_index"), 1);
 }
 
 // The materialized file is read once for the keys and again only for the rows that run: those
@@ -231,7 +252,7 @@ TEST_F(PlanResume, TheRowsThatRunAreReadBackWholeFromTheMaterializedFile) {
   dir_.write("out.jsonl", result_line(0, 0) + result_line(1, 1));
   auto p = plan(3, rows);
   EXPECT_NOT_CONTAINS(printed_, "WARNING");
-  EXPECT_EQ(p.to_run, (std::vector<json::object>{rows[1], rows[2], rows[4], rows[5]}));
+  EXPECT_EQ(dispatched(p), (std::vector<json::object>{rows[1], rows[2], rows[4], rows[5]}));
 }
 
 TEST_F(PlanResume, ALastLineCutShortIsRemovedAndItsRolloutRunsAgain) {
@@ -240,7 +261,7 @@ TEST_F(PlanResume, ALastLineCutShortIsRemovedAndItsRolloutRunsAgain) {
   dir_.write("out.jsonl", complete + partial);
   auto p = plan();
   EXPECT_EQ(read_text(paths_.rollouts), complete);
-  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(keys_of(dispatched(p)), (std::vector<RolloutKey>{{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
   EXPECT_EQ(p.done, 2u);
   EXPECT_EQ(printed_.rfind("WARNING: " + paths_.rollouts.string() +
                                " ends with an incomplete line (" + std::to_string(partial.size()) +
@@ -268,7 +289,7 @@ TEST_F(PlanResume, APartialOnlyLineLeavesAnEmptyFile) {
   auto p = plan();
   EXPECT_EQ(read_text(paths_.rollouts), "");
   EXPECT_EQ(std::filesystem::file_size(paths_.rollouts), 0u);
-  EXPECT_EQ(p.to_run.size(), 6u);
+  EXPECT_EQ(dispatched(p).size(), 6u);
 }
 
 TEST_F(PlanResume, ALastFailureLineCutShortIsRemovedToo) {
@@ -278,7 +299,7 @@ TEST_F(PlanResume, ALastFailureLineCutShortIsRemovedToo) {
   auto p = plan();
   EXPECT_EQ(read_text(paths_.failures), complete);
   EXPECT_EQ(p.failure_attempts, 1u);
-  EXPECT_EQ(p.to_run[0].at("_ng_attempt_index"), 1);
+  EXPECT_EQ(dispatched(p)[0].at("_ng_attempt_index"), 1);
 }
 
 TEST_F(PlanResume, TheMaterializedFileWinsOverTheRecomputedExpansion) {
@@ -288,8 +309,9 @@ TEST_F(PlanResume, TheMaterializedFileWinsOverTheRecomputedExpansion) {
       R"({"responses_create_params":{"input":"new"},"agent_ref":{"name":"a"},"_ng_task_index":0,"_ng_rollout_index":0})")};
   auto p = plan(3, expected);
   EXPECT_EQ(p.materialized, 6u);
-  EXPECT_EQ(keys_of(p.to_run), (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
-  EXPECT_EQ(p.to_run[0].at("responses_create_params").at("input"), "q0");
+  EXPECT_EQ(keys_of(dispatched(p)),
+            (std::vector<RolloutKey>{{0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  EXPECT_EQ(dispatched(p)[0].at("responses_create_params").at("input"), "q0");
   EXPECT_EQ(
       printed_.rfind("WARNING: the input expands differently from " + paths_.materialized.string() +
                          " (6 rollouts vs 1); resuming the materialized rollouts.",

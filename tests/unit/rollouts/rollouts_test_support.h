@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
 #include "core/json_text.h"
 #include "expect.h"
 #include "files.h"

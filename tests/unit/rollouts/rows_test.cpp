@@ -1,4 +1,4 @@
-// Input rows, their expansion and the JSONL files (runtime.md 7.2, 7.3): rollouts/rows.h.
+// Input rows, their expansion and the JSONL files: rollouts/rows.h.
 #include "rollouts/rows.h"
 
 #include <boost/json.hpp>
@@ -23,8 +23,7 @@ std::vector<std::string> expand_text(const TempDir& dir, const std::string& text
                                      const std::vector<std::string>& agents = kAgents) {
   auto input = dir.write("input.jsonl", text);
   std::vector<std::string> out;
-  for (const auto& row : expand_rows(input, read_jsonl(input), options, agents))
-    out.push_back(core::render_json(row));
+  for (const auto& row : expand_rows(input, options, agents)) out.push_back(core::render_json(row));
   return out;
 }
 
@@ -220,6 +219,22 @@ TEST(ExpandRows, ByteIdenticalLinesShareATaskIndex) {
             (std::vector<RolloutKey>{{0, 0}, {1, 0}, {0, 1}, {2, 0}, {1, 1}, {3, 0}, {4, 0}}));
 }
 
+// The lines are remembered by a hash and their place in the file: a repeat far from its first
+// occurrence, past the reader's 64 KiB blocks, is still recognised by its bytes.
+TEST(ExpandRows, ARepeatedLineFarApartSharesItsTaskIndex) {
+  TempDir dir;
+  const std::string big =
+      R"({"responses_create_params":{"input":")" + std::string(100000, 'x') + R"("}})";
+  std::string text = big + "\n";
+  for (int i = 0; i < 1000; ++i)
+    text += R"({"responses_create_params":{"input":"q)" + std::to_string(i) + "\"}}\n";
+  text += big + "\n";
+  auto rows = expand_text(dir, text, with_agent());
+  ASSERT_EQ(rows.size(), 1002u);
+  EXPECT_EQ(key_of(obj(rows.back())), (RolloutKey{0, 1}));
+  EXPECT_EQ(key_of(obj(rows[1000])), (RolloutKey{1000, 0}));
+}
+
 TEST(ExpandRows, ExplicitTaskIndexIsHonouredAndTakesNoNewIndex) {
   TempDir dir;
   auto rows = expand_text(dir, R"({"responses_create_params":{"input":"a"}}
@@ -289,8 +304,7 @@ TEST(ExpandRows, NumRepeatsPerAgentWithoutDefaultNamesTheMissingAgents) {
 {"responses_create_params":{},"agent_ref":{"name":"gamma_agent"}}
 )");
   EXPECT_EQ(config_error_of([&] {
-              expand_rows(input, read_jsonl(input), options,
-                          {"alpha_agent", "beta_agent", "gamma_agent"});
+              expand_rows(input, options, {"alpha_agent", "beta_agent", "gamma_agent"});
             }),
             "num_repeats has no entry for agent(s) beta_agent, gamma_agent and no _default; add "
             "++num_repeats._default=<n>");
@@ -326,15 +340,15 @@ TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAnObjectString) {
 
 {"responses_create_params":{"metadata":{"extra_body":"[1]"}}}
 )");
-  EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
+  EXPECT_EQ(config_error_of([&] { expand_rows(input, options, kAgents); }),
             input +
                 " line 3: responses_create_params.metadata.extra_body is not a JSON object "
                 "string, so no seed can be added");
 }
 
-// runtime.md 7.3: extra_body is a JSON *string* (upstream json.loads() it and fails on anything
-// else); another value must not be silently replaced by {"seed": n}, nor a metadata that is no
-// mapping by {"extra_body": ...}.
+// num_repeats_add_seed: extra_body is a JSON *string* (upstream json.loads() it and fails on
+// anything else); another value must not be silently replaced by {"seed": n}, nor a metadata that
+// is no mapping by {"extra_body": ...}.
 TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAString) {
   TempDir dir;
   auto options = with_agent();
@@ -342,7 +356,7 @@ TEST(ExpandRows, AddSeedRejectsExtraBodyThatIsNotAString) {
   auto input = dir.write("input.jsonl",
                          R"({"responses_create_params":{"metadata":{"extra_body":{"top_k":5}}}})"
                          "\n");
-  EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
+  EXPECT_EQ(config_error_of([&] { expand_rows(input, options, kAgents); }),
             input +
                 " line 1: responses_create_params.metadata.extra_body is not a JSON object "
                 "string, so no seed can be added");
@@ -356,7 +370,7 @@ TEST(ExpandRows, AddSeedRejectsMetadataThatIsNotAnObject) {
                          "{\"responses_create_params\":{}}\n"
                          R"({"responses_create_params":{"metadata":"m"}})"
                          "\n");
-  EXPECT_EQ(config_error_of([&] { expand_rows(input, read_jsonl(input), options, kAgents); }),
+  EXPECT_EQ(config_error_of([&] { expand_rows(input, options, kAgents); }),
             input +
                 " line 2: responses_create_params.metadata is not an object, so no seed can be "
                 "added");
@@ -405,7 +419,7 @@ TEST(ExpandRows, OneErrorListsEveryOffendingLine) {
 {"responses_create_params":{}}
 )");
   EXPECT_EQ(
-      config_error_of([&] { expand_rows(input, read_jsonl(input), CollectionOptions{}, kAgents); }),
+      config_error_of([&] { expand_rows(input, CollectionOptions{}, kAgents); }),
       input +
           ": 8 problem(s) in the input rows; nothing was dispatched:\n"
           "  line 2: no responses_create_params object\n"
@@ -425,11 +439,26 @@ TEST(ExpandRows, OneErrorListsEveryOffendingLine) {
           "are then its environment's)");
 }
 
+TEST(ExpandRows, AWrongFileOfManyLinesListsTheFirstHundredProblemsAndCountsTheRest) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 250; ++i) text += "{\"agent_ref\":{\"name\":\"alpha_agent\"}}\n";
+  auto input = dir.write("input.jsonl", text);
+  const auto message = config_error_of([&] { expand_rows(input, CollectionOptions{}, kAgents); });
+  EXPECT_CONTAINS(message,
+                  ": 250 problem(s) in the input rows; nothing was dispatched:\n"
+                  "  line 1: no responses_create_params object\n");
+  EXPECT_CONTAINS(message,
+                  "  line 100: no responses_create_params object\n"
+                  "  ... and 150 more\n");
+  EXPECT_NOT_CONTAINS(message, "line 101:");
+}
+
 TEST(ExpandRows, AgentNameThatIsNotAnAgentIsReportedWithoutAgents) {
   TempDir dir;
   auto input = dir.write("input.jsonl", "{\"responses_create_params\":{}}\n");
   EXPECT_EQ(
-      config_error_of([&] { expand_rows(input, read_jsonl(input), with_agent("mcqa_agent"), {}); }),
+      config_error_of([&] { expand_rows(input, with_agent("mcqa_agent"), {}); }),
       input +
           ": 1 problem(s) in the input rows; nothing was dispatched:\n"
           "  line 1: agent 'mcqa_agent' is not a responses_api_agents instance\n"

@@ -1,5 +1,5 @@
-// /aggregate_metrics (runtime.md 7.9, environments.md 5 and 9): the default statistics, the
-// environment hook, the pass@k family and the route (mcqa's hook: tests/unit/environments).
+// /aggregate_metrics (docs/reference/aggregate-metrics.md): the default statistics, the environment
+// hook, the pass@k family and the route (mcqa's hook: tests/unit/environments).
 // Expected values are worked out by hand (see the comments) and agree with upstream's
 // nemo_gym/reward_profile.py.
 #include "servers/aggregate_metrics.h"

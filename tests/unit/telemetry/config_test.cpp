@@ -1,5 +1,6 @@
 #include "telemetry/config.h"
 #include "expect.h"
+#include "telemetry/process_telemetry.h"
 
 #include <gtest/gtest.h>
 
@@ -245,6 +246,29 @@ TEST(TelemetryConfig, VariableErrorsNameTheVariable) {
   EXPECT_CONTAINS(message, "OTEL_METRIC_EXPORT_TIMEOUT=6000");
   env.set("OTEL_METRIC_EXPORT_TIMEOUT", "4000");
   EXPECT_EQ(resolve_settings(config("{}"), env.get()).export_timeout.count(), 4000);
+}
+
+// The share of the shutdown bound a deployment gives its servers (GYM_TELEMETRY_SHUTDOWN_MS) is
+// read as the other variables of milliseconds: blank is unset, anything but a positive whole
+// number is an error naming the variable; more than the bound is the bound.
+TEST(ShutdownBound, IsReadLikeTheOtherVariablesOfMilliseconds) {
+  FakeEnv env;
+  EXPECT_EQ(shutdown_bound(env.get()), kShutdownBound);
+  env.set(kShutdownBoundVariable, " ");
+  EXPECT_EQ(shutdown_bound(env.get()), kShutdownBound);
+  env.set(kShutdownBoundVariable, " 4000 ");
+  EXPECT_EQ(shutdown_bound(env.get()), std::chrono::milliseconds(4000));
+  env.set(kShutdownBoundVariable, "1");
+  EXPECT_EQ(shutdown_bound(env.get()), std::chrono::milliseconds(1));
+  env.set(kShutdownBoundVariable, "60000");
+  EXPECT_EQ(shutdown_bound(env.get()), kShutdownBound);
+  for (const std::string bad : {"0", "-1", "4s", "ten", "4000.5", "99999999999999999999"}) {
+    SCOPED_TRACE(bad);
+    env.set(kShutdownBoundVariable, bad);
+    EXPECT_EQ(config_error_of([&] { (void)shutdown_bound(env.get()); }),
+              "config error: GYM_TELEMETRY_SHUTDOWN_MS='" + bad +
+                  "' must be a positive whole number of milliseconds");
+  }
 }
 
 TEST(SpanGroups, PresetsGroupsAndErrors) {

@@ -1,5 +1,6 @@
-// The gym_metrics facade (telemetry.md 6.1-6.7): which instruments each role creates, their exact
-// names, units, kinds, value types and buckets, and the semantics its recorders implement.
+// The gym_metrics facade (docs/design/telemetry-contract.md#metrics): which instruments each role
+// creates, their exact names, units, kinds, value types and buckets, and the semantics its
+// recorders implement.
 #include <gtest/gtest.h>
 
 #include <map>

@@ -1,6 +1,7 @@
-// The log bridge (telemetry.md 8.4): spdlog records at INFO and above become log records with
-// their severity, body and (inside a ScopedLogTrace) the span's ids; below INFO nothing; after
-// shutdown nothing; a full queue drops without blocking or feeding its own warning back in.
+// The log bridge (docs/reference/telemetry.md#logs): spdlog records at INFO and above become log
+// records with their severity, body and (inside a ScopedLogTrace) the span's ids; below INFO
+// nothing; after shutdown nothing; a full queue drops without blocking or feeding its own warning
+// back in.
 #include <gtest/gtest.h>
 
 #include <condition_variable>

@@ -1,5 +1,5 @@
-// The memory profiling sampler (telemetry.md 6.8): the /proc readers over fake proc trees, the
-// same readers over real forked processes, and the sampler's lifecycle and peaks.
+// The memory profiling sampler (docs/guides/memory-profiling.md): the /proc readers over fake proc
+// trees, the same readers over real forked processes, and the sampler's lifecycle and peaks.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -427,9 +427,9 @@ void wait_for_release(int fd) {
   }
 }
 
-// Like a server with num_workers: 3 (D13): a root that maps shared memory and forks three
-// workers that touch it. The root also double-forks a detached grandchild (setsid), which
-// re-parents out of the tree and must not be counted.
+// Like a server with num_workers: 3: a root that maps shared memory and forks three workers that
+// touch it. The root also double-forks a detached grandchild (setsid), which re-parents out of the
+// tree and must not be counted.
 TEST(MemoryRealProcesses, CountsWorkersSharedPagesAndNotADetachedGrandchild) {
   constexpr std::size_t kShared = 8u << 20;
   // The grandchild re-parents to this process instead of init, so the test can reap it.
@@ -636,7 +636,7 @@ TEST(MemorySampler, PeaksAreTheMaximumOverSamples) {
   EXPECT_EQ(t.rss_peak, 300 * kKiB);
   EXPECT_EQ(t.pss_peak, 150 * kKiB);
 
-  // A sample without PSS (statm fallback) has no PSS peak either (T5)...
+  // A sample without PSS (statm fallback) has no PSS peak either...
   proc.remove("7/smaps_rollup");
   proc.set_statm(7, 10);
   ASSERT_TRUE(wait_for_fresh_sample(s));

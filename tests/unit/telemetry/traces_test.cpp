@@ -1,6 +1,7 @@
-// Traces (telemetry.md 8): W3C trace context, samplers, the tracer's spans and hygiene, the batch
-// span processor's bounded queue and flushes. No sockets: a recording exporter stands in for the
-// network (the OTLP and console exporters are tested beside their encodings).
+// Traces (docs/design/telemetry-contract.md#spans-and-propagation): W3C trace context, samplers,
+// the tracer's spans and hygiene, the batch span processor's bounded queue and flushes. No sockets:
+// a recording exporter stands in for the network (the OTLP and console exporters are tested beside
+// their encodings).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -230,8 +231,8 @@ TEST(BatchSettings, ResolvedWithTheirLimits) {
   EXPECT_EQ(blrp.schedule_delay, 1000ms);
 }
 
-// An invalid sampler stops only a process whose traces are active (T1 without breaking runs
-// that export no span).
+// An invalid sampler stops only a process whose traces are active (a start-up error, without
+// breaking runs that export no span).
 TEST(Sampler, CheckedOnlyWhenTracesAreActive) {
   boost::json::object cfg;
   auto vars = std::map<std::string, std::string>{{"OTEL_TRACES_SAMPLER", "bogus"}};
