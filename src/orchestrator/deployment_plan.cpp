@@ -17,8 +17,8 @@ namespace {
 // docs/design/telemetry-contract.md#settings), the part of the shutdown bound left to the servers,
 // and one secret per deployment that signs every server's session cookies (not in the config, so
 // the head server never shows it).
-std::vector<std::string> child_environment(const telemetry::TelemetrySettings& settings,
-                                           const std::string& run_id) {
+std::vector<std::string> server_environment(const telemetry::TelemetrySettings& settings,
+                                            const std::string& run_id) {
   std::vector<std::string> env;
   for (const auto& [key, value] : telemetry::child_environment(settings, run_id))
     env.push_back(key + "=" + value);
@@ -65,7 +65,7 @@ DeploymentPlan plan_deployment(const core::ConfigSources& sources,
                &plan.port_holds, remote);
   instances = core::find_server_instances(cfg);
   plan.run_id = telemetry::resolve_run_id(plan.telemetry, getenv);
-  plan.child_env = child_environment(plan.telemetry, plan.run_id);
+  plan.child_env = server_environment(plan.telemetry, plan.run_id);
   if (plan.telemetry.active()) {
     // A --no-serve collector reading the served config joins this run.
     auto* block = cfg.if_contains("telemetry");

@@ -2,6 +2,8 @@
 // started; the ports the plan chooses are only held.
 #include "orchestrator/deployment_plan.h"
 
+#include "http/session_cookie.h"
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -68,7 +70,7 @@ TEST_F(PlanDeployment, EveryServerGetsAHostAHeldPortAndTheEnvironment) {
     EXPECT_GT(port, 0) << inst.name;
     ports.insert(port);
     // The merged config says the same as the instance.
-    EXPECT_EQ(p.config.at(inst.name).at(inst.type).at(inst.implementation).at("port"),
+    EXPECT_EQ(p.config.at(inst.name).at(inst.server_type).at(inst.impl).at("port"),
               inst.config.at("port"));
   }
   EXPECT_EQ(ports.size(), 2u) << "two servers, two ports";
