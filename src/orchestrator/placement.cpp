@@ -118,41 +118,61 @@ const Node& Placement::node(const std::string& instance) const {
   return allocation.nodes.at(node_of.at(instance));
 }
 
-Placement place_servers(const std::vector<core::ServerInstance>& instances,
-                        const Allocation& allocation) {
-  Placement p;
-  p.allocation = allocation;
-  const auto& nodes = allocation.nodes;
+namespace {
+
+std::string pin_key(const core::ServerInstance& inst) {
+  return inst.name + "." + inst.server_type + "." + inst.impl + ".slurm_node";
+}
+
+}  // namespace
+
+std::vector<NodeChoice> choose_nodes(const std::vector<core::ServerInstance>& instances,
+                                     std::size_t node_count, const NodesInMessages& nodes) {
+  std::vector<NodeChoice> choices;
   std::size_t next = 0;
   for (const auto& inst : instances) {
     const auto* pin = inst.config.if_contains("slurm_node");
     if (!pin || pin->is_null()) {
-      p.node_of[inst.name] = next++ % nodes.size();
-      continue;
-    }
-    const std::string key = inst.name + "." + inst.server_type + "." + inst.impl + ".slurm_node";
-    std::vector<std::string> names;
-    for (const auto& n : nodes) names.push_back(n.name);
-    std::string all;
-    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-    if (pin->is_int64() || pin->is_uint64()) {
+      choices.push_back({next++ % node_count, ""});
+    } else if (pin->is_int64() || pin->is_uint64()) {
       const auto index =
           pin->is_int64() ? pin->get_int64() : static_cast<std::int64_t>(pin->get_uint64());
-      if (index < 0 || static_cast<std::size_t>(index) >= nodes.size())
-        throw core::ConfigError("config error: " + key + " = " + std::to_string(index) +
-                                ": the allocation has " + std::to_string(nodes.size()) +
-                                " node(s), indexes 0-" + std::to_string(nodes.size() - 1) + " (" +
-                                all + ")");
-      p.node_of[inst.name] = static_cast<std::size_t>(index);
+      if (index < 0 || static_cast<std::uint64_t>(index) >= node_count)
+        throw core::ConfigError("config error: " + pin_key(inst) + " = " + std::to_string(index) +
+                                ": " + nodes.owner + " " + std::to_string(node_count) +
+                                " node(s), indexes 0-" + std::to_string(node_count - 1) + " (" +
+                                nodes.names + ")");
+      choices.push_back({static_cast<std::size_t>(index), ""});
+    } else if (pin->is_string()) {
+      choices.push_back({std::nullopt, std::string(pin->get_string())});
+    } else {
+      throw core::ConfigError("config error: " + pin_key(inst) +
+                              " must be a node name or a 0-based index");
+    }
+  }
+  return choices;
+}
+
+Placement place_servers(const std::vector<core::ServerInstance>& instances,
+                        const Allocation& allocation) {
+  Placement p;
+  p.allocation = allocation;
+  std::vector<std::string> names;
+  for (const auto& n : allocation.nodes) names.push_back(n.name);
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  const auto choices = choose_nodes(instances, names.size(), {"the allocation has", all});
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    const auto& inst = instances[i];
+    if (choices[i].index) {
+      p.node_of[inst.name] = *choices[i].index;
       continue;
     }
-    if (!pin->is_string())
-      throw core::ConfigError("config error: " + key + " must be a node name or a 0-based index");
-    const std::string name(pin->get_string());
+    const std::string& name = choices[i].name;
     auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) {
-      std::string msg =
-          "config error: " + key + " = " + name + " is no node of this allocation (" + all + ")";
+      std::string msg = "config error: " + pin_key(inst) + " = " + name +
+                        " is no node of this allocation (" + all + ")";
       if (auto hint = core::did_you_mean(name, names)) msg += "; did you mean " + *hint + "?";
       throw core::ConfigError(msg);
     }

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,8 +61,27 @@ struct Placement {
   const Node& node(const std::string& instance) const;
 };
 
-// Places every instance on one of the allocation's nodes (see the file comment). ConfigError when
-// a `slurm_node` names no node of the allocation (with the nodes there are).
+// Where an instance goes: an index into the nodes, or the node name its `slurm_node` pins it to,
+// still to be found among them (known only inside the allocation).
+struct NodeChoice {
+  std::optional<std::size_t> index;
+  std::string name;
+};
+
+// The one rule for where servers go, used by a running deployment (place_servers) and by the plan
+// `gym eval submit` writes into its job script: round robin over `node_count` nodes in config order
+// from node 0 (the driver's), `slurm_node` pinning an instance by node name or 0-based index.
+// ConfigError for an index pin beyond the nodes or a pin of another type, which says what the
+// nodes are with `nodes`.
+struct NodesInMessages {
+  std::string owner;  // "the allocation has" (N node(s) ...)
+  std::string names;  // "n1, n2", or where the count comes from: "--nodes"
+};
+std::vector<NodeChoice> choose_nodes(const std::vector<core::ServerInstance>& instances,
+                                     std::size_t node_count, const NodesInMessages& nodes);
+
+// Places every instance on one of the allocation's nodes (choose_nodes). ConfigError when a
+// `slurm_node` names no node of the allocation (with the nodes there are).
 Placement place_servers(const std::vector<core::ServerInstance>& instances,
                         const Allocation& allocation);
 
