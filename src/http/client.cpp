@@ -355,6 +355,59 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     if (status >= 400) span.set_status(telemetry::StatusCode::error);
   }
 
+  // The decision after an answer that is no redirect to follow: done, or a retry. The endpoint's
+  // health hears of it (EndpointUnavailableError when it gives up on the endpoint); request-debug
+  // logging says a final failing answer.
+  RetryDecision after_answer(ClientRequest& req, const ClientResponse& response,
+                             RetryPolicy& policy, Method method, const std::string& url,
+                             Clock::time_point now) {
+    const int st = response.status;
+    if (req.health) {
+      if (st >= 500) {
+        if (req.health->failed("HTTP " + std::to_string(st) + ": " +
+                                   response.body.substr(0, kBodyInHealth),
+                               now))
+          throw EndpointUnavailableError(req.health->why_unavailable(now));
+      } else {
+        req.health->answered(now);
+      }
+    }
+    const auto retry_after = find_header(response.headers, "retry-after");
+    const RetryDecision d = policy.after_response(
+        st, now,
+        retry_after.empty() ? std::nullopt
+                            : parse_retry_after(retry_after, std::chrono::system_clock::now()));
+    if (d.action == RetryAction::done && params.request_debug && st >= 400) {
+      const telemetry::ScopedLogTrace in_span(req.trace.span);
+      spdlog::info("request {} {} failed with {}: {}", to_string(method), core::masked_url(url),
+                   st, without_credentials(response.body, req));
+    }
+    return d;
+  }
+
+  // The decision after an attempt that got no answer: a retry, or the error that ends the request
+  // (thrown). The endpoint's health hears of failures that say something about it.
+  RetryDecision after_failure(ClientRequest& req, const TransportError& error, RetryPolicy& policy,
+                              Method method, const std::string& url, Clock::time_point now) {
+    if (params.request_debug) {
+      const telemetry::ScopedLogTrace in_span(req.trace.span);
+      spdlog::info("request {} {} failed: {}", to_string(method), core::masked_url(url),
+                   without_credentials(error.message, req));
+    }
+    // A stale keep-alive connection says nothing about the endpoint, nor does a certificate it is
+    // not trusted with, nor an answer too long to take.
+    if (req.health && error.failure != AttemptFailure::stale &&
+        error.failure != AttemptFailure::tls && error.failure != AttemptFailure::too_large &&
+        req.health->failed(error.message, now))
+      throw EndpointUnavailableError(req.health->why_unavailable(now));
+    const RetryDecision d = policy.after_failure(error.failure, now);
+    if (d.action == RetryAction::fail_tls) throw TlsError(error.message);
+    if (d.action == RetryAction::fail_too_large) throw ResponseTooLargeError(error.message);
+    if (d.action == RetryAction::fail) throw RequestError(error.message);
+    if (d.reason == RetryReason::connection) note_connection_error(url, error.message);
+    return d;
+  }
+
   asio::awaitable<ClientResponse> request(ClientRequest req) {
     auto self = shared_from_this();  // keeps the pool alive while the request runs
     telemetry::Span span;
@@ -397,51 +450,14 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
               continue;
             }
           }
-          const int st = a.response->status;
-          if (req.health) {
-            if (st >= 500) {
-              if (req.health->failed("HTTP " + std::to_string(st) + ": " +
-                                         a.response->body.substr(0, kBodyInHealth),
-                                     now))
-                throw EndpointUnavailableError(req.health->why_unavailable(now));
-            } else {
-              req.health->answered(now);
-            }
-          }
-          const auto retry_after = find_header(a.response->headers, "retry-after");
-          d = policy.after_response(
-              st, now,
-              retry_after.empty()
-                  ? std::nullopt
-                  : parse_retry_after(retry_after, std::chrono::system_clock::now()));
+          d = after_answer(req, *a.response, policy, method, url, now);
           if (d.action == RetryAction::done) {
-            if (params.request_debug && st >= 400) {
-              const telemetry::ScopedLogTrace in_span(req.trace.span);
-              spdlog::info("request {} {} failed with {}: {}", to_string(method),
-                           core::masked_url(url), st, without_credentials(a.response->body, req));
-            }
-            end_client_span(span, st);
+            end_client_span(span, a.response->status);
             co_return std::move(*a.response);
           }
-          why = "HTTP " + std::to_string(st);
+          why = "HTTP " + std::to_string(a.response->status);
         } else {
-          if (params.request_debug) {
-            const telemetry::ScopedLogTrace in_span(req.trace.span);
-            spdlog::info("request {} {} failed: {}", to_string(method), core::masked_url(url),
-                         without_credentials(a.error.message, req));
-          }
-          // A stale keep-alive connection says nothing about the endpoint, nor does a
-          // certificate it is not trusted with, nor an answer too long to take.
-          if (req.health && a.error.failure != AttemptFailure::stale &&
-              a.error.failure != AttemptFailure::tls &&
-              a.error.failure != AttemptFailure::too_large &&
-              req.health->failed(a.error.message, now))
-            throw EndpointUnavailableError(req.health->why_unavailable(now));
-          d = policy.after_failure(a.error.failure, now);
-          if (d.action == RetryAction::fail_tls) throw TlsError(a.error.message);
-          if (d.action == RetryAction::fail_too_large) throw ResponseTooLargeError(a.error.message);
-          if (d.action == RetryAction::fail) throw RequestError(a.error.message);
-          if (d.reason == RetryReason::connection) note_connection_error(url, a.error.message);
+          d = after_failure(req, a.error, policy, method, url, now);
           why = std::move(a.error.message);
         }
         if (d.action == RetryAction::budget_exhausted) {

@@ -64,6 +64,56 @@ std::optional<std::int64_t> whole_number(const json::value* v) {
 
 std::string models_url(const std::string& base_url) { return strip_slashes(base_url) + "/models"; }
 
+std::string ModelEndpoint::probe_url() const {
+  if (check) return models_url(url);
+  std::string probe = strip_slashes(url);
+  if (probe.ends_with("/v1")) probe += "/models";
+  return probe;
+}
+
+namespace {
+
+// Appends every `*base_url` under `value` (at dotted `path`), strings and lists of strings.
+void add_base_urls(const json::value& value, const std::string& path,
+                   std::vector<ModelEndpoint>& endpoints) {
+  if (!value.is_object()) return;
+  for (const auto& kv : value.get_object()) {
+    const std::string key = path + "." + std::string(kv.key());
+    if (kv.key().ends_with("base_url")) {
+      if (kv.value().is_string())
+        endpoints.push_back({key, std::string(kv.value().get_string()), std::nullopt});
+      if (kv.value().is_array())
+        for (const auto& u : kv.value().get_array())
+          if (u.is_string()) endpoints.push_back({key, std::string(u.get_string()), std::nullopt});
+    }
+    add_base_urls(kv.value(), key, endpoints);
+  }
+}
+
+}  // namespace
+
+std::vector<ModelEndpoint> model_endpoints(const json::object& cfg,
+                                           const std::vector<core::ServerInstance>& instances,
+                                           bool preflight) {
+  std::vector<ModelEndpoint> endpoints;
+  for (const auto& inst : instances) {
+    if (inst.server_type != "responses_api_models") continue;
+    const std::string prefix = inst.name + "." + inst.server_type + "." + inst.impl;
+    const auto first = endpoints.size();
+    add_base_urls(inst.config, prefix, endpoints);
+    if (!preflight) continue;
+    // Each check goes to the first endpoint of its key and URL that has none yet.
+    for (auto& check : model_endpoint_checks(cfg, inst.impl, inst.config, prefix))
+      for (auto i = first; i < endpoints.size(); ++i)
+        if (!endpoints[i].check && endpoints[i].key == check.url_key &&
+            endpoints[i].url == check.url) {
+          endpoints[i].check = std::move(check);
+          break;
+        }
+  }
+  return endpoints;
+}
+
 std::vector<ModelEndpointCheck> model_endpoint_checks(const json::object& cfg,
                                                       const std::string& impl,
                                                       const json::object& instance_config,

@@ -2,6 +2,8 @@
 // Preflight of a live model server's endpoint at start: once `<base_url>/models` answers, is it
 // an OpenAI model list, does it serve the configured model, and does the run's
 // max_output_tokens fit the model's context? Pure: the orchestrator does the GET.
+#include "core/config.h"
+
 #include <boost/json/fwd.hpp>
 
 #include <cstdint>
@@ -40,6 +42,24 @@ std::vector<ModelEndpointCheck> model_endpoint_checks(const boost::json::object&
                                                       const std::string& impl,
                                                       const boost::json::object& instance_config,
                                                       const std::string& prefix);
+
+// A URL the deployment waits for before collection starts: a `*base_url` of a model server
+// instance (each element of a list), with its preflight check when its implementation has one.
+struct ModelEndpoint {
+  std::string key;  // its dotted config key
+  std::string url;  // as configured
+  std::optional<ModelEndpointCheck> check;
+
+  // What readiness GETs: `<base_url>/models` with a check; else the URL itself without trailing
+  // slashes, `/models` appended to one ending in `/v1`.
+  std::string probe_url() const;
+};
+
+// Every endpoint of the model server instances among `instances`, in config order, with the
+// checks of model_endpoint_checks when `preflight` (model_endpoint_preflight) is on.
+std::vector<ModelEndpoint> model_endpoints(const boost::json::object& cfg,
+                                           const std::vector<core::ServerInstance>& instances,
+                                           bool preflight);
 
 // The verdict on GET <url>/models answering `status` with `body`.
 PreflightVerdict check_models_answer(const ModelEndpointCheck& check, int status,

@@ -12,6 +12,8 @@
 #include "orchestrator/deployment_plan.h"
 #include "orchestrator/descendants.h"
 #include "orchestrator/model_preflight.h"
+#include "orchestrator/model_readiness.h"
+#include "orchestrator/output_pump.h"
 #include "orchestrator/placement.h"
 #include "orchestrator/ports.h"
 #include "orchestrator/probe.h"
@@ -68,119 +70,7 @@ struct Child {
   bool ready = false;
   int exit_code = -1;  // once reaped
   int killed_by = 0;   // the signal that ended it, 0 for a normal exit
-  LineSplitter lines;  // what it printed, cut into lines of bounded length
-  OutputTail tail;     // its last lines, for an error message
-  std::unique_ptr<std::ofstream> log;
-};
-
-// Whether a server's line is a warning or an error: the level word of our servers' log lines
-// ("2025-01-01 12:00:00.000 warning ..."), or of Python's logging ("WARNING:root:...", uvicorn's
-// "ERROR:    ...") among the first words.
-bool is_warning_or_error(std::string_view line) {
-  std::size_t pos = 0;
-  for (int word = 0; word < 4 && pos < line.size(); ++word) {
-    while (pos < line.size() && line[pos] == ' ') ++pos;
-    const auto end = std::min(line.find(' ', pos), line.size());
-    // "WARNING:root:..." is one word; its level is the part before the first ':'.
-    std::string level(line.substr(pos, std::min(line.find(':', pos), end) - pos));
-    for (auto& ch : level) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (level == "warning" || level == "warn" || level == "error" || level == "critical" ||
-        level == "fatal")
-      return true;
-    if (level == "info" || level == "debug" || level == "trace") return false;
-    pos = end + 1;
-  }
-  return false;
-}
-
-// Prints every child's output line by line, prefixed with its instance name, through the console
-// (never on the progress bar's line). Quiet (`gym eval run -q`), and once the servers are being
-// stopped, only their warnings and errors are printed: the rest goes to their logs and tails.
-// One thread polls every pipe and reads at most one buffer from each ready one per round, so a
-// server that floods its pipe delays the others by one buffer, never more; a line longer than
-// kMaxLineBytes is relayed cut (LineSplitter), so no line costs more memory than that.
-class OutputPump {
- public:
-  explicit OutputPump(std::vector<Child>& children) : children_(children) {
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~OutputPump() { stop(); }
-  // Relays what is already in the pipes (a server that keeps printing is read for at most
-  // kStopDrain more), then the unfinished last lines, and ends the thread.
-  void stop() {
-    stopping_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  std::vector<std::string> tail(const Child& c) {
-    std::lock_guard lock(mu_);
-    return c.tail.lines();
-  }
-  // The servers are being stopped on purpose: their "received signal 15, shutting down" is no
-  // news.
-  void hush() { hushed_ = true; }
-
- private:
-  static constexpr auto kStopDrain = std::chrono::seconds(2);
-
-  void emit(Child& c, const OutputLine& output) {
-    const std::string line = shown(output);
-    std::lock_guard lock(mu_);
-    // A server's account of its failed last export joins this process's one line.
-    const auto report =
-        hushed_ ? line.find(telemetry::shutdown_report::kLineStart) : std::string::npos;
-    if (report != std::string::npos)
-      telemetry::shutdown_report::hold_server(
-          c.instance.name, line.substr(report + telemetry::shutdown_report::kLineStart.size()));
-    else if (!(hushed_ || core::console::quiet()) || is_warning_or_error(line))
-      core::console::write(stdout, "(" + c.instance.name + ") " + line);
-    if (c.log) *c.log << line << '\n' << std::flush;
-    c.tail.add(output);
-  }
-
-  void finish(Child& c) {
-    if (auto last = c.lines.finish()) emit(c, *last);
-  }
-
-  void loop() {
-    std::vector<char> buf(kMaxLineBytes);
-    std::optional<Clock::time_point> drain_until;
-    for (;;) {
-      std::vector<pollfd> fds;
-      std::vector<Child*> owners;
-      for (auto& c : children_)
-        if (c.process.output_fd >= 0) {
-          fds.push_back({c.process.output_fd, POLLIN, 0});
-          owners.push_back(&c);
-        }
-      if (fds.empty()) break;
-      if (stopping_ && !drain_until) drain_until = Clock::now() + kStopDrain;
-      if (drain_until && (Clock::now() > *drain_until || ::poll(fds.data(), fds.size(), 0) <= 0))
-        break;
-      if (!drain_until && ::poll(fds.data(), fds.size(), 100) <= 0) continue;
-      for (std::size_t i = 0; i < fds.size(); ++i) {
-        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        Child& c = *owners[i];
-        auto n = ::read(c.process.output_fd, buf.data(), buf.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          finish(c);
-          ::close(c.process.output_fd);
-          c.process.output_fd = -1;
-          continue;
-        }
-        c.lines.feed({buf.data(), static_cast<std::size_t>(n)},
-                     [&](OutputLine line) { emit(c, line); });
-      }
-    }
-    // A pipe still open (a server's child holds it) may end in half a line: relay that too.
-    for (auto& c : children_) finish(c);
-  }
-
-  std::vector<Child>& children_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> hushed_{false};
+  ServerOutput output;  // what it prints, relayed by the pump
 };
 
 // The head server on its own loop and thread.
@@ -247,7 +137,9 @@ class Deployment::Impl {
     spawn_children(plan.child_env);
     // gym.servers.active: the servers spawned, set right after the last spawn.
     telemetry_->metrics().set_servers_active(static_cast<std::int64_t>(children_.size()));
-    pump_ = std::make_unique<OutputPump>(children_);
+    std::vector<ServerOutput*> outputs;
+    for (auto& c : children_) outputs.push_back(&c.output);
+    pump_ = std::make_unique<OutputPump>(std::move(outputs));
 
     int code = wait_ready();
     plan.port_holds.clear();
@@ -305,6 +197,7 @@ class Deployment::Impl {
     for (const auto& inst : instances) {
       Child c;
       c.instance = inst;
+      c.output.name = inst.name;
       c.host = std::string(inst.config.at("host").as_string());
       c.port = static_cast<int>(core::get_int(inst.config, "port", 0, 0, 65535));
       if (!core::is_builtin(inst, implementations_)) {
@@ -318,7 +211,7 @@ class Deployment::Impl {
       if (placement.remote(inst.name)) c.remote_node = placement.node(inst.name);
       if (!log_dir.empty()) {
         std::filesystem::create_directories(log_dir);
-        c.log = std::make_unique<std::ofstream>(log_dir + "/" + inst.name + ".log");
+        c.output.log = std::make_unique<std::ofstream>(log_dir + "/" + inst.name + ".log");
       }
       children_.push_back(std::move(c));
     }
@@ -339,6 +232,7 @@ class Deployment::Impl {
               ? spawn_external_server(c.instance.name, *c.external, yaml, child_env, true, launcher)
               : spawn_server(c.instance.name, yaml, env, true, launcher,
                              c.remote_node ? std::filesystem::current_path().string() : "/tmp");
+      c.output.fd = std::exchange(c.process.output_fd, -1);  // the pump reads and closes it
     }
   }
 
@@ -423,7 +317,7 @@ class Deployment::Impl {
     std::fprintf(stderr, "error: server %s%s%s exited %s%s%s; its last output:\n",
                  c.instance.name.c_str(), external.c_str(), where.c_str(), when,
                  c.killed_by ? ", " : " ", exit_description(c.exit_code, c.killed_by).c_str());
-    const auto tail = c.tail.lines();
+    const auto tail = c.output.tail.lines();
     for (const auto& line : tail) std::fprintf(stderr, "  %s\n", line.c_str());
     if (c.external) {
       const char* path = std::getenv("PATH");
@@ -464,7 +358,7 @@ class Deployment::Impl {
           if (c.ready) continue;
           std::fprintf(stderr, "%s (pid %d) is running but does not answer GET / on http://%s:%d",
                        c.instance.name.c_str(), c.process.pid, c.host.c_str(), c.port);
-          const auto tail = pump_->tail(c);
+          const auto tail = pump_->tail(c.output);
           std::fprintf(stderr, tail.empty() ? "; it printed nothing\n" : "; its last output:\n");
           for (const auto& line : tail) std::fprintf(stderr, "  %s\n", line.c_str());
         }
@@ -481,123 +375,15 @@ class Deployment::Impl {
     }
   }
 
-  // Every `*base_url` of a model server block must answer before we go on
-  // (docs/design/processes.md#readiness).
-  // Then the preflight: a live model server's `<base_url>/models` must list its model, so a
-  // wrong URL or model name stops here instead of failing every rollout.
+  // Every model endpoint must answer, and pass its preflight, before we go on
+  // (orchestrator/model_readiness.h).
   int probe_model_endpoints() {
-    const double timeout_s =
-        core::get_double(cfg_, "model_endpoint_readiness_timeout_seconds", 600, 0, 1e9);
-    if (timeout_s == 0) return 0;
-    const bool preflight = core::get_bool(cfg_, "model_endpoint_preflight", true);
-    struct Endpoint {
-      std::string key, url;
-      std::optional<ModelEndpointCheck> check;
-    };
-    std::vector<Endpoint> endpoints;
-    std::function<void(const json::value&, const std::string&)> walk =
-        [&](const json::value& v, const std::string& path) {
-          if (!v.is_object()) return;
-          for (const auto& kv : v.get_object()) {
-            std::string key = path + "." + std::string(kv.key());
-            bool is_url_key = kv.key().ends_with("base_url");
-            if (is_url_key && kv.value().is_string())
-              endpoints.push_back({key, std::string(kv.value().get_string()), std::nullopt});
-            if (is_url_key && kv.value().is_array())
-              for (const auto& u : kv.value().get_array())
-                if (u.is_string())
-                  endpoints.push_back({key, std::string(u.get_string()), std::nullopt});
-            walk(kv.value(), key);
-          }
-        };
-    for (const auto& c : children_) {
-      if (c.instance.server_type != "responses_api_models") continue;
-      const std::string prefix =
-          c.instance.name + "." + c.instance.server_type + "." + c.instance.impl;
-      const auto first = endpoints.size();
-      walk(c.instance.config, prefix);
-      if (!preflight) continue;
-      for (auto& check : model_endpoint_checks(cfg_, c.instance.impl, c.instance.config, prefix))
-        for (auto i = first; i < endpoints.size(); ++i)
-          if (!endpoints[i].check && endpoints[i].key == check.url_key &&
-              endpoints[i].url == check.url) {
-            endpoints[i].check = std::move(check);
-            break;
-          }
-    }
-    const auto started = Clock::now();
-    const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(timeout_s));
-    // vLLM loads for minutes: say so every 30 s (sooner with a short timeout).
-    const auto report_every = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(std::clamp(timeout_s / 10, 3.0, 30.0)));
-    for (const auto& e : endpoints) {
-      const std::string shown = core::masked_url(e.url);  // a password in it stays home
-      std::string url = e.check ? models_url(e.url) : e.url;
-      while (url.ends_with("/")) url.pop_back();
-      if (!e.check && url.ends_with("/v1")) url += "/models";
-      std::string why;
-      auto parsed = http::parse_url(url, why);
-      if (!parsed) {
-        std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(),
-                     shown.c_str());
-        return 2;
-      }
-      auto next_report = Clock::now() + report_every;
-      ProbeResult r;
-      for (bool reported = false;;) {
-        if (int code = take_signal(std::chrono::milliseconds(0))) return code;
-        // https: a completed TLS handshake counts; a certificate we would refuse stops here.
-        const int port = std::atoi(parsed->port.c_str());
-        const ProbeHeaders headers = e.check ? e.check->headers : ProbeHeaders{};
-        if (!parsed->tls)
-          r = http_get(parsed->host, port, parsed->target, std::chrono::seconds(5), headers);
-        else if (e.check)
-          r = https_get(parsed->host, port, parsed->target, std::chrono::seconds(10), headers);
-        else
-          r = tls_handshake(parsed->host, port, std::chrono::seconds(5));
-        if (r.outcome == ProbeOutcome::success) break;
-        if (parsed->tls && r.outcome == ProbeOutcome::unknown_error) {
-          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), shown.c_str(),
-                       r.error.c_str());
-          return 2;
-        }
-        if (r.error.rfind("cannot resolve", 0) == 0) {
-          std::fprintf(stderr, "error: model endpoint %s = %s: %s\n", e.key.c_str(), shown.c_str(),
-                       r.error.c_str());
-          return 2;
-        }
-        const auto now = Clock::now();
-        if (!reported) {
-          spdlog::info("waiting for model endpoint {} ({}): {}", shown, e.key, r.error);
-          reported = true;
-        } else if (now >= next_report) {
-          next_report = now + report_every;
-          const auto elapsed =
-              std::chrono::duration_cast<std::chrono::seconds>(now - started).count();
-          spdlog::info(
-              "still waiting for model endpoint {} ({}): {}:{:02} of "
-              "model_endpoint_readiness_timeout_seconds={} s; last: {}",
-              shown, e.key, elapsed / 60, elapsed % 60, timeout_s, r.error);
-        }
-        if (now > deadline) {
-          std::fprintf(stderr,
-                       "error: model endpoint %s = %s did not answer within "
-                       "model_endpoint_readiness_timeout_seconds=%g\n",
-                       e.key.c_str(), shown.c_str(), timeout_s);
-          return 2;
-        }
-        if (int code = take_signal(std::chrono::milliseconds(3000))) return code;
-      }
-      if (!e.check) continue;
-      const auto verdict = check_models_answer(*e.check, r.status, r.body);
-      if (verdict.kind == PreflightVerdict::Kind::fail) {
-        std::fprintf(stderr, "error: %s\n", verdict.message.c_str());
-        return 2;
-      }
-      if (verdict.kind == PreflightVerdict::Kind::warn) spdlog::warn("{}", verdict.message);
-    }
-    return 0;
+    std::vector<core::ServerInstance> instances;
+    for (const auto& c : children_) instances.push_back(c.instance);
+    return wait_for_model_endpoints(cfg_, instances,
+                                    [this](std::chrono::milliseconds wait) {
+                                      return take_signal(wait);
+                                    });
   }
 
   std::string table() const {
@@ -654,11 +440,26 @@ class Deployment::Impl {
       telemetry_->metrics().set_servers_active(0);
       telemetry_->force_flush(telemetry::kSignalFlushBound);
     }
-    const double grace = core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600);
+    if (pump_) pump_->hush();
+    signal_servers();
+    std::future<bool> last_export = start_last_export(telemetry_end);
+    stop_servers(core::get_double(cfg_, "shutdown_grace_seconds", 8, 0, 3600));
+    if (last_export.valid()) last_export.wait();
+    if (pump_) pump_->stop();
+    if (report)
+      if (auto line = telemetry::shutdown_report::end()) spdlog::warn("{}", *line);
+    if (!children_.empty()) core::console::note("All %zu servers stopped\n", children_.size());
+    head_.reset();
+    for (auto& c : children_)
+      if (!c.process.config_file.empty()) ::unlink(c.process.config_file.c_str());
+  }
+
+  // SIGTERM to every server still running: a remote one through Slurm (its step), so that it
+  // stops in order as a local one does; an external server with its process group.
+  void signal_servers() {
     std::set<std::string> remote;
     for (const auto& c : children_)
       if (c.remote_node && c.exit_code < 0) remote.insert(c.instance.name);
-    if (pump_) pump_->hush();
     const char* job = std::getenv("SLURM_JOB_ID");
     const auto stepped = terminate_steps(job ? job : "", remote, run_command);
     for (auto& c : children_) {
@@ -668,19 +469,27 @@ class Deployment::Impl {
       const bool group = c.external && ::getpgid(c.process.pid) == c.process.pid;
       ::kill(group ? -c.process.pid : c.process.pid, SIGTERM);
     }
-    // This process's last export goes out while the servers make theirs (they were given the
-    // rest of the bound in kShutdownBoundVariable).
-    std::future<bool> last_export;
-    if (telemetry_) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::max(telemetry_end - Clock::now(), Clock::duration::zero()));
-      try {
-        last_export =
-            std::async(std::launch::async, [this, left] { return telemetry_->shutdown(left); });
-      } catch (const std::system_error&) {  // no thread to spare: the servers wait meanwhile
-        telemetry_->shutdown(left);
-      }
+  }
+
+  // This process's last export, made while the servers make theirs (they were given the rest of
+  // the bound in kShutdownBoundVariable); none without telemetry.
+  std::future<bool> start_last_export(Clock::time_point telemetry_end) {
+    if (!telemetry_) return {};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(telemetry_end - Clock::now(), Clock::duration::zero()));
+    try {
+      return std::async(std::launch::async, [this, left] { return telemetry_->shutdown(left); });
+    } catch (const std::system_error&) {  // no thread to spare: the servers wait meanwhile
+      telemetry_->shutdown(left);
+      return {};
     }
+  }
+
+  // Waits up to `grace` seconds for the signalled servers to exit, then SIGKILLs the process
+  // groups of the rest. What the servers left behind (their children once they exit, setsid
+  // daemons, double forks) was adopted by us: it gets SIGTERM as it appears, the same grace
+  // period, then SIGKILL.
+  void stop_servers(double grace) {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(grace));
     auto running = [&] {
@@ -688,8 +497,6 @@ class Deployment::Impl {
       return std::any_of(children_.begin(), children_.end(),
                          [](const Child& c) { return c.exit_code < 0; });
     };
-    // What the servers left behind (their children once they exit, setsid daemons, double
-    // forks) was adopted by us: it gets SIGTERM as it appears and the same grace period.
     Orphans orphans;
     auto settled = [&] {
       const bool servers = running();
@@ -719,14 +526,6 @@ class Deployment::Impl {
           "the kernel?), pids:{}",
           pids);
     }
-    if (last_export.valid()) last_export.wait();
-    if (pump_) pump_->stop();
-    if (report)
-      if (auto line = telemetry::shutdown_report::end()) spdlog::warn("{}", *line);
-    if (!children_.empty()) core::console::note("All %zu servers stopped\n", children_.size());
-    head_.reset();
-    for (auto& c : children_)
-      if (!c.process.config_file.empty()) ::unlink(c.process.config_file.c_str());
   }
 
   core::ConfigSources sources_;

@@ -134,6 +134,112 @@ std::string url_of(const char* scheme, const std::string& host, int port, const 
          path.substr(0, path.find('?'));
 }
 
+// Why a probe step failed.
+struct ProbeFailure {
+  ProbeOutcome outcome;
+  std::string why;
+};
+
+// One TLS session over a connected socket (closed with it), each step bounded by `deadline`.
+class TlsProbe {
+ public:
+  TlsProbe(int fd, Clock::time_point deadline) : fd_(fd), deadline_(deadline) {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    ssl_ = ctx_ ? SSL_new(ctx_) : nullptr;
+  }
+  ~TlsProbe() {
+    if (ssl_) SSL_free(ssl_);
+    if (ctx_) SSL_CTX_free(ctx_);
+    ::close(fd_);
+  }
+  TlsProbe(const TlsProbe&) = delete;
+  TlsProbe& operator=(const TlsProbe&) = delete;
+
+  // The handshake, with the same checks as the HTTP client: the system trust store
+  // (SSL_CERT_FILE) and the host name.
+  std::optional<ProbeFailure> handshake(const std::string& host, int port) {
+    if (!ssl_) return ProbeFailure{ProbeOutcome::unknown_error, "cannot create a TLS context"};
+    SSL_CTX_set_default_verify_paths(ctx_);
+    SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
+    SSL_set_verify(ssl_, SSL_VERIFY_PEER, nullptr);
+    SSL_set_tlsext_host_name(ssl_, host.c_str());
+    SSL_set1_host(ssl_, host.c_str());
+    SSL_set_fd(ssl_, fd_);
+    for (;;) {
+      ERR_clear_error();
+      const int rc = SSL_connect(ssl_);
+      if (rc == 1) return std::nullopt;
+      bool timed_out = false;
+      if (await(rc, timed_out)) {
+        if (timed_out) return ProbeFailure{ProbeOutcome::timeout, "TLS handshake timed out"};
+        continue;
+      }
+      std::string reason;
+      if (const long verify = SSL_get_verify_result(ssl_); verify != X509_V_OK)
+        reason = X509_verify_cert_error_string(verify);
+      else if (unsigned long e = ERR_get_error(); e != 0)
+        reason = ERR_reason_error_string(e) ? ERR_reason_error_string(e) : "unknown TLS error";
+      else
+        reason = "the connection closed during the handshake";
+      return ProbeFailure{ProbeOutcome::unknown_error, "TLS handshake with " + host + ":" +
+                                                           std::to_string(port) +
+                                                           " failed: " + reason};
+    }
+  }
+
+  std::optional<ProbeFailure> send(const std::string& data) {
+    for (std::size_t sent = 0; sent < data.size();) {
+      ERR_clear_error();
+      const int rc = SSL_write(ssl_, data.data() + sent, static_cast<int>(data.size() - sent));
+      if (rc > 0) {
+        sent += static_cast<std::size_t>(rc);
+        continue;
+      }
+      bool timed_out = false;
+      if (!await(rc, timed_out)) return ProbeFailure{ProbeOutcome::connection_error, "TLS send failed"};
+      if (timed_out) return ProbeFailure{ProbeOutcome::timeout, "send timed out"};
+    }
+    return std::nullopt;
+  }
+
+  // Reads until `answer` is complete. A close without close_notify still ends an answer that came.
+  std::optional<ProbeFailure> read(Answer& answer) {
+    bool received = false;
+    while (!answer.over()) {
+      ERR_clear_error();
+      char buf[8192];
+      const int rc = SSL_read(ssl_, buf, sizeof buf);
+      if (rc > 0) {
+        received = true;
+        answer.add(buf, static_cast<std::size_t>(rc));
+        continue;
+      }
+      bool timed_out = false;
+      if (await(rc, timed_out)) {
+        if (timed_out) return ProbeFailure{ProbeOutcome::timeout, "no answer in time"};
+        continue;
+      }
+      if (!received) return ProbeFailure{ProbeOutcome::connection_error, "the connection closed"};
+      answer.close();
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // Waits for what the last call on the session asked for; false when it was no wait.
+  bool await(int rc, bool& timed_out) {
+    const int why = SSL_get_error(ssl_, rc);
+    if (why != SSL_ERROR_WANT_READ && why != SSL_ERROR_WANT_WRITE) return false;
+    timed_out = !wait_for(fd_, why == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline_);
+    return true;
+  }
+
+  int fd_;
+  Clock::time_point deadline_;
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+};
+
 // A TLS session with host:port; with `request` (a GET of `request_path`), also sends it and
 // reads the answer, its body at most `max_body_bytes`.
 ProbeResult tls_session(const std::string& host, int port, std::chrono::milliseconds timeout,
@@ -141,89 +247,25 @@ ProbeResult tls_session(const std::string& host, int port, std::chrono::millisec
                         std::size_t max_body_bytes = 0) {
   ProbeResult r;
   const auto deadline = Clock::now() + timeout;
-  int fd = connect_before(host, port, deadline, r);
+  const int fd = connect_before(host, port, deadline, r);
   if (fd < 0) return r;
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  SSL* ssl = ctx ? SSL_new(ctx) : nullptr;
-  auto finish = [&](ProbeOutcome o, std::string why) {
-    if (ssl) SSL_free(ssl);
-    if (ctx) SSL_CTX_free(ctx);
-    ::close(fd);
-    r.outcome = o;
-    r.error = std::move(why);
+  TlsProbe tls(fd, deadline);
+  auto finish = [&](ProbeFailure f) {
+    r.outcome = f.outcome;
+    r.error = std::move(f.why);
     return r;
   };
-  if (!ssl) return finish(ProbeOutcome::unknown_error, "cannot create a TLS context");
-  // The same checks as the HTTP client: the system trust store (SSL_CERT_FILE) and the host name.
-  SSL_CTX_set_default_verify_paths(ctx);
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_set_verify(ssl, SSL_VERIFY_PEER, nullptr);
-  SSL_set_tlsext_host_name(ssl, host.c_str());
-  SSL_set1_host(ssl, host.c_str());
-  SSL_set_fd(ssl, fd);
-  // Waits for what the last call on the session asked for; false when it was no wait.
-  auto await = [&](int rc, bool& timed_out) {
-    const int why = SSL_get_error(ssl, rc);
-    if (why != SSL_ERROR_WANT_READ && why != SSL_ERROR_WANT_WRITE) return false;
-    timed_out = !wait_for(fd, why == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
-    return true;
-  };
-  for (;;) {
-    ERR_clear_error();
-    const int rc = SSL_connect(ssl);
-    if (rc == 1) break;
-    bool timed_out = false;
-    if (await(rc, timed_out)) {
-      if (timed_out) return finish(ProbeOutcome::timeout, "TLS handshake timed out");
-      continue;
-    }
-    std::string reason;
-    if (const long verify = SSL_get_verify_result(ssl); verify != X509_V_OK)
-      reason = X509_verify_cert_error_string(verify);
-    else if (unsigned long e = ERR_get_error(); e != 0)
-      reason = ERR_reason_error_string(e) ? ERR_reason_error_string(e) : "unknown TLS error";
-    else
-      reason = "the connection closed during the handshake";
-    return finish(ProbeOutcome::unknown_error,
-                  "TLS handshake with " + host + ":" + std::to_string(port) + " failed: " + reason);
+  if (auto f = tls.handshake(host, port)) return finish(std::move(*f));
+  if (request) {
+    if (auto f = tls.send(*request)) return finish(std::move(*f));
+    Answer answer(url_of("https", host, port, request_path), max_body_bytes);
+    if (auto f = tls.read(answer)) return finish(std::move(*f));
+    auto result = answer.result();
+    r.status = result.status;
+    r.body = std::move(result.body);
+    return finish({result.outcome, std::move(result.error)});
   }
-  if (!request) return finish(ProbeOutcome::success, "");
-  for (std::size_t sent = 0; sent < request->size();) {
-    ERR_clear_error();
-    const int rc = SSL_write(ssl, request->data() + sent, static_cast<int>(request->size() - sent));
-    if (rc > 0) {
-      sent += static_cast<std::size_t>(rc);
-      continue;
-    }
-    bool timed_out = false;
-    if (!await(rc, timed_out)) return finish(ProbeOutcome::connection_error, "TLS send failed");
-    if (timed_out) return finish(ProbeOutcome::timeout, "send timed out");
-  }
-  Answer answer(url_of("https", host, port, request_path), max_body_bytes);
-  bool received = false;
-  while (!answer.over()) {
-    ERR_clear_error();
-    char buf[8192];
-    const int rc = SSL_read(ssl, buf, sizeof buf);
-    if (rc > 0) {
-      received = true;
-      answer.add(buf, static_cast<std::size_t>(rc));
-      continue;
-    }
-    bool timed_out = false;
-    if (await(rc, timed_out)) {
-      if (timed_out) return finish(ProbeOutcome::timeout, "no answer in time");
-      continue;
-    }
-    // A close without close_notify still ends an answer that came.
-    if (!received) return finish(ProbeOutcome::connection_error, "the connection closed");
-    answer.close();
-  }
-  auto result = answer.result();
-  finish(result.outcome, result.error);
-  r.status = result.status;
-  r.body = std::move(result.body);
-  return r;
+  return finish({ProbeOutcome::success, ""});
 }
 
 }  // namespace

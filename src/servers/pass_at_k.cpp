@@ -241,58 +241,72 @@ Scores accuracy_from_reward(const json::object& rollout) {
   return {{"accuracy", py_float_of(*reward)}};
 }
 
-PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks, const ScoreFn& score_fn,
-                                                 std::optional<std::string_view> answer_key) {
-  PassMajorityResult result;
-  if (tasks.empty()) return result;
-  const bool with_answers = answer_key.has_value();
+namespace {
 
-  // Scores (and answers) of every rollout; `no_answer` joins the scores with an answer key.
-  std::vector<std::vector<Scores>> raw(tasks.size());
-  std::vector<std::vector<const json::value*>> answers(tasks.size());
+// Every rollout's scores and (with an answer key) answer, [task][rollout]; `no_answer` joins the
+// scores when there is an answer key.
+struct RolloutScores {
+  std::vector<std::vector<Scores>> scores;
+  std::vector<std::vector<const json::value*>> answers;
+};
+
+RolloutScores score_rollouts(const TaskRollouts& tasks, const ScoreFn& score_fn,
+                             std::optional<std::string_view> answer_key) {
+  RolloutScores out;
+  out.scores.resize(tasks.size());
+  out.answers.resize(tasks.size());
   for (std::size_t t = 0; t < tasks.size(); ++t) {
-    result.max_k = std::max(result.max_k, tasks[t].size());
     for (const json::object* rollout : tasks[t]) {
       Scores scores = score_fn ? score_fn(*rollout) : accuracy_from_reward(*rollout);
       const json::value* answer = nullptr;
-      if (with_answers) {
+      if (answer_key) {
         answer = rollout->if_contains(*answer_key);
         if (answer != nullptr && answer->is_null()) answer = nullptr;
         set_score(scores, "no_answer", answer == nullptr ? 1.0 : 0.0);
       }
-      raw[t].push_back(std::move(scores));
-      answers[t].push_back(answer);
+      out.scores[t].push_back(std::move(scores));
+      out.answers[t].push_back(answer);
     }
   }
-  std::vector<std::string>& names = result.score_names;
-  for (const auto& task : raw)
-    for (const auto& scores : task)
-      for (const auto& [name, v] : scores) names.push_back(name);
+  return out;
+}
+
+// The score names of every rollout, sorted, each once.
+std::vector<std::string> score_names(const std::vector<std::vector<Scores>>& scores) {
+  std::vector<std::string> names;
+  for (const auto& task : scores)
+    for (const auto& rollout : task)
+      for (const auto& [name, v] : rollout) names.push_back(name);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
 
-  // Dense scores: [task][rollout][name].
-  std::vector<std::vector<std::vector<std::optional<double>>>> dense(tasks.size());
-  for (std::size_t t = 0; t < tasks.size(); ++t) {
-    for (const auto& scores : raw[t]) {
+// Dense scores: [task][rollout][index of the name in `names`], none where a rollout lacks it.
+using DenseScores = std::vector<std::vector<std::vector<std::optional<double>>>>;
+DenseScores dense_scores(const std::vector<std::vector<Scores>>& scores,
+                         const std::vector<std::string>& names) {
+  DenseScores dense(scores.size());
+  for (std::size_t t = 0; t < scores.size(); ++t) {
+    for (const auto& rollout : scores[t]) {
       std::vector<std::optional<double>> row(names.size());
-      for (const auto& [name, v] : scores) {
+      for (const auto& [name, v] : rollout) {
         auto pos = std::lower_bound(names.begin(), names.end(), name) - names.begin();
         row[static_cast<std::size_t>(pos)] = v;
       }
       dense[t].push_back(std::move(row));
     }
   }
+  return dense;
+}
 
-  // series[name][task]
-  std::vector<std::vector<TaskSeries>> series(names.size());
-  for (std::size_t j = 0; j < names.size(); ++j)
-    for (std::size_t t = 0; t < tasks.size(); ++t)
-      series[j].push_back(task_series(dense[t], answers[t], j, result.max_k, with_answers));
-
-  json::object& metrics = result.metrics;
+// pass@k, pass@1[avg-of-k] and (with answers) majority@k of every score, for k = 1..max_k;
+// series[name][task].
+void add_pass_and_majority(json::object& metrics, const std::vector<std::vector<TaskSeries>>& series,
+                           const std::vector<std::string>& names, std::size_t max_k,
+                           bool with_answers) {
   std::vector<double> values;
-  for (std::size_t k = 1; k <= result.max_k; ++k) {
+  for (std::size_t k = 1; k <= max_k; ++k) {
     const std::string ks = std::to_string(k);
     for (std::size_t j = 0; j < names.size(); ++j) {
       values.clear();
@@ -313,28 +327,29 @@ PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks, cons
       }
     }
   }
+}
 
-  // per_sample_aggregate[name][i]: the percentage score of rollout i over the tasks that have it.
-  std::vector<std::vector<double>> per_sample(names.size());
-  for (std::size_t run = 0; run < result.max_k; ++run) {
-    for (std::size_t j = 0; j < names.size(); ++j) {
+// per_sample[name][i]: the percentage score of rollout i over the tasks that have it.
+std::vector<std::vector<double>> per_sample_scores(const DenseScores& dense, std::size_t names,
+                                                   std::size_t max_k) {
+  std::vector<std::vector<double>> per_sample(names);
+  std::vector<double> values;
+  for (std::size_t run = 0; run < max_k; ++run) {
+    for (std::size_t j = 0; j < names; ++j) {
       values.clear();
       for (const auto& task : dense)
         if (run < task.size() && task[run][j]) values.push_back(*task[run][j]);
       if (!values.empty()) per_sample[j].push_back(percent_of_mean(values));
     }
   }
-  json::object per_sample_json;
-  for (std::size_t j = 0; j < names.size(); ++j) {
-    if (per_sample[j].empty()) continue;
-    json::array a;
-    for (double v : per_sample[j]) a.push_back(v);
-    per_sample_json[names[j]] = std::move(a);
-  }
-  metrics["per_sample_aggregate"] = std::move(per_sample_json);
+  return per_sample;
+}
 
-  // Spread of pass@1 across runs, from the first k per-sample values.
-  for (std::size_t k = 2; k <= result.max_k; ++k) {
+// The spread of pass@1 across runs, from the first k per-sample values, for k = 2..max_k.
+void add_spread_across_runs(json::object& metrics,
+                            const std::vector<std::vector<double>>& per_sample,
+                            const std::vector<std::string>& names, std::size_t max_k) {
+  for (std::size_t k = 2; k <= max_k; ++k) {
     for (std::size_t j = 0; j < names.size(); ++j) {
       const std::size_t m = std::min(k, per_sample[j].size());
       if (m < 2) continue;
@@ -348,6 +363,38 @@ PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks, cons
       metrics[prefix + "/std_err_across_runs"] = std_dev / std::sqrt(static_cast<double>(m));
     }
   }
+}
+
+}  // namespace
+
+PassMajorityResult compute_pass_majority_metrics(const TaskRollouts& tasks, const ScoreFn& score_fn,
+                                                 std::optional<std::string_view> answer_key) {
+  PassMajorityResult result;
+  if (tasks.empty()) return result;
+  const bool with_answers = answer_key.has_value();
+  for (const auto& task : tasks) result.max_k = std::max(result.max_k, task.size());
+  const RolloutScores scored = score_rollouts(tasks, score_fn, answer_key);
+  result.score_names = score_names(scored.scores);
+  const std::vector<std::string>& names = result.score_names;
+  const DenseScores dense = dense_scores(scored.scores, names);
+
+  std::vector<std::vector<TaskSeries>> series(names.size());  // [name][task]
+  for (std::size_t j = 0; j < names.size(); ++j)
+    for (std::size_t t = 0; t < tasks.size(); ++t)
+      series[j].push_back(task_series(dense[t], scored.answers[t], j, result.max_k, with_answers));
+
+  json::object& metrics = result.metrics;
+  add_pass_and_majority(metrics, series, names, result.max_k, with_answers);
+  const auto per_sample = per_sample_scores(dense, names.size(), result.max_k);
+  json::object per_sample_json;
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    if (per_sample[j].empty()) continue;
+    json::array a;
+    for (double v : per_sample[j]) a.push_back(v);
+    per_sample_json[names[j]] = std::move(a);
+  }
+  metrics["per_sample_aggregate"] = std::move(per_sample_json);
+  add_spread_across_runs(metrics, per_sample, names, result.max_k);
   return result;
 }
 

@@ -133,5 +133,33 @@ TEST(ModelPreflight, ChecksComeFromTheLiveModelServersKeys) {
   EXPECT_EQ(models_url("http://h/v1/"), "http://h/v1/models");
 }
 
+TEST(ModelEndpoints, EveryBaseUrlOfEveryModelServerWithItsCheck) {
+  const auto cfg = core::parse_json(R"({
+    "env": {"resources_servers": {"mcqa": {"base_url": "http://not-a-model/v1"}}},
+    "live": {"responses_api_models": {"vllm_model": {
+      "base_url": ["http://a:8000/v1/", "http://b:8000/v1"], "model": "m", "api_key": "k",
+      "extra": {"judge_base_url": "https://judge/v1"}}}},
+    "azure": {"responses_api_models": {"azure_openai_model": {
+      "openai_base_url": "https://az.example/openai"}}}})")
+                       .as_object();
+  const auto instances = core::find_server_instances(cfg);
+  auto endpoints = model_endpoints(cfg, instances, true);
+  ASSERT_EQ(endpoints.size(), 4u) << "the resources server's base_url is no model endpoint";
+  EXPECT_EQ(endpoints[0].key, "live.responses_api_models.vllm_model.base_url");
+  EXPECT_EQ(endpoints[1].url, "http://b:8000/v1");
+  EXPECT_EQ(endpoints[2].key, "live.responses_api_models.vllm_model.extra.judge_base_url");
+  // vllm_model's own URLs are checked through /models; the nested one and azure's only answer.
+  ASSERT_TRUE(endpoints[0].check && endpoints[1].check);
+  EXPECT_FALSE(endpoints[2].check);
+  EXPECT_FALSE(endpoints[3].check);
+  EXPECT_EQ(endpoints[0].probe_url(), "http://a:8000/v1/models");
+  EXPECT_EQ(endpoints[2].probe_url(), "https://judge/v1/models");
+  EXPECT_EQ(endpoints[3].probe_url(), "https://az.example/openai");
+  // model_endpoint_preflight: false keeps the readiness wait, without the checks.
+  endpoints = model_endpoints(cfg, instances, false);
+  ASSERT_EQ(endpoints.size(), 4u);
+  for (const auto& e : endpoints) EXPECT_FALSE(e.check) << e.key;
+}
+
 }  // namespace
 }  // namespace gym::orchestrator
