@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include "core/config.h"
 
@@ -26,6 +27,20 @@ void resolve_interpolations(boost::json::object& cfg, const ConfigOrigins& origi
 
 // head_server, port range, dry_run, readiness timeout, skip_verification* into agents.
 void fill_defaults(boost::json::object& cfg, const ConfigOrigins& origins);
+
+// One command-line override, parsed.
+struct Override {
+  std::string text;  // as given, for messages
+  int pluses = 0;    // 0: replace existing, 1: add new, 2: add or replace
+  std::string key;
+  boost::json::value value;
+};
+// ConfigError for text without '=' or without a key. The value is YAML; text that is not (*.jsonl,
+// @file) stays a string, but a broken list, mapping or quoted string is an error.
+Override parse_override(std::string_view text);
+// ConfigError naming the key (with a did-you-mean) for a key that does not exist without a '+',
+// one that exists with one '+', or a path through something that is no mapping or list.
+void apply_override(boost::json::object& cfg, const Override& o, ConfigOrigins* origins);
 
 // "a.b[0].c" and "a.b.0.c" -> {"a", "b", "0", "c"}.
 std::vector<std::string> split_path(std::string_view dotted);

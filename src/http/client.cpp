@@ -34,13 +34,6 @@ constexpr int kMaxRedirects = 10;
 constexpr std::chrono::seconds kRetryLogEvery{10};  // one retry summary per endpoint at most
 constexpr std::size_t kBodyInHealth = 200;          // of a 5xx, in "unavailable (last: ...)"
 
-boost::json::value ClientResponse::json(boost::json::storage_ptr storage) const {
-  boost::system::error_code ec;
-  auto v = core::parse_json(body, ec, nullptr, std::move(storage));
-  if (ec) throw std::runtime_error("response is not valid JSON: " + ec.message());
-  return v;
-}
-
 namespace {
 
 std::atomic<std::uint64_t> g_connection_errors{0};

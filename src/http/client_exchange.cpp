@@ -1,5 +1,6 @@
 #include "http/client_exchange.h"
 
+#include "core/json_text.h"
 #include "http/response_reader.h"
 
 #include <boost/asio/as_tuple.hpp>
@@ -7,12 +8,22 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json.hpp>
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <string_view>
 
 namespace gym::http {
+
+boost::json::value ClientResponse::json(boost::json::storage_ptr storage) const {
+  boost::system::error_code ec;
+  auto v = core::parse_json(body, ec, nullptr, std::move(storage));
+  if (ec) throw std::runtime_error("response is not valid JSON: " + ec.message());
+  return v;
+}
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;

@@ -294,11 +294,10 @@ SpanGroups resolve_span_groups(std::string_view spec, std::string_view source) {
   return out;
 }
 
-TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv_in) {
-  const GetEnv getenv = getenv_in ? getenv_in : process_env();
-  TelemetrySettings s;
-  check_block_shape(cfg, s);
+namespace {
 
+// Whether telemetry is on, which signals, and what names the process and its spans.
+void resolve_signals(const json::object& cfg, const GetEnv& getenv, TelemetrySettings& s) {
   s.enabled =
       resolve_bool(cfg, getenv, "enabled", {"NEMO_GYM_OTEL_ENABLED", "NEMO_LENS_ENABLED"}, false);
   if (auto e = first_env(getenv, {"OTEL_SDK_DISABLED"})) {
@@ -342,6 +341,10 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
     s.user_id = e->value;
   }
 
+}
+
+// Where the signals go: the exporter's keys, Prometheus, the console file; memory profiling.
+void resolve_destinations(const json::object& cfg, const GetEnv& getenv, TelemetrySettings& s) {
   s.memory_profiling_enabled = resolve_bool(cfg, getenv, "memory_profiling.enabled",
                                             {"NEMO_GYM_OTEL_MEMORY_PROFILING_ENABLED"}, false);
   s.memory_profiling_interval_seconds = resolve_interval_seconds(cfg, getenv);
@@ -358,6 +361,10 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
   }
   s.console_path = resolve_string(cfg, getenv, "console_path", {"NEMO_GYM_OTEL_CONSOLE_PATH"});
 
+}
+
+// The export interval and timeout, the trace sampler and the span and log batches.
+void resolve_export_timing(const GetEnv& getenv, TelemetrySettings& s) {
   if (auto e = first_env(getenv, {"OTEL_METRIC_EXPORT_INTERVAL"})) {
     s.export_interval = parse_positive_ms(*e);
   }
@@ -379,6 +386,17 @@ TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv
     s.log_batch = resolve_batch_settings(getenv, "OTEL_BLRP",
                                          BatchSettings{2048, 512, std::chrono::milliseconds(1000)});
   }
+}
+
+}  // namespace
+
+TelemetrySettings resolve_settings(const json::object& cfg, const GetEnv& getenv_in) {
+  const GetEnv getenv = getenv_in ? getenv_in : process_env();
+  TelemetrySettings s;
+  check_block_shape(cfg, s);
+  resolve_signals(cfg, getenv, s);
+  resolve_destinations(cfg, getenv, s);
+  resolve_export_timing(getenv, s);
   return s;
 }
 

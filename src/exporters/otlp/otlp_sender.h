@@ -119,7 +119,7 @@ class OtlpSender {
   const OtlpSettings& settings() const noexcept;
   Signal signal() const noexcept;
 
-  class Transport;  // the HTTP or gRPC half (otlp_sender.cpp)
+  class Transport;  // the HTTP or gRPC half (otlp_transport.h)
   struct Impl;
 
  private:

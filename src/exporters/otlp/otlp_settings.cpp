@@ -153,59 +153,57 @@ GrpcChannel grpc_channel(std::string_view endpoint, std::optional<bool> insecure
   return out;
 }
 
-OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
-                          const telemetry::GetEnv& getenv_in, Signal signal) {
-  const telemetry::GetEnv getenv = getenv_in ? getenv_in : telemetry::process_env();
-  const std::string sig = upper(signal_name(signal));
-  auto var = [&](std::string_view what) {
-    return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", sig, what);
-  };
-  auto generic = [](std::string_view what) { return fmt::format("OTEL_EXPORTER_OTLP_{}", what); };
-  OtlpSettings out;
+namespace {
 
-  // Protocol.
-  out.protocol = OtlpProtocol::grpc;
-  std::optional<EnvValue> protocol = first_env(getenv, {var("PROTOCOL"), generic("PROTOCOL")});
-  if (!protocol && settings.otlp_protocol) {
+// The OTEL_EXPORTER_OTLP_* variables for one signal: its own (..._TRACES_ENDPOINT) before the
+// generic one (..._ENDPOINT).
+struct OtlpVariables {
+  const telemetry::GetEnv& getenv;
+  std::string signal;  // TRACES, METRICS, LOGS
+
+  std::string own(std::string_view what) const {
+    return fmt::format("OTEL_EXPORTER_OTLP_{}_{}", signal, what);
+  }
+  static std::string generic(std::string_view what) {
+    return fmt::format("OTEL_EXPORTER_OTLP_{}", what);
+  }
+  std::optional<EnvValue> either(std::string_view what) const {
+    return first_env(getenv, {own(what), generic(what)});
+  }
+};
+
+OtlpProtocol resolve_protocol(const OtlpVariables& vars,
+                              const telemetry::TelemetrySettings& settings) {
+  std::optional<EnvValue> protocol = vars.either("PROTOCOL");
+  if (!protocol && settings.otlp_protocol)
     protocol = EnvValue{"config key `telemetry.otlp_protocol`", *settings.otlp_protocol};
-  }
-  if (protocol) {
-    std::string p = lower(protocol->value);
-    if (p == "grpc") {
-      out.protocol = OtlpProtocol::grpc;
-    } else if (p == "http/protobuf") {
-      out.protocol = OtlpProtocol::http_protobuf;
-    } else if (p == "http/json") {
-      out.protocol = OtlpProtocol::http_json;
-    } else {
-      throw ConfigError(
-          fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
-                      "values: grpc, http/protobuf, http/json",
-                      protocol->name, protocol->value));
-    }
-  }
-  const bool grpc = out.protocol == OtlpProtocol::grpc;
+  if (!protocol) return OtlpProtocol::grpc;
+  const std::string p = lower(protocol->value);
+  if (p == "grpc") return OtlpProtocol::grpc;
+  if (p == "http/protobuf") return OtlpProtocol::http_protobuf;
+  if (p == "http/json") return OtlpProtocol::http_json;
+  throw ConfigError(
+      fmt::format("config error: {}: unsupported OTLP protocol '{}'; valid "
+                  "values: grpc, http/protobuf, http/json",
+                  protocol->name, protocol->value));
+}
 
-  // Insecure (gRPC only, but a bad spelling is an error whatever the protocol).
-  if (auto e = first_env(getenv, {var("INSECURE"), generic("INSECURE")})) {
-    out.insecure = telemetry::parse_bool(e->name, e->value);
-  }
-
-  // TLS files, loaded here as the HTTP exporter loads them, so a file that would fail every
-  // export (missing, not PEM, a key that is not the certificate's) stops the process at startup.
-  if (auto e = first_env(getenv, {var("CERTIFICATE"), generic("CERTIFICATE")})) {
+// TLS files, loaded here as the HTTP exporter loads them, so a file that would fail every export
+// (missing, not PEM, a key that is not the certificate's) stops the process at startup.
+void resolve_tls_files(const OtlpVariables& vars, OtlpSettings& out) {
+  if (auto e = vars.either("CERTIFICATE")) {
     check_tls_files(e->name, {e->value, {}, {}});
     out.certificate = e->value;
   }
-  auto client_cert = first_env(getenv, {var("CLIENT_CERTIFICATE"), generic("CLIENT_CERTIFICATE")});
-  auto client_key = first_env(getenv, {var("CLIENT_KEY"), generic("CLIENT_KEY")});
+  auto client_cert = vars.either("CLIENT_CERTIFICATE");
+  auto client_key = vars.either("CLIENT_KEY");
   if (client_cert.has_value() != client_key.has_value()) {
     const EnvValue& given = client_cert ? *client_cert : *client_key;
+    const std::string missing = client_cert ? "CLIENT_KEY" : "CLIENT_CERTIFICATE";
     throw ConfigError(fmt::format(
-        "config error: {} is set but {} is not: a client certificate and its key go together",
-        given.name,
-        client_cert ? generic("CLIENT_KEY") + " (or " + var("CLIENT_KEY") + ")"
-                    : generic("CLIENT_CERTIFICATE") + " (or " + var("CLIENT_CERTIFICATE") + ")"));
+        "config error: {} is set but {} (or {}) is not: a client certificate and its key go "
+        "together",
+        given.name, OtlpVariables::generic(missing), vars.own(missing)));
   }
   if (client_cert) {
     check_tls_files(client_cert->name + " and " + client_key->name,
@@ -213,16 +211,21 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
     out.client_certificate = client_cert->value;
     out.client_key = client_key->value;
   }
+}
 
-  // Endpoint: the URL of http/*, the channel endpoint of grpc.
+// The URL of http/*, the channel endpoint of grpc: the signal's own variable as it is, else the
+// generic one, the config key or the default with /v1/<signal> appended for http/*.
+void resolve_endpoint(const OtlpVariables& vars, const telemetry::TelemetrySettings& settings,
+                      Signal signal, OtlpSettings& out) {
+  const bool grpc = out.protocol == OtlpProtocol::grpc;
   std::string url_source;
-  if (auto e = first_env(getenv, {var("ENDPOINT")})) {
+  if (auto e = first_env(vars.getenv, {vars.own("ENDPOINT")})) {
     out.url = e->value;
     url_source = e->name;
   } else {
     std::string base = grpc ? "http://localhost:4317" : "http://localhost:4318";
     url_source = "the default endpoint";
-    if (auto g = first_env(getenv, {generic("ENDPOINT")})) {
+    if (auto g = first_env(vars.getenv, {OtlpVariables::generic("ENDPOINT")})) {
       base = g->value;
       url_source = g->name;
     } else if (settings.otlp_endpoint) {
@@ -244,36 +247,47 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
                     "https:// URL",
                     url_source, out.url));
   }
+}
 
-  // Headers.
-  std::optional<EnvValue> headers = first_env(getenv, {var("HEADERS"), generic("HEADERS")});
-  if (!headers && settings.otlp_headers) {
+void resolve_headers(const OtlpVariables& vars, const telemetry::TelemetrySettings& settings,
+                     OtlpSettings& out) {
+  std::optional<EnvValue> headers = vars.either("HEADERS");
+  if (!headers && settings.otlp_headers)
     headers = EnvValue{"config key `telemetry.otlp_headers`", *settings.otlp_headers};
+  if (!headers) return;
+  auto parsed = parse_key_values(headers->value);
+  if (!parsed) {
+    // The value may hold secrets: name the source only.
+    throw ConfigError(
+        fmt::format("config error: {}: every entry must be key=value, separated "
+                    "by commas",
+                    headers->name));
   }
-  if (headers) {
-    auto parsed = parse_key_values(headers->value);
-    if (!parsed) {
-      // The value may hold secrets: name the source only.
-      throw ConfigError(
-          fmt::format("config error: {}: every entry must be key=value, separated "
-                      "by commas",
-                      headers->name));
+  if (out.protocol == OtlpProtocol::grpc) {
+    for (const auto& [k, v] : *parsed) {
+      if (auto why = grpc_metadata_problem(k, v); !why.empty())
+        throw ConfigError(fmt::format("config error: {}: {}", headers->name, why));
     }
-    if (grpc) {
-      for (const auto& [k, v] : *parsed) {
-        if (auto why = grpc_metadata_problem(k, v); !why.empty()) {
-          throw ConfigError(fmt::format("config error: {}: {}", headers->name, why));
-        }
-      }
-    }
-    out.headers = std::move(*parsed);
   }
+  out.headers = std::move(*parsed);
+}
 
-  if (auto e = first_env(getenv, {var("TIMEOUT"), generic("TIMEOUT")}))
-    out.timeout = parse_positive_ms(*e);
+}  // namespace
 
-  if (auto e = first_env(getenv, {var("COMPRESSION"), generic("COMPRESSION")})) {
-    std::string c = lower(e->value);
+OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
+                          const telemetry::GetEnv& getenv_in, Signal signal) {
+  const telemetry::GetEnv getenv = getenv_in ? getenv_in : telemetry::process_env();
+  const OtlpVariables vars{getenv, upper(signal_name(signal))};
+  OtlpSettings out;
+  out.protocol = resolve_protocol(vars, settings);
+  // Insecure (gRPC only, but a bad spelling is an error whatever the protocol).
+  if (auto e = vars.either("INSECURE")) out.insecure = telemetry::parse_bool(e->name, e->value);
+  resolve_tls_files(vars, out);
+  resolve_endpoint(vars, settings, signal, out);
+  resolve_headers(vars, settings, out);
+  if (auto e = vars.either("TIMEOUT")) out.timeout = parse_positive_ms(*e);
+  if (auto e = vars.either("COMPRESSION")) {
+    const std::string c = lower(e->value);
     if (c == "gzip") {
       out.compression = Compression::gzip;
     } else if (c == "none") {
