@@ -1,7 +1,7 @@
 // Telemetry SDK micro-benchmarks: record through bound and unbound handles, 1 and 2 threads, the
 // disabled path, collection of 1000 series, and the cost of encoding that snapshot for export (OTLP
 // and Prometheus text); then the hot-path recorders of the gym_metrics facade
-// (telemetry/gym_metrics.h) as the servers and the pool call them, each on an enabled and a
+// (telemetry/metrics/gym_metrics.h) as the servers and the pool call them, each on an enabled and a
 // disabled provider in the same run. With prometheus-cpp found at configure time
 // (GYM_BENCH_PROMETHEUS_CPP) the same record cases and the text serialisation run on it too, as the
 // peer in the same binary. Figures and the command are in bench/RESULTS.md.
@@ -12,7 +12,7 @@
 
 #include "exporters/otlp/otlp_encoding.h"
 #include "exporters/prometheus/prometheus_text.h"
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 
 #ifdef GYM_BENCH_PROMETHEUS_CPP

@@ -11,7 +11,9 @@ tracked file:
 3. cites a numbered section of a Markdown file (`runtime.md 7.9`, `telemetry.md section 3`) that
    has no heading with that number (gym-cpp's docs have no numbered sections);
 4. cites a decision by its number (`D9`, `R1`, `T2`: decision tables of documents the
-   repository does not have), or a bare `section 7.6` without naming a standard (RFC, W3C, ...).
+   repository does not have), or a bare `section 7.6` without naming a standard (RFC, W3C, ...);
+5. in a comment of source code, cites a section by its bare number: `(7.3)`, `(8.4 step 2)`,
+   `// 6.2: ...` (the numbered sections of documents a clone does not have).
 
 Paths with placeholders (`<name>.md`, `$TMP/x.md`) and URLs (`https://.../README.md`) are not
 checked. Run: tests/docs_test.py [repo root]; `--list` prints every finding (the default stops
@@ -42,6 +44,14 @@ SECTION_CITE = re.compile(r"([\w./-]+\.md)\)?,?\s+(?:sections?\s+|§\s*)?(\d+(?:
 DECISION_AFTER_MD = re.compile(r"([\w./-]+\.md)\)?,?\s+(?:decisions?\s+)?((?:D|R|T)\d{1,2})\b")
 # The decision numbers of the design tables a clone does not have: D1-D13, R1-R8, T1-T6.
 DECISION = re.compile(r"(?<![\w.\-$%#/<])(D(?:1[0-3]|[1-9])|R[1-8]|T[1-6])(?![\w\-/>]|\.\w)")
+# In a comment (after // or #): "(7.3)", "(6.3, 6.4)", "(8.4 step 5)", or "// 6.2: " opening it.
+# Numbers a comment uses otherwise (rewards 1.0, ratios 0.5, versions 1.2.3) have a zero or a third
+# part, or no parentheses.
+_SEC = r"(?:1[0-2]|[1-9])\.(?:1[0-9]|[1-9])[a-z]?"
+COMMENT_SECTION = re.compile(r"\(" + _SEC + r"(?:(?:, ?| and )" + _SEC + r")*(?: step \d+)?\)|"
+                             r"^(?://|#) " + _SEC + r"(?:, ?" + _SEC + r")*:")
+COMMENT_START = re.compile(r"//|(?<![\w\"'$])#(?![!\w{(])")
+SOURCE_SUFFIXES = (".h", ".cpp", ".py", ".sh", ".cmake", "CMakeLists.txt")
 BARE_SECTION = re.compile(r"\bsections?\s+\d+(?:\.\d+)*\b|§\s*\d", re.I)
 STANDARD = re.compile(r"\b(RFC|W3C|ISO|IEEE|POSIX|ECMA|OpenTelemetry specification)\b")
 
@@ -132,6 +142,12 @@ def check_line(where, number, line, problems):
                              "point at docs/design/"))
     if BARE_SECTION.search(line) and not STANDARD.search(line):
         problems.append((where, number, "cites a numbered section without naming the document"))
+    if where.endswith(SOURCE_SUFFIXES):
+        start = COMMENT_START.search(line)
+        if start and COMMENT_SECTION.search(line[start.start():].strip()) \
+                and not STANDARD.search(line):
+            problems.append((where, number, "cites a section by its bare number in a comment: "
+                             "point at a docs/ page, or say the reason"))
 
 
 def main():
@@ -148,7 +164,8 @@ def main():
             continue
         text = data.decode("utf-8", errors="replace")
         if ".md" not in text and not DECISION.search(text) and "section" not in text.lower() \
-                and "§" not in text:
+                and "§" not in text and not (where.endswith(SOURCE_SUFFIXES)
+                                             and re.search(_SEC, text)):
             continue
         for number, line in enumerate(text.splitlines(), 1):
             check_line(where, number, line, problems)

@@ -18,8 +18,8 @@
 #include "exporters/otlp/otlp_metric_exporter.h"
 #include "exporters/prometheus/prometheus_endpoint.h"
 #include "telemetry/config.h"
-#include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/metrics/periodic_reader.h"
 #include "telemetry/process_telemetry.h"
 #include "telemetry/resource.h"
 

@@ -357,9 +357,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
     const int st = response.status;
     if (req.health) {
       if (st >= 500) {
-        if (req.health->failed("HTTP " + std::to_string(st) + ": " +
-                                   response.body.substr(0, kBodyInHealth),
-                               now))
+        if (req.health->failed(
+                "HTTP " + std::to_string(st) + ": " + response.body.substr(0, kBodyInHealth), now))
           throw EndpointUnavailableError(req.health->why_unavailable(now));
       } else {
         req.health->answered(now);
@@ -372,8 +371,8 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
                             : parse_retry_after(retry_after, std::chrono::system_clock::now()));
     if (d.action == RetryAction::done && params.request_debug && st >= 400) {
       const telemetry::ScopedLogTrace in_span(req.trace.span);
-      spdlog::info("request {} {} failed with {}: {}", to_string(method), core::masked_url(url),
-                   st, without_credentials(response.body, req));
+      spdlog::info("request {} {} failed with {}: {}", to_string(method), core::masked_url(url), st,
+                   without_credentials(response.body, req));
     }
     return d;
   }
@@ -458,7 +457,7 @@ struct HttpClient::Pool : std::enable_shared_from_this<HttpClient::Pool> {
               fmt::format("retry budget exhausted ({:g} s, {} attempts): {}",
                           params.retry_budget_seconds, attempts, why);
           if (!a.response) throw RequestError(message);
-          if (span.recording())  // the final attempt's status (8.3)
+          if (span.recording())  // the final attempt's status
             span.set_attribute("http.response.status_code", a.response->status);
           throw RetryBudgetError(message, std::move(*a.response), params.retry_budget_seconds,
                                  attempts);

@@ -4,7 +4,7 @@
 // that waited. Not thread-safe, like the client it observes; the metrics must outlive the client's
 // pool.
 #include "http/client.h"
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 
 #include <string>
 #include <unordered_map>

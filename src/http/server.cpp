@@ -4,8 +4,8 @@
 #include "core/termination_signals.h"
 #include "http/server_metrics.h"
 #include "http/session_cookie.h"
-#include "telemetry/gym_metrics.h"
 #include "telemetry/logs/log_bridge.h"
+#include "telemetry/metrics/gym_metrics.h"
 #include "telemetry/traces/tracer.h"
 
 #include <spdlog/spdlog.h>
@@ -415,7 +415,7 @@ asio::awaitable<Response> handle(Loop& loop, Request& req, telemetry::Span& span
     try {
       res = co_await (*match.handler)(req);
     } catch (const std::exception& e) {
-      const telemetry::ScopedLogTrace in_span(req.trace.span);  // an OTLP log record's ids (8.4)
+      const telemetry::ScopedLogTrace in_span(req.trace.span);  // an OTLP log record's ids
       spdlog::error("{} {}: handler failed: {}", to_string(req.method), req.path, e.what());
       span.record_exception(exception_type(e), e.what());
       res = exception_response(e);

@@ -2,7 +2,7 @@
 // The HTTP server's metrics (docs/design/telemetry-contract.md#metrics) as server.cpp records them:
 // the series of one loop, bound once, and the measurement of one request. Internal to server.cpp
 // (hence the Beast type); inline, since they run on every request. Loop thread only.
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 
 #include <boost/beast/http/message.hpp>
 

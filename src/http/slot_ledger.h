@@ -8,7 +8,7 @@
 // by a later waiter for the same destination, and a freed total slot goes to the oldest waiter
 // of any destination that is below its per-host limit. Every operation is O(log destinations),
 // independent of the number of waiters. Not thread-safe: one event loop owns it.
-#include "telemetry/pool_wait.h"
+#include "telemetry/metrics/pool_wait.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -49,7 +49,7 @@ std::vector<std::string> listed_paths(const json::object& cfg, const std::string
   return out;
 }
 
-// 8.1: `<dir>/<name>.jsonl` pairs with `<dir>/<name>_rollouts.jsonl`.
+// `<dir>/<name>.jsonl` pairs with `<dir>/<name>_rollouts.jsonl`.
 std::vector<std::string> derived_paths(const json::object& global,
                                        const std::vector<std::string>& roots,
                                        std::vector<std::string>& looked_for) {

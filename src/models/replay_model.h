@@ -17,7 +17,7 @@ struct ReplayModelConfig {
   std::chrono::steady_clock::duration latency{};  // replay_latency_ms
 };
 
-// Reads and checks the instance's keys (8.1). An empty `rollouts_jsonl_fpaths` derives
+// Reads and checks the instance's keys. An empty `rollouts_jsonl_fpaths` derives
 // `<dir>/<name>_rollouts.jsonl` from `input_jsonl_fpath` and every agent dataset's
 // `jsonl_fpath`, keeping those that exist. Relative paths resolve against `search_roots`
 // (the search roots). Throws core::ConfigError naming the key: a listed file missing, no file

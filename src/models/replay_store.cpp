@@ -368,7 +368,7 @@ ReplayAnswer ReplayStore::respond(const Row& row, std::size_t continuation,
                       recorded.begin() + static_cast<std::ptrdiff_t>(end));
   body["output"] = std::move(segment);
 
-  // Missing required envelope fields (8.4 step 5).
+  // Missing required envelope fields.
   if (absent(body, "id")) body["id"] = "resp_replay_" + std::to_string(row.line);
   if (absent(body, "created_at"))
     body["created_at"] =

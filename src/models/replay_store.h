@@ -17,14 +17,14 @@
 
 namespace gym::models {
 
-// How a replayed function_call_output is compared with the recorded one (8.4 step 2).
+// How a replayed function_call_output is compared with the recorded one.
 enum class ToolOutputCheck { semantic, exact, off };
 
-// 8.3: a string becomes one user message; items with `role` but no `type` get
+// A string becomes one user message; items with `role` but no `type` get
 // "type":"message"; null object members are removed recursively. A value that is neither a
 // string nor a list is returned as an empty list.
 boost::json::array normalize_input(const boost::json::value& input);
-// 8.3 step 3 alone: a copy of `v` without null object members, recursively.
+// The last step of normalize_input alone: a copy of `v` without null object members, recursively.
 boost::json::value drop_null_members(const boost::json::value& v);
 
 // Why a replayed item does not match the recorded one (both normalised), or empty when it does.
@@ -42,7 +42,7 @@ class ReplayStore {
 
   explicit ReplayStore(ToolOutputCheck check, SessionBindings bindings = SessionBindings());
 
-  // Loads the rows of one rollouts file (8.2); returns how many were kept. Rows without
+  // Loads the rows of one rollouts file; returns how many were kept. Rows without
   // `responses_create_params.input` or a `response.output` list, and failure rows, are skipped
   // with one warning. A line that is not a JSON object, or an unreadable file, throws
   // core::ConfigError naming the file and line.
@@ -53,7 +53,7 @@ class ReplayStore {
   std::size_t size() const { return rows_.size(); }
 
   // Answers POST /v1/responses with validated create `params` for the replay session
-  // `session` (8.4).
+  // `session`.
   ReplayAnswer answer(const boost::json::object& params, std::string_view session,
                       Clock::time_point now = Clock::now());
 

@@ -25,8 +25,8 @@ struct EndpointWait {
   double timeout_s;
   Clock::time_point started;
   Clock::time_point deadline() const {
-    return started + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeout_s));
+    return started +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   }
 };
 
@@ -49,8 +49,7 @@ int wait_for_endpoint(const ModelEndpoint& e, const EndpointWait& wait, ProbeRes
   std::string why;
   const auto parsed = http::parse_url(e.probe_url(), why);
   if (!parsed) {
-    std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(),
-                 shown.c_str());
+    std::fprintf(stderr, "error: %s = '%s' is not an http(s) URL\n", e.key.c_str(), shown.c_str());
     return 2;
   }
   // Every 30 s (sooner with a short timeout).
@@ -99,8 +98,8 @@ int wait_for_model_endpoints(const json::object& cfg,
   const double timeout_s =
       core::get_double(cfg, "model_endpoint_readiness_timeout_seconds", 600, 0, 1e9);
   if (timeout_s == 0) return 0;
-  const auto endpoints = model_endpoints(
-      cfg, instances, core::get_bool(cfg, "model_endpoint_preflight", true));
+  const auto endpoints =
+      model_endpoints(cfg, instances, core::get_bool(cfg, "model_endpoint_preflight", true));
   const EndpointWait wait{timeout_s, Clock::now()};
   for (const auto& e : endpoints) {
     ProbeResult answer;

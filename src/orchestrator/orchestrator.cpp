@@ -20,9 +20,9 @@
 #include "orchestrator/server_output.h"
 #include "orchestrator/spawn.h"
 #include "servers/head_server.h"
+#include "telemetry/common/shutdown_report.h"
 #include "telemetry/config.h"
-#include "telemetry/memory_sampler.h"
-#include "telemetry/shutdown_report.h"
+#include "telemetry/metrics/memory_sampler.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
@@ -68,8 +68,8 @@ struct Child {
   std::optional<Node> remote_node;          // issue 16: started there through srun
   SpawnedServer process;
   bool ready = false;
-  int exit_code = -1;  // once reaped
-  int killed_by = 0;   // the signal that ended it, 0 for a normal exit
+  int exit_code = -1;   // once reaped
+  int killed_by = 0;    // the signal that ended it, 0 for a normal exit
   ServerOutput output;  // what it prints, relayed by the pump
 };
 
@@ -380,10 +380,8 @@ class Deployment::Impl {
   int probe_model_endpoints() {
     std::vector<core::ServerInstance> instances;
     for (const auto& c : children_) instances.push_back(c.instance);
-    return wait_for_model_endpoints(cfg_, instances,
-                                    [this](std::chrono::milliseconds wait) {
-                                      return take_signal(wait);
-                                    });
+    return wait_for_model_endpoints(
+        cfg_, instances, [this](std::chrono::milliseconds wait) { return take_signal(wait); });
   }
 
   std::string table() const {

@@ -1,7 +1,7 @@
 #include "orchestrator/output_pump.h"
 
 #include "core/console.h"
-#include "telemetry/shutdown_report.h"
+#include "telemetry/common/shutdown_report.h"
 
 #include <poll.h>
 #include <unistd.h>

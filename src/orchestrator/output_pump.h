@@ -21,10 +21,10 @@ namespace gym::orchestrator {
 
 // One server's output as the pump relays it.
 struct ServerOutput {
-  std::string name;  // the instance: its lines are shown as "(name) line"
-  int fd = -1;       // the read end of its output pipe; the pump closes it at its end
-  LineSplitter lines;                  // what it printed, cut into lines of bounded length
-  OutputTail tail;                     // its last lines, for an error message
+  std::string name;    // the instance: its lines are shown as "(name) line"
+  int fd = -1;         // the read end of its output pipe; the pump closes it at its end
+  LineSplitter lines;  // what it printed, cut into lines of bounded length
+  OutputTail tail;     // its last lines, for an error message
   std::unique_ptr<std::ofstream> log;  // nemo_gym_log_dir/<name>.log, when set
 };
 

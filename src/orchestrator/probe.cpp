@@ -181,9 +181,9 @@ class TlsProbe {
         reason = ERR_reason_error_string(e) ? ERR_reason_error_string(e) : "unknown TLS error";
       else
         reason = "the connection closed during the handshake";
-      return ProbeFailure{ProbeOutcome::unknown_error, "TLS handshake with " + host + ":" +
-                                                           std::to_string(port) +
-                                                           " failed: " + reason};
+      return ProbeFailure{
+          ProbeOutcome::unknown_error,
+          "TLS handshake with " + host + ":" + std::to_string(port) + " failed: " + reason};
     }
   }
 
@@ -196,7 +196,8 @@ class TlsProbe {
         continue;
       }
       bool timed_out = false;
-      if (!await(rc, timed_out)) return ProbeFailure{ProbeOutcome::connection_error, "TLS send failed"};
+      if (!await(rc, timed_out))
+        return ProbeFailure{ProbeOutcome::connection_error, "TLS send failed"};
       if (timed_out) return ProbeFailure{ProbeOutcome::timeout, "send timed out"};
     }
     return std::nullopt;

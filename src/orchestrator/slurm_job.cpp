@@ -156,7 +156,7 @@ std::vector<std::string> planned_placement(const std::vector<core::ServerInstanc
   for (std::size_t i = 0; i < instances.size(); ++i) {
     const auto& name = instances[i].name;
     const auto& choice = choices[i];
-    std::string where = !choice.index    ? "node " + choice.name + " (slurm_node)"
+    std::string where = !choice.index        ? "node " + choice.name + " (slurm_node)"
                         : *choice.index == 0 ? "node 0 (this one)"
                                              : "node " + std::to_string(*choice.index);
     std::string line = name + std::string(width - name.size() + 2, ' ') + where;
@@ -221,8 +221,8 @@ JobState job_state(const std::string& id, const CommandRunner& run) {
     return st;
   }
   try {
-    r = run({"sacct", "--jobs=" + id, "--noheader", "--allocations",
-                                   "--parsable2", "--format=State,ExitCode,NodeList"});
+    r = run({"sacct", "--jobs=" + id, "--noheader", "--allocations", "--parsable2",
+             "--format=State,ExitCode,NodeList"});
   } catch (const std::exception&) {
     return st;
   }
@@ -244,4 +244,3 @@ bool JobState::finished() const {
          state != "COMPLETING" && state != "SUSPENDED" && state != "REQUEUED" &&
          state != "RESIZING";
 }
-

@@ -1,6 +1,6 @@
 #include "report/report.h"
 
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 
 #include <algorithm>
 #include <cctype>

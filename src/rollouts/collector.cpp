@@ -299,7 +299,7 @@ asio::awaitable<void> Collector::run_one(json::object& row, Progress& progress) 
   RunAnswer answer = co_await call_run(row, agent);
   json::object out =
       answer.failure_class.empty() ? std::move(answer.result.as_object()) : failure_row(answer);
-  // 7.5: identity from the row, in place when the key exists, appended otherwise.
+  // Identity from the row, in place when the key exists, appended otherwise.
   for (const char* key : {"_ng_task_index", "_ng_rollout_index", "agent_ref", "skills_ref",
                           "_ng_attempt_index", "_ng_rollout_id"})
     if (const auto* v = row.if_contains(key)) out[key] = *v;

@@ -75,7 +75,7 @@ class Collector {
   boost::asio::awaitable<void> run_one(boost::json::object& row, Progress& progress);
   boost::asio::awaitable<RunAnswer> call_run(const boost::json::object& row,
                                              const std::string& agent);
-  // The failure row of an answer (7.6); counts its cause.
+  // The failure row of an answer; counts its cause.
   boost::json::object failure_row(const RunAnswer& answer);
   // Writes `out` to the rollouts file or the failures sidecar, or neither (`_ng_no_persist`).
   void persist(const boost::json::object& row, const std::string& agent,

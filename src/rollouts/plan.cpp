@@ -17,8 +17,8 @@ namespace json = boost::json;
 
 namespace {
 
-// On resume the materialized file wins over the input (7.7), so its rows are checked like the
-// input rows (7.2): an agent this deployment does not serve is a config error before dispatch.
+// On resume the materialized file wins over the input, so its rows are checked like the
+// input rows: an agent this deployment does not serve is a config error before dispatch.
 void check_resumed_agents(const std::filesystem::path& materialized,
                           const std::map<std::string, std::size_t>& per_agent,
                           const std::vector<std::string>& agents) {

@@ -85,7 +85,7 @@ class LineReader {
   std::size_t pos_ = 0, end_ = 0;
 };
 
-// Byte-identical input lines share a task index (7.3). A line is remembered by a hash of its bytes
+// Byte-identical input lines share a task index. A line is remembered by a hash of its bytes
 // and where it starts, not by its bytes (the input may be gigabytes); a hash seen before is
 // confirmed by reading the earlier line again, which happens only for repeated lines (or a
 // collision of hashes, which then costs a read and nothing else).
@@ -213,7 +213,7 @@ void for_each_input_line(const std::filesystem::path& input, const CollectionOpt
 
 std::size_t check_rows(const std::filesystem::path& input, const CollectionOptions& options,
                        const std::vector<std::string>& agents) {
-  // 7.2: the problems of every line, reported together (the first kMaxProblems of them: a wrong
+  // The problems of every line, reported together (the first kMaxProblems of them: a wrong
   // file of a million lines needs no million-line message).
   constexpr std::size_t kMaxProblems = 100;
   std::vector<std::string> problems;
@@ -283,7 +283,6 @@ std::size_t check_rows(const std::filesystem::path& input, const CollectionOptio
 
 void for_each_expanded_row(const std::filesystem::path& input, const CollectionOptions& options,
                            const std::function<void(json::object&&)>& each) {
-  // 7.3.
   TaskIndices task_of_line(input);
   std::map<std::int64_t, std::int64_t> next_rollout;
   for_each_input_line(input, options, [&](JsonlLine& line) {

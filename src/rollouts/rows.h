@@ -69,12 +69,12 @@ std::vector<JsonlLine> read_jsonl(const std::filesystem::path& path,
 // held whole. An unreadable file or line is a core::ConfigError starting "input: ".
 void for_each_input_line(const std::filesystem::path& input, const CollectionOptions& options,
                          const std::function<void(JsonlLine&)>& each);
-// Checks every input row (7.2) as for_each_input_line reads it and reports the offending lines in
+// Checks every input row as for_each_input_line reads it and reports the offending lines in
 // one core::ConfigError. `agents` are the responses_api_agents instances the rows may name.
 // Returns the number of input rows.
 std::size_t check_rows(const std::filesystem::path& input, const CollectionOptions& options,
                        const std::vector<std::string>& agents);
-// Expands checked rows (7.3), reading the input again: agent_ref from --agent, create-params
+// Expands checked rows, reading the input again: agent_ref from --agent, create-params
 // overrides, task and rollout indices, num_repeats consecutive copies, optional seeds; `each`
 // gets every expanded row in order, one at a time, so no caller needs to hold the expansion.
 void for_each_expanded_row(const std::filesystem::path& input, const CollectionOptions& options,

@@ -10,7 +10,7 @@ HandlerSpan::HandlerSpan(const ServerContext& ctx, telemetry::SpanGroup group,
   if (!ctx.tracer) return;
   const bool spanned = ctx.tracer->on(group);
   // The id is read from the row only when a span will carry it, this one or the CLIENT spans of
-  // the handler's calls (8.1: nothing is built for a group that is off).
+  // the handler's calls (nothing is built for a group that is off).
   if (row && row->is_object() && (spanned || ctx.tracer->on(telemetry::SpanGroup::http_client))) {
     if (auto id = telemetry::rollout_id_of_row(row->get_object()); !id.empty())
       req.trace.rollout_id = std::move(id);

@@ -302,7 +302,8 @@ DenseScores dense_scores(const std::vector<std::vector<Scores>>& scores,
 
 // pass@k, pass@1[avg-of-k] and (with answers) majority@k of every score, for k = 1..max_k;
 // series[name][task].
-void add_pass_and_majority(json::object& metrics, const std::vector<std::vector<TaskSeries>>& series,
+void add_pass_and_majority(json::object& metrics,
+                           const std::vector<std::vector<TaskSeries>>& series,
                            const std::vector<std::string>& names, std::size_t max_k,
                            bool with_answers) {
   std::vector<double> values;

@@ -4,7 +4,7 @@
 
 #include "http/client.h"
 #include "http/pool_metrics.h"
-#include "telemetry/memory_sampler.h"
+#include "telemetry/metrics/memory_sampler.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/json.hpp>
@@ -156,7 +156,7 @@ int serve_instance(const boost::json::object& global, const std::string& instanc
     return {&metrics, ctx.tracer};
   };
   hooks.on_stop = [&] {
-    // Requests cut off by shutdown end their spans as the loop goes: mark them truncated (7.6).
+    // Requests cut off by shutdown end their spans as the loop goes: mark them truncated.
     if (process_telemetry) process_telemetry->tracer().begin_shutdown();
     ctx.client = nullptr;
     client.reset();

@@ -6,7 +6,7 @@
 #include "http/client.h"
 #include "http/router.h"
 #include "http/server.h"
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 #include "telemetry/process_telemetry.h"
 
 #include <chrono>

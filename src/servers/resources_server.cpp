@@ -90,7 +90,7 @@ std::shared_ptr<const Schema> verify_request_schema(std::vector<http::SchemaFiel
 
 json::object verify_response(const json::object& request, double reward) {
   json::object out;
-  // Upstream validates the params into its model, so the echo carries every field (1.2).
+  // Upstream validates the params into its model, so the echo carries every field.
   out["responses_create_params"] =
       expand_create_params(request.at("responses_create_params").as_object());
   out["response"] = request.at("response");

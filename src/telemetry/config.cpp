@@ -1,4 +1,4 @@
-// Telemetry settings: the `telemetry:` block, its variables, span groups, run id.
+// Telemetry settings: the `telemetry:` block, its variables, the run id.
 #include "telemetry/config.h"
 
 #include <algorithm>
@@ -22,27 +22,13 @@ namespace {
 
 constexpr std::string_view kBlock = "telemetry";
 
-std::string trim(std::string_view s) {
-  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 std::string key_path(std::string_view key) { return fmt::format("{}.{}", kBlock, key); }
 
 // A nullable string of the block: absent, null or only whitespace mean "not set".
 std::optional<std::string> yaml_string(const json::object& cfg, std::string_view key) {
   const json::value* v = core::find_path(cfg, key_path(key));
   if (!v || v->is_null()) return std::nullopt;
-  std::string s = trim(core::get_string(cfg, key_path(key), ""));
+  std::string s = trimmed(core::get_string(cfg, key_path(key), ""));
   if (s.empty()) return std::nullopt;
   return s;
 }
@@ -58,15 +44,6 @@ std::optional<std::string> resolve_string(const json::object& cfg, const GetEnv&
                                           std::initializer_list<std::string_view> variables) {
   if (auto e = first_env(getenv, variables)) return e->value;
   return yaml_string(cfg, key);
-}
-
-template <typename T>
-std::optional<T> parse_number(std::string_view s) {
-  T v{};
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 // Top-level keys of the block and of its two sub-blocks.
@@ -122,7 +99,7 @@ void check_block_shape(const json::object& cfg, TelemetrySettings& out) {
 }
 
 ExporterKind parse_exporter(std::string_view value, std::string_view source) {
-  std::string v = lower(trim(value));
+  std::string v = lowercase(trimmed(value));
   if (v == "otlp") return ExporterKind::otlp;
   if (v == "console") return ExporterKind::console;
   throw ConfigError(
@@ -168,134 +145,6 @@ std::optional<int> resolve_port(const json::object& cfg, const GetEnv& getenv) {
   return static_cast<int>(core::get_int(cfg, key_path("prometheus.port"), 9464, 1, 65535));
 }
 
-constexpr std::array<std::pair<std::string_view, SpanGroup>, kSpanGroupCount> kGroups{{
-    {"job", SpanGroup::job},
-    {"server", SpanGroup::server},
-    {"http_client", SpanGroup::http_client},
-    {"rollout", SpanGroup::rollout},
-    {"agent", SpanGroup::agent},
-    {"model_call", SpanGroup::model_call},
-    {"verify", SpanGroup::verify},
-    {"sandbox", SpanGroup::sandbox},
-}};
-// Accepted for compatibility with upstream's telemetry library; never emitted.
-constexpr std::array<std::string_view, 7> kInheritedGroups{
-    "checkpoint", "evaluate",         "model_init", "load_checkpoint",
-    "step",       "forward_backward", "optimizer"};
-
-std::string valid_group_names() {
-  std::vector<std::string_view> names{"default", "per_rollout", "all"};
-  for (const auto& [n, _] : kGroups) names.push_back(n);
-  for (auto n : kInheritedGroups) names.push_back(n);
-  std::sort(names.begin(), names.end());
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
-}  // namespace
-
-GetEnv process_env() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-  };
-}
-
-std::optional<EnvValue> first_env(const GetEnv& getenv,
-                                  std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names) {
-    if (n.empty()) continue;
-    if (auto v = getenv(std::string(n))) {
-      std::string t = trim(*v);
-      if (!t.empty()) return EnvValue{std::string(n), std::move(t)};
-    }
-  }
-  return std::nullopt;
-}
-
-std::chrono::milliseconds parse_positive_ms(const EnvValue& e) {
-  auto v = parse_number<std::int64_t>(e.value);
-  if (!v || *v <= 0) {
-    throw ConfigError(fmt::format(
-        "config error: {}='{}' must be a positive whole number of milliseconds", e.name, e.value));
-  }
-  return std::chrono::milliseconds(*v);
-}
-
-bool parse_bool(std::string_view variable, std::string_view value) {
-  std::string v = lower(trim(value));
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-  throw ConfigError(
-      fmt::format("config error: {}='{}' is not a boolean; accepted spellings are "
-                  "1, true, yes, on (true) and 0, false, no, off (false), in any "
-                  "case",
-                  variable, value));
-}
-
-BatchSettings resolve_batch_settings(const GetEnv& getenv, std::string_view prefix,
-                                     BatchSettings b) {
-  auto name = [&](std::string_view what) { return fmt::format("{}_{}", prefix, what); };
-  auto count = [](const EnvValue& e) {
-    auto v = parse_number<std::int64_t>(e.value);
-    if (!v || *v <= 0)
-      throw ConfigError(
-          fmt::format("config error: {}='{}' must be a positive whole number", e.name, e.value));
-    return static_cast<std::size_t>(*v);
-  };
-  const std::string queue = name("MAX_QUEUE_SIZE"), batch = name("MAX_EXPORT_BATCH_SIZE"),
-                    delay = name("SCHEDULE_DELAY"), timeout = name("EXPORT_TIMEOUT");
-  if (auto e = first_env(getenv, {queue})) b.max_queue_size = count(*e);
-  if (auto e = first_env(getenv, {batch})) {
-    b.max_export_batch_size = count(*e);
-    if (b.max_export_batch_size > b.max_queue_size)
-      throw ConfigError(fmt::format("config error: {}={} must not exceed the queue size ({}, {})",
-                                    e->name, e->value, b.max_queue_size, queue));
-  }
-  b.max_export_batch_size = std::min(b.max_export_batch_size, b.max_queue_size);
-  if (auto e = first_env(getenv, {delay})) b.schedule_delay = parse_positive_ms(*e);
-  if (auto e = first_env(getenv, {timeout})) b.export_timeout = parse_positive_ms(*e);
-  return b;
-}
-
-SpanGroups resolve_span_groups(std::string_view spec, std::string_view source) {
-  SpanGroups out;
-  std::size_t start = 0;
-  while (start <= spec.size()) {
-    std::size_t comma = spec.find(',', start);
-    if (comma == std::string_view::npos) comma = spec.size();
-    std::string name = lower(trim(spec.substr(start, comma - start)));
-    start = comma + 1;
-    if (name.empty()) continue;
-    if (name == "default") {
-      for (auto g :
-           {SpanGroup::job, SpanGroup::server, SpanGroup::http_client, SpanGroup::rollout}) {
-        out.add(g);
-      }
-    } else if (name == "per_rollout") {
-      for (auto g : {SpanGroup::server, SpanGroup::http_client, SpanGroup::rollout,
-                     SpanGroup::verify, SpanGroup::agent, SpanGroup::model_call}) {
-        out.add(g);
-      }
-    } else if (name == "all") {
-      for (const auto& [_, g] : kGroups) out.add(g);
-    } else if (auto it = std::find_if(kGroups.begin(), kGroups.end(),
-                                      [&](const auto& p) { return p.first == name; });
-               it != kGroups.end()) {
-      out.add(it->second);
-    } else if (std::find(kInheritedGroups.begin(), kInheritedGroups.end(), name) ==
-               kInheritedGroups.end()) {
-      throw ConfigError(
-          fmt::format("config error: unknown span group or preset '{}' in {}; "
-                      "valid names: {}",
-                      name, source, valid_group_names()));
-    }
-  }
-  return out;
-}
-
-namespace {
-
 // Whether telemetry is on, which signals, and what names the process and its spans.
 void resolve_signals(const json::object& cfg, const GetEnv& getenv, TelemetrySettings& s) {
   s.enabled =
@@ -340,7 +189,6 @@ void resolve_signals(const json::object& cfg, const GetEnv& getenv, TelemetrySet
   if (auto e = first_env(getenv, {"NEMO_GYM_OTEL_USER_ID", "NEMO_LENS_USER_ID"})) {
     s.user_id = e->value;
   }
-
 }
 
 // Where the signals go: the exporter's keys, Prometheus, the console file; memory profiling.
@@ -360,7 +208,6 @@ void resolve_destinations(const json::object& cfg, const GetEnv& getenv, Telemet
     s.prometheus_host = *host;
   }
   s.console_path = resolve_string(cfg, getenv, "console_path", {"NEMO_GYM_OTEL_CONSOLE_PATH"});
-
 }
 
 // The export interval and timeout, the trace sampler and the span and log batches.
@@ -410,7 +257,7 @@ std::string resolve_run_id(const TelemetrySettings& settings, const GetEnv& gete
                            const std::optional<std::string>& served_run_id) {
   const GetEnv getenv = getenv_in ? getenv_in : process_env();
   if (settings.run_id) return *settings.run_id;
-  if (served_run_id && !trim(*served_run_id).empty()) return trim(*served_run_id);
+  if (served_run_id && !trimmed(*served_run_id).empty()) return trimmed(*served_run_id);
   if (auto e = first_env(getenv, {"SLURM_JOB_ID"})) return e->value;
   return generate_run_id();
 }
@@ -419,45 +266,6 @@ std::vector<std::pair<std::string, std::string>> child_environment(
     const TelemetrySettings& settings, const std::string& run_id) {
   if (!settings.active()) return {};
   return {{"NEMO_GYM_OTEL_RUN_ID", run_id}};
-}
-
-std::string percent_decode(std::string_view text) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-std::optional<std::vector<std::pair<std::string, std::string>>> parse_key_values(
-    std::string_view text) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view entry = text.substr(start, comma - start);
-    start = comma + 1;
-    if (trim(entry).empty()) continue;
-    std::size_t eq = entry.find('=');
-    if (eq == std::string_view::npos) return std::nullopt;
-    std::string key = trim(entry.substr(0, eq));
-    if (key.empty()) return std::nullopt;
-    out.emplace_back(std::move(key), percent_decode(trim(entry.substr(eq + 1))));
-  }
-  return out;
 }
 
 }  // namespace gym::telemetry

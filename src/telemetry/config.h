@@ -4,7 +4,6 @@
 // standard OTEL_* variables, span-group resolution and the run id. Every invalid value is a
 // core::ConfigError whose message names the key or the variable; nothing silently falls back to a
 // default. The OTLP settings are resolved beside the exporter (exporters/otlp/otlp_settings.h).
-#include <bitset>
 #include <chrono>
 #include <initializer_list>
 #include <optional>
@@ -16,42 +15,12 @@
 #include <boost/json/object.hpp>
 
 #include "core/config.h"
-#include "telemetry/export/batch_settings.h"
+#include "telemetry/common/batch_settings.h"
+#include "telemetry/common/env.h"
 #include "telemetry/traces/sampler.h"
+#include "telemetry/traces/span_groups.h"
 
 namespace gym::telemetry {
-
-using core::GetEnv;
-
-// ::getenv as a GetEnv.
-GetEnv process_env();
-
-// Boolean spellings of the telemetry variables (trimmed, case-insensitive): 1/true/yes/on and
-// 0/false/no/off. Anything else is a ConfigError naming `variable`, the value and the accepted
-// spellings.
-bool parse_bool(std::string_view variable, std::string_view value);
-
-// ---- Span groups (docs/reference/telemetry.md#reference) ----
-
-enum class SpanGroup { job, server, http_client, rollout, agent, model_call, verify, sandbox };
-inline constexpr std::size_t kSpanGroupCount = 8;
-
-class SpanGroups {
- public:
-  bool has(SpanGroup g) const noexcept { return bits_.test(static_cast<std::size_t>(g)); }
-  void add(SpanGroup g) noexcept { bits_.set(static_cast<std::size_t>(g)); }
-  bool none() const noexcept { return bits_.none(); }
-  friend bool operator==(const SpanGroups&, const SpanGroups&) = default;
-
- private:
-  std::bitset<kSpanGroupCount> bits_;
-};
-
-// Splits `spec` on ',', trims, lower-cases and drops empty parts; a preset contributes its
-// groups. An unknown name is a ConfigError naming it, `source` (a variable name or
-// `telemetry.span_groups`) and the sorted list of valid names (a typo must not silently turn spans
-// off).
-SpanGroups resolve_span_groups(std::string_view spec, std::string_view source);
 
 // ---- Settings ----
 
@@ -66,8 +35,8 @@ struct TelemetrySettings {
   ExporterKind exporter = ExporterKind::otlp;      // exporter: otlp or console
   bool traces_enabled = true;                      // traces_enabled
   bool metrics_enabled = true;                     // metrics_enabled
-  bool logs_enabled = false;                       // logs_enabled: OTLP log records (8.4)
-  std::optional<std::string> run_id;               // run_id, before the fallbacks of 3.4
+  bool logs_enabled = false;                       // logs_enabled: OTLP log records
+  std::optional<std::string> run_id;               // run_id, before resolve_run_id's fallbacks
   std::optional<std::string> user_id;              // NEMO_GYM_OTEL_USER_ID / NEMO_LENS_USER_ID
   bool memory_profiling_enabled = false;           // memory_profiling.enabled
   double memory_profiling_interval_seconds = 1.0;  // memory_profiling.interval_seconds, > 0
@@ -121,33 +90,9 @@ std::string generate_run_id();
 std::string resolve_run_id(const TelemetrySettings& settings, const GetEnv& getenv,
                            const std::optional<std::string>& served_run_id = std::nullopt);
 
-// The telemetry variables the orchestrator adds to its children's environment (3.3): exactly
+// The telemetry variables the orchestrator adds to its children's environment: exactly
 // NEMO_GYM_OTEL_RUN_ID = run_id when telemetry is active, else nothing.
 std::vector<std::pair<std::string, std::string>> child_environment(
     const TelemetrySettings& settings, const std::string& run_id);
-
-// ---- Helpers shared with the exporter settings (exporters/otlp/otlp_settings.h) ----
-
-// A variable that is set: its name and its value, trimmed (never empty).
-struct EnvValue {
-  std::string name;
-  std::string value;
-};
-
-// The first of `names` that is set to something other than whitespace; empty names are skipped.
-std::optional<EnvValue> first_env(const GetEnv& getenv,
-                                  std::initializer_list<std::string_view> names);
-
-// The value of `e` as a positive whole number of milliseconds; anything else is a ConfigError
-// naming the variable and the value.
-std::chrono::milliseconds parse_positive_ms(const EnvValue& e);
-
-// `k=v,k2=v2`: keys and values trimmed, values percent-decoded. nullopt when an entry has no
-// '=' or an empty key.
-std::optional<std::vector<std::pair<std::string, std::string>>> parse_key_values(
-    std::string_view text);
-
-// %XX sequences decoded; invalid sequences are kept as they are.
-std::string percent_decode(std::string_view text);
 
 }  // namespace gym::telemetry

@@ -1,6 +1,6 @@
 #include "telemetry/process_telemetry.h"
 
-#include "telemetry/shutdown_report.h"
+#include "telemetry/common/shutdown_report.h"
 
 #include <algorithm>
 #include <functional>

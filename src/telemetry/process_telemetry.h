@@ -14,10 +14,10 @@
 #include <string>
 
 #include "telemetry/config.h"
-#include "telemetry/export/periodic_reader.h"
-#include "telemetry/gym_metrics.h"
 #include "telemetry/logs/log_bridge.h"
+#include "telemetry/metrics/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/metrics/periodic_reader.h"
 #include "telemetry/resource.h"
 #include "telemetry/traces/batch_span_processor.h"
 #include "telemetry/traces/tracer.h"

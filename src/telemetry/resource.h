@@ -5,7 +5,7 @@
 #include <string>
 
 #include "telemetry/config.h"
-#include "telemetry/export/metric_data.h"
+#include "telemetry/metrics/metric_data.h"
 
 namespace gym::telemetry {
 

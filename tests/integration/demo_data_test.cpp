@@ -2,7 +2,7 @@
 // three demo environments and replay_model loading <dir>/demo_rollouts.jsonl beside
 // input_jsonl_fpath (docs/reference/replay-model.md); every input row posted kDemoRepeats times to
 // its agent's /run. Each task's results must be exactly its recorded rows (reward, verifier fields,
-// the whole Response), each replayed once (8.4 step 3), with no failure.
+// the whole Response), each replayed once, with no failure.
 #include "demo_data/demo_data.h"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 #include "http/pool_metrics.h"
 #include "process.h"
 #include "reserved_port.h"
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 
 #include <arpa/inet.h>

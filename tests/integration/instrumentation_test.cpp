@@ -7,7 +7,7 @@
 // project's own demo data (gym_demo_data), so no NeMo Gym data is needed.
 //
 // Waits are on conditions (an export that shows a count), each with a generous hang guard; nothing
-// asserts wall-clock durations. Memory gauges (6.8) are not covered here.
+// asserts wall-clock durations. Memory gauges are not covered here.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -492,8 +492,8 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
   ASSERT_TRUE(by_name.count("orchestrator"));
   EXPECT_EQ(last.count(instance_id(run_id, "orchestrator", run.pid())), 1u);
 
-  // Every metric of 6.1 but the memory gauges, each as the catalogue says, and per role exactly the
-  // metrics it records (a role never creates what it does not record).
+  // Every metric of the catalogue but the memory gauges, each as the catalogue says, and per role
+  // exactly the metrics it records (a role never creates what it does not record).
   std::set<std::string> exported;
   const std::set<std::string> server_http{kHttpDuration, kHttpActive};
   for (const auto& [id, p] : last) {
@@ -526,7 +526,7 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
     SCOPED_TRACE(agent);
     ASSERT_TRUE(by_name.count(agent));
     const ProcessExport& a = *by_name.at(agent);
-    // 6.2: one sample per /run, and each /run the collector sent is one acquisition (6.7) of the
+    // One sample per /run, and each /run the collector sent is one acquisition of the
     // orchestrator's pool, as is its one /aggregate_metrics call per agent.
     EXPECT_EQ(sum_of(a, kRollout), static_cast<double>(n));
     EXPECT_EQ(sum_of(a, kHttpDuration, {{kRoute, "/run"}, {kStatus, 200}}), static_cast<double>(n));
@@ -566,7 +566,7 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
     SCOPED_TRACE(resources);
     ASSERT_TRUE(by_name.count(resources));
     const ProcessExport& r = *by_name.at(resources);
-    // 6.3, 6.4: one sample per /verify; every verifier completed.
+    // One sample per /verify; every verifier completed.
     EXPECT_EQ(sum_of(r, kVerify), static_cast<double>(n));
     EXPECT_EQ(sum_of(r, kHttpDuration, {{kRoute, "/verify"}, {kStatus, 200}}),
               static_cast<double>(n));
@@ -583,7 +583,7 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
     EXPECT_EQ(sum_of(*by_name.at(agent), kConnects, {{kDestination, resources.c_str()}}), served);
   }
 
-  // http.route: templates as registered, never a raw path (6.6).
+  // http.route: templates as registered, never a raw path.
   const std::set<std::string> agent_routes{"/", "/run", "/v1/responses", "/aggregate_metrics"};
   for (const auto& [name, p] : by_name) {
     if (name == "orchestrator") continue;
@@ -625,7 +625,7 @@ void eval_run_exports_the_catalogue(OtlpReceiver::Transport transport) {
     EXPECT_TRUE(with_host);
   }
 
-  // b: gym.servers.active (6.5): the seven servers while they run, 0 in the last export.
+  // b: gym.servers.active: the seven servers while they run, 0 in the last export.
   const auto& orchestrator_exports = by_instance.at(orchestrator.instance_id());
   bool saw_all = false;
   for (const auto& p : orchestrator_exports) {
@@ -850,7 +850,7 @@ TEST(InstrumentationVerify, AThrowingVerifierLowersTheSuccessRateAndAWrongAnswer
   EXPECT_NE(gym::test::body_of(raw).find("AttributeError"), std::string::npos) << raw;
 
   // Not routes: an unknown tool path (no route matches, and no built-in environment registers the
-  // catch-all /{path}) and a method the route does not have: no http.route (6.6).
+  // catch-all /{path}) and a method the route does not have: no http.route.
   EXPECT_EQ(http_status(post(mcqa, "/get_weather", R"({"city":"Paris"})")), 404);
   EXPECT_EQ(http_status(get(mcqa, "/verify")), 405);
 
@@ -958,7 +958,7 @@ TEST(InstrumentationPool, PerHostTotalAndAbandonedWaitsAndAcquisitionCounts) {
     const ProcessExport& p = *per_host.last;
     EXPECT_EQ(sum_of(p, kQueue), 8.0);
     EXPECT_EQ(sum_of(p, kQueue, {{kConstraint, "per_host"}, {kOutcome, "ok"}}), 8.0);
-    // The queued fraction (6.7): samples / connect_total.
+    // The queued fraction: samples / connect_total.
     EXPECT_EQ(sum_of(p, kQueue) / sum_of(p, kConnects), 0.8);
   }
 
@@ -1135,7 +1135,7 @@ TEST(InstrumentationShutdown, ARunShorterThanTheIntervalIsExportedAtShutdown) {
             sum_of(*by_name.at("mcqa_simple_agent"), kConnects, {{kDestination, "policy_model"}}));
   EXPECT_EQ(sum_of(*by_name.at("orchestrator"), kConnects, {{kDestination, "mcqa_simple_agent"}}),
             static_cast<double>(rows + 1));
-  // 7.6: the orchestrator's last point is 0.
+  // The orchestrator's last point is 0.
   const auto* active = by_name.at("orchestrator")->metric(kServersActive);
   ASSERT_NE(active, nullptr);
   ASSERT_EQ(points(*active).size(), 1u);

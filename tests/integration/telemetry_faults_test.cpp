@@ -285,7 +285,7 @@ TEST(TelemetryFaults, CollectorDownIsRetriedWithBackoffWithinTheBudget) {
   EXPECT_GE(run.d("shutdown_seconds"), 2.4 - 0.05);  // two backoffs: >= 0.8 s + 1.6 s
 }
 
-// ---- Collector answering 500: not retryable (7.3: "any other status drops the batch") ----
+// ---- Collector answering 500: not retryable (a status that is not retryable drops the batch) ----
 
 TEST(TelemetryFaults, Collector500) {
   Collector collector("500");

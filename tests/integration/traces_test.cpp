@@ -210,7 +210,7 @@ TEST(Traces, PerRolloutEveryRolloutIsOneConnectedTreeWithASpanPairPerRequest) {
     EXPECT_EQ(clients, servers);
     EXPECT_EQ(count_named(trace, "gym.model.responses"), model_servers);
     EXPECT_GT(model_servers, 0u);
-    // The canonical shape (8.3): gym.rollout -> HTTP POST -> POST /verify -> gym.verify.
+    // The canonical shape: gym.rollout -> HTTP POST -> POST /verify -> gym.verify.
     for (const auto& s : trace) {
       if (str(s, "name") != "gym.verify") continue;
       const Span* server = parent_of(trace, s);
@@ -383,7 +383,7 @@ TEST(Traces, AFailureRowCarriesTheTraceIdOfItsRollout) {
     EXPECT_FALSE(row.contains("_ng_failure_trace_id"));
 }
 
-// Interop (8.2): the official OpenTelemetry JS SDK starts a span and calls an agent's /run with
+// Interop: the official OpenTelemetry JS SDK starts a span and calls an agent's /run with
 // its traceparent; every span of that rollout, in all three servers, is in the client's trace, the
 // agent's SERVER span is the client span's child, and the rollout has the canonical shape.
 TEST(Traces, AClientOfTheOpenTelemetryJsSdkOwnsTheRolloutsTrace) {

@@ -8,7 +8,7 @@
 #include <boost/json/object.hpp>
 
 #include "exporters/console/console_sink.h"
-#include "telemetry/export/exporter.h"
+#include "telemetry/metrics/metric_exporter.h"
 #include "telemetry/traces/batch_span_processor.h"
 
 namespace gym::exporters {
@@ -31,8 +31,8 @@ class ConsoleExporter final : public telemetry::MetricExporter {
 
 class ConsoleSpanExporter final : public telemetry::SpanExporter {
  public:
-  // `resource`: the process's resource attributes, repeated on every line (7.4's recipe greps
-  // lines of several processes out of one file).
+  // `resource`: the process's resource attributes, repeated on every line (so that the
+  // lines of several processes can be grepped out of one file).
   ConsoleSpanExporter(const telemetry::Resource& resource, std::optional<std::string> path);
 
   telemetry::ExportResult export_batch(telemetry::SpanBatch spans,

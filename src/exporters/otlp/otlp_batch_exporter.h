@@ -6,9 +6,9 @@
 #include <span>
 
 #include "exporters/otlp/otlp_sender.h"
-#include "telemetry/export/batch_processor.h"
-#include "telemetry/export/metric_data.h"
+#include "telemetry/common/batch_processor.h"
 #include "telemetry/logs/log_record.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {

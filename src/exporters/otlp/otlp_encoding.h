@@ -10,8 +10,8 @@
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
-#include "telemetry/export/metric_data.h"
 #include "telemetry/logs/log_record.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {

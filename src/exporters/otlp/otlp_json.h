@@ -10,7 +10,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
-#include "telemetry/export/metric_data.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {

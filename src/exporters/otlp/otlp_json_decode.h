@@ -19,7 +19,7 @@
 
 #include <boost/json/object.hpp>
 
-#include "telemetry/export/metric_data.h"
+#include "telemetry/metrics/metric_data.h"
 
 namespace gym::exporters {
 

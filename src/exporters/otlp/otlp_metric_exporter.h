@@ -12,7 +12,7 @@
 
 #include "exporters/otlp/otlp_sender.h"
 #include "exporters/otlp/otlp_settings.h"
-#include "telemetry/export/exporter.h"
+#include "telemetry/metrics/metric_exporter.h"
 
 namespace gym::exporters {
 

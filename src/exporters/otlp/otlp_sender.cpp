@@ -4,7 +4,7 @@
 #include "exporters/otlp/otlp_sender.h"
 #include "exporters/otlp/otlp_transport.h"
 
-#include "telemetry/shutdown_report.h"
+#include "telemetry/common/shutdown_report.h"
 
 #include <pthread.h>
 

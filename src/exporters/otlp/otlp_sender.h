@@ -47,7 +47,7 @@
 // certificate, wrong host), which no retry would change. An accepted response's partial_success is
 // counted (items_rejected) and logged with its error_message.
 //
-// Failure isolation (7.3): all network I/O happens on the sender's own thread (an Asio event loop
+// Failure isolation: all network I/O happens on the sender's own thread (an Asio event loop
 // for HTTP, a gRPC completion queue for gRPC), never on the caller's, and never through the
 // process's rollout connection pool. send() blocks its caller until the batch is accepted or
 // dropped, at most until its deadline (plus a few ms of scheduling). Failures are counted in
@@ -66,7 +66,7 @@
 #include <string_view>
 
 #include "exporters/otlp/otlp_settings.h"
-#include "telemetry/export/exporter.h"
+#include "telemetry/metrics/metric_exporter.h"
 
 namespace gym::exporters {
 

@@ -7,8 +7,8 @@
 
 #include <boost/json/value.hpp>
 
-#include "telemetry/export/metric_data.h"
 #include "telemetry/logs/log_record.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {

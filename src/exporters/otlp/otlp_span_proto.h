@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "telemetry/export/metric_data.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/traces/span_data.h"
 
 namespace gym::exporters {

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "telemetry/export/metric_data.h"
+#include "telemetry/metrics/metric_data.h"
 
 namespace gym::exporters {
 

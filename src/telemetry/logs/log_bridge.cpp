@@ -5,6 +5,7 @@
 #include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
+#include "telemetry/common/batch_processor_impl.h"
 #include "telemetry/traces/tracer.h"
 
 namespace gym::telemetry {
@@ -113,5 +114,8 @@ bool LogBridge::shutdown(std::chrono::milliseconds wait) {
 }
 
 BatchProcessor<LogRecordData>::Stats LogBridge::stats() const { return records_->stats(); }
+
+// The log records' batch processor (common/batch_processor_impl.h).
+template class BatchProcessor<LogRecordData>;
 
 }  // namespace gym::telemetry

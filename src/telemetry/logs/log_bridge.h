@@ -10,7 +10,7 @@
 #include <chrono>
 #include <memory>
 
-#include "telemetry/export/batch_processor.h"
+#include "telemetry/common/batch_processor.h"
 #include "telemetry/logs/log_record.h"
 #include "telemetry/traces/trace_context.h"
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-#include "telemetry/metrics/attributes.h"
+#include "telemetry/common/attributes.h"
 #include "telemetry/metrics/cells.h"
 #include "telemetry/metrics/storage.h"
 

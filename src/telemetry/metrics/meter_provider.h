@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/export/metric_data.h"
 #include "telemetry/metrics/instruments.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/metrics/storage.h"
 
 namespace gym::telemetry {

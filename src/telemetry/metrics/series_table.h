@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include "telemetry/metrics/attributes.h"
+#include "telemetry/common/attributes.h"
 
 namespace gym::telemetry {
 

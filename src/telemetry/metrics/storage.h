@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "telemetry/export/metric_data.h"
-#include "telemetry/metrics/attributes.h"
+#include "telemetry/common/attributes.h"
 #include "telemetry/metrics/cells.h"
+#include "telemetry/metrics/metric_data.h"
 #include "telemetry/metrics/series_table.h"
 
 namespace gym::telemetry {

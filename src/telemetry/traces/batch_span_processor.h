@@ -4,7 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include "telemetry/export/batch_processor.h"
+#include "telemetry/common/batch_processor.h"
 #include "telemetry/traces/span_data.h"
 #include "telemetry/traces/tracer.h"
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "telemetry/config.h"
+#include "telemetry/common/env.h"
 
 namespace gym::telemetry {
 

@@ -11,7 +11,7 @@
 
 #include <boost/container/small_vector.hpp>
 
-#include "telemetry/metrics/attributes.h"
+#include "telemetry/common/attributes.h"
 #include "telemetry/traces/trace_context.h"
 
 namespace gym::telemetry {
@@ -69,7 +69,7 @@ struct SpanAttribute {
   AttributeValue value;
 };
 
-// A span's attributes: the catalogue's spans set at most five (8.3), plus the truncation mark,
+// A span's attributes: the catalogue's spans set at most five, plus the truncation mark,
 // so they live in the span itself rather than in an allocation of their own.
 using SpanAttributes = boost::container::small_vector<SpanAttribute, 6>;
 

@@ -1,6 +1,6 @@
 #include "telemetry/traces/span_pool.h"
 
-#include "telemetry/short_lock.h"
+#include "telemetry/common/short_lock.h"
 
 #include <algorithm>
 #include <iterator>

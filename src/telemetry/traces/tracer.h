@@ -11,7 +11,7 @@
 //
 // A started span always has a context (ids) for the calls it makes; only a sampled one records
 // attributes and reaches the processor when it ends (explicitly or when the handle goes away).
-// Attribute hygiene (8.3) is applied as attributes are set: string values of keys whose last
+// Attribute hygiene is applied as attributes are set: string values of keys whose last
 // dotted part is prompt, input_text, output_text, text, password, token, secret or key become
 // "[REDACTED]".
 //
@@ -24,8 +24,9 @@
 #include <string>
 #include <string_view>
 
-#include "telemetry/config.h"
+#include "telemetry/traces/sampler.h"
 #include "telemetry/traces/span_data.h"
+#include "telemetry/traces/span_groups.h"
 #include "telemetry/traces/trace_context.h"
 
 namespace gym::telemetry {

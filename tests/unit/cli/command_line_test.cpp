@@ -58,8 +58,9 @@ TEST(CommandLine, NeMoGymsLegacyProgramNamesStandForTheirVerb) {
 }
 
 TEST(CommandLine, SubmitKeepsItsCommandLineForTheJobAndSetsTheSlurmBlock) {
-  const Words after_submit{"--nodes", "2", "--sbatch=--exclusive", "--sbatch", "--comment='a b'",
-                           "--dry-run", "-o", "out.jsonl", "++x=1"};
+  const Words after_submit{
+      "--nodes",   "2",    "--sbatch=--exclusive", "--sbatch", "--comment='a b'", "--dry-run", "-o",
+      "out.jsonl", "++x=1"};
   Words args{"gym", "eval", "submit"};
   args.insert(args.end(), after_submit.begin(), after_submit.end());
   const auto p = parse(args);
@@ -98,11 +99,11 @@ TEST(CommandLine, ARefusedCommandSaysWhyAndFails) {
   gym::test::TempDir dir;
   ::testing::internal::CaptureStderr();
   // --model-api-key with no live model server to read it: refused before anything starts.
-  const int refused = run_command_line(
-      {"gym", "config", "show", "--resources-server", "example_single_tool_call", "--model-type",
-       "replay_model", "--model-api-key", "sk-1", "--no-env-file"});
-  const int missing = run_command_line(
-      {"gym", "telemetry", "report", dir.file("no-such-file.jsonl")});
+  const int refused = run_command_line({"gym", "config", "show", "--resources-server",
+                                        "example_single_tool_call", "--model-type", "replay_model",
+                                        "--model-api-key", "sk-1", "--no-env-file"});
+  const int missing =
+      run_command_line({"gym", "telemetry", "report", dir.file("no-such-file.jsonl")});
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(refused, 1) << err;
   EXPECT_CONTAINS(err, "--model-api-key");
@@ -118,8 +119,9 @@ TEST(CommandLine, VersionAndConfigShowRunWithoutAServer) {
   EXPECT_CONTAINS(::testing::internal::GetCapturedStdout(), "\"nemo_gym\":\"0.7.0\"");
 
   gym::test::TempDir dir;
-  const auto config = dir.write("c.yaml", "my_token: tok-hidden\nmy_env:\n  resources_servers:\n"
-                                          "    example_single_tool_call:\n      domain: other\n");
+  const auto config = dir.write("c.yaml",
+                                "my_token: tok-hidden\nmy_env:\n  resources_servers:\n"
+                                "    example_single_tool_call:\n      domain: other\n");
   p = parse({"gym", "config", "show", "--config", config, "--no-env-file", "++my_env.x=1"});
   ASSERT_EQ(p.invocation.verb, Verb::config_show);
   ::testing::internal::CaptureStdout();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,7 @@ TEST(GymEnvInit, WritesAFolderOnceAndRefusesBadNamesWithoutWriting) {
   EXPECT_EQ(gym::test::read_text(folder / "word_count.cpp").find("@ENV_"), std::string::npos);
 
   // Nothing is ever overwritten.
-  dir.write("word_count/README.md", "my own notes\n");
+  std::ofstream(folder / "README.md") << "my own notes\n";
   r = run_line({"gym", "env", "init", "word_count", "--into", dir.path()});
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "word_count");

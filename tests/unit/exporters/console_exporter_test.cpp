@@ -15,8 +15,8 @@
 
 #include <boost/json.hpp>
 
-#include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/metrics/periodic_reader.h"
 
 namespace gym::exporters {
 namespace {

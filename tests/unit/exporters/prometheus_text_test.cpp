@@ -88,7 +88,8 @@ TEST(PrometheusNames, UnitSuffixIsNotDoubled) {
   EXPECT_EQ(name_of("latency.seconds", "s", kHistogram), "latency_seconds");
   EXPECT_EQ(name_of("wait_milliseconds", "ms", kHistogram), "wait_milliseconds");
   EXPECT_EQ(name_of("bytes", "By", kGauge), "bytes");
-  // `_ms` is not `_milliseconds`: the unit is appended (as the 7.5 table shows).
+  // `_ms` is not `_milliseconds`: the unit is appended
+  // (docs/reference/telemetry.md#name-conversion).
   EXPECT_EQ(name_of("wait_ms", "ms", kHistogram), "wait_ms_milliseconds");
   // A word merely ending in the unit text is not the suffix.
   EXPECT_EQ(name_of("microseconds", "s", kGauge), "microseconds_seconds");

@@ -43,8 +43,8 @@ TEST(SlurmJobSettings, TheSlurmBlockWithItsDefaultsAndItsErrors) {
 
   auto error = [](const char* slurm) {
     return config_error_of([&] {
-      SlurmJobSettings::from_config(json::parse(std::string(R"({"slurm": )") + slurm + "}")
-                                        .as_object());
+      SlurmJobSettings::from_config(
+          json::parse(std::string(R"({"slurm": )") + slurm + "}").as_object());
     });
   };
   EXPECT_CONTAINS(error(R"({"partiton": "gpu"})"), "did you mean slurm.partition?");
@@ -80,7 +80,8 @@ TEST(JobRunArguments, SlurmFlagsGoSecretsMoveToTheEnvironmentAndServersSpread) {
   std::sort(others.begin(), others.end());
   EXPECT_EQ(others, (std::vector<std::string>{"hf_abc", "http://h/v1?api-key=k1"}));
   // A URL without a secret stays as it was given.
-  EXPECT_TRUE(has(job_run_arguments({"--model-url", "http://vllm:8000/v1"}), "http://vllm:8000/v1"));
+  EXPECT_TRUE(
+      has(job_run_arguments({"--model-url", "http://vllm:8000/v1"}), "http://vllm:8000/v1"));
 }
 
 TEST(PlannedPlacement, TheScriptShowsWhatTheDeploymentWillDo) {
@@ -152,8 +153,9 @@ TEST(JobState, FromScontrolWhileSlurmKeepsTheJobThenFromSacct) {
     auto it = answers.find(argv.at(0));
     return it == answers.end() ? CommandOutput{1, ""} : it->second;
   };
-  answers["scontrol"] = {0, "JobId=7 JobName=gym-eval JobState=RUNNING Reason=None "
-                            "ExitCode=0:0 NodeList=n[1-2]\n"};
+  answers["scontrol"] = {0,
+                         "JobId=7 JobName=gym-eval JobState=RUNNING Reason=None "
+                         "ExitCode=0:0 NodeList=n[1-2]\n"};
   auto st = job_state("7", run);
   EXPECT_EQ(st.state, "RUNNING");
   EXPECT_EQ(st.nodes, "n[1-2]");

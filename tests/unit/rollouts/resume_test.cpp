@@ -31,7 +31,7 @@ std::vector<json::object> materialized_rows() {
   return rows;
 }
 
-// A successful result line as the collector writes it (7.5).
+// A successful result line as the collector writes it.
 std::string result_line(int task, int rollout, double reward = 1.0) {
   json::object row{{"responses_create_params", json::object{{"input", "q" + std::to_string(task)}}},
                    {"response", json::object{{"id", "resp"},
@@ -44,7 +44,7 @@ std::string result_line(int task, int rollout, double reward = 1.0) {
   return core::render_json(row) + "\n";
 }
 
-// A failure line of the sidecar (7.6); `fault`: the model endpoint's, as the collector marks it.
+// A failure line of the sidecar; `fault`: the model endpoint's, as the collector marks it.
 std::string failure_line(int task, int rollout, bool terminal = false,
                          const char* fault = nullptr) {
   json::object row{{"_ng_task_index", task},

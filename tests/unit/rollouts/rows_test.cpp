@@ -162,7 +162,7 @@ TEST(ReadJsonl, MissingFileIsAnError) {
             "cannot read " + missing + ": no such file or not readable");
 }
 
-// ---- expand_rows: 7.3 ----
+// ---- expand_rows ----
 
 TEST(ExpandRows, AgentRefFromAgentNameOnlyWhenAbsent) {
   TempDir dir;
@@ -403,7 +403,7 @@ TEST(ExpandRows, WithoutAddSeedExtraBodyIsUntouched) {
           R"({"responses_create_params":{"metadata":{"extra_body":"not json"}},"agent_ref":{"name":"alpha_agent"},"_ng_task_index":0,"_ng_rollout_index":0})"}));
 }
 
-// ---- expand_rows: 7.2 checks ----
+// ---- expand_rows: the checks of every row ----
 
 TEST(ExpandRows, OneErrorListsEveryOffendingLine) {
   TempDir dir;

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <thread>
 
-#include "telemetry/export/periodic_reader.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/metrics/periodic_reader.h"
 #include "telemetry_test_support.h"
 
 namespace gym::telemetry {

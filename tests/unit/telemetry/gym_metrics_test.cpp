@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 #include "telemetry/metrics/meter_provider.h"
 #include "telemetry_test_support.h"
 

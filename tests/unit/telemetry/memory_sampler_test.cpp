@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "telemetry/memory_sampler.h"
+#include "telemetry/metrics/memory_sampler.h"
 
 namespace gym::telemetry {
 namespace {

@@ -1,6 +1,6 @@
 // short_lock.h: a lock taken by spinning first is still a lock, and a holder that keeps it past
 // the spin is waited for, not overtaken.
-#include "telemetry/short_lock.h"
+#include "telemetry/common/short_lock.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include "core/config.h"
 
-#include "telemetry/export/metric_data.h"
+#include "telemetry/metrics/metric_data.h"
 
 namespace gym::telemetry::testing {
 

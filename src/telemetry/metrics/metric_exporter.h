@@ -5,15 +5,10 @@
 // one call at a time, never concurrently. An exporter never throws and returns by `deadline`
 // whenever the operating system lets it (a blocked stdout pipe is the exception the reader's
 // bounded shutdown covers).
-#include <chrono>
-
-#include "telemetry/export/metric_data.h"
+#include "telemetry/common/export_result.h"
+#include "telemetry/metrics/metric_data.h"
 
 namespace gym::telemetry {
-
-enum class ExportResult { success, failure };
-
-using Deadline = std::chrono::steady_clock::time_point;
 
 class MetricExporter {
  public:

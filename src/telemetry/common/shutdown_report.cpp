@@ -1,4 +1,4 @@
-#include "telemetry/shutdown_report.h"
+#include "telemetry/common/shutdown_report.h"
 
 #include <spdlog/spdlog.h>
 

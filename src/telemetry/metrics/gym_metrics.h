@@ -21,7 +21,7 @@
 
 #include "telemetry/metrics/instruments.h"
 #include "telemetry/metrics/meter_provider.h"
-#include "telemetry/pool_wait.h"
+#include "telemetry/metrics/pool_wait.h"
 
 namespace gym::telemetry {
 
@@ -61,7 +61,7 @@ inline constexpr std::string_view kRequestMethod = "http.request.method";
 inline constexpr std::string_view kStatusCode = "http.response.status_code";
 inline constexpr std::string_view kServerName = "http.server_name";
 inline constexpr std::string_view kMethod = "http.method";
-// Memory points (6.8) name the sampled server like the resource attributes do.
+// Memory points name the sampled server like the resource attributes do.
 inline constexpr std::string_view kMemoryServerName = "nemo.gym.server.name";
 inline constexpr std::string_view kMemoryServerType = "nemo.gym.server.type";
 inline constexpr std::string_view kMemoryPid = "process.pid";
@@ -111,10 +111,10 @@ class GymMetrics {
   bool enabled() const noexcept { return enabled_; }
   ProcessRole role() const noexcept { return role_; }
 
-  // gym.rollout.duration_ms (6.2): one sample per /run the handler ran for.
+  // gym.rollout.duration_ms: one sample per /run the handler ran for.
   void record_rollout(double ms) const noexcept { rollout_duration_.record(ms); }
 
-  // gym.verify.duration_ms and gym.verify.success_rate (6.3, 6.4): one call per
+  // gym.verify.duration_ms and gym.verify.success_rate: one call per
   // /verify the verifier ran for; `completed` when it returned a result (a 0.0
   // reward included).
   void record_verify(double ms, bool completed) noexcept;
@@ -124,10 +124,10 @@ class GymMetrics {
   // generation_token_ids. No point exists before the first break.
   void record_token_contiguity_break() const noexcept { token_contiguity_breaks_.add(1); }
 
-  // gym.servers.active (6.5), orchestrator only.
+  // gym.servers.active, orchestrator only.
   void set_servers_active(std::int64_t servers) const noexcept { servers_active_.record(servers); }
 
-  // The series of the HTTP server metrics (6.6), bound for a caller that keeps them: the HTTP
+  // The series of the HTTP server metrics, bound for a caller that keeps them: the HTTP
   // server caches them per event loop, since their attribute sets are few and known early
   // (bound once). Empty handles when metrics are off.
   // http.server.request.duration: `route` is the matched template, empty when none matched;
@@ -139,7 +139,7 @@ class GymMetrics {
   BoundUpDownCounter<std::int64_t> active_request_series(std::string_view host,
                                                          std::string_view method) const;
 
-  // The pool metrics of `destination` (6.7), created when first asked for.
+  // The pool metrics of `destination`, created when first asked for.
   // Cache the pointer: this takes a lock.
   PoolDestination* pool_destination(std::string_view destination);
 

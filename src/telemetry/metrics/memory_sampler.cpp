@@ -1,4 +1,4 @@
-#include "telemetry/memory_sampler.h"
+#include "telemetry/metrics/memory_sampler.h"
 
 #include <fcntl.h>
 #include <pthread.h>

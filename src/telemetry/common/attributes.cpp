@@ -1,4 +1,4 @@
-#include "telemetry/metrics/attributes.h"
+#include "telemetry/common/attributes.h"
 
 #include <algorithm>
 #include <bit>

@@ -6,7 +6,7 @@
 #include <variant>
 #include <vector>
 
-#include "telemetry/metrics/attributes.h"
+#include "telemetry/common/attributes.h"
 
 namespace gym::telemetry {
 

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "telemetry/export/batch_settings.h"
-#include "telemetry/export/exporter.h"
+#include "telemetry/common/batch_settings.h"
+#include "telemetry/common/export_result.h"
 
 namespace gym::telemetry {
 
@@ -37,6 +37,14 @@ class BatchExporter {
   virtual void shutdown(Deadline /*deadline*/) noexcept {}
 };
 
+// What becomes of an exported batch's records: freed. A signal may recycle them instead by
+// specialising this where it instantiates its processor (spans go back to their pool).
+template <class Record>
+struct BatchRelease {
+  static void release(std::vector<Record>& batch) noexcept { batch.clear(); }
+};
+
+// Its members are defined in batch_processor_impl.h; each signal instantiates its own.
 template <class Record>
 class BatchProcessor {
  public:

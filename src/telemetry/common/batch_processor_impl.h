@@ -1,35 +1,19 @@
-#include "telemetry/export/batch_processor.h"
-
-#include "telemetry/shutdown_report.h"
-
+#pragma once
+// The bodies of BatchProcessor's members (batch_processor.h). Only the file of each signal that
+// instantiates it includes this (traces/batch_span_processor.cpp, logs/log_bridge.cpp), so the
+// common code names no signal.
 #include <fmt/format.h>
-
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <vector>
 
-#include "telemetry/export/periodic_reader.h"
-#include "telemetry/logs/log_record.h"
-#include "telemetry/short_lock.h"
-#include "telemetry/traces/span_data.h"
-#include "telemetry/traces/span_pool.h"
-
-#include <spdlog/spdlog.h>
+#include "telemetry/common/batch_processor.h"
+#include "telemetry/common/short_lock.h"
+#include "telemetry/common/shutdown_bound.h"
+#include "telemetry/common/shutdown_report.h"
 
 namespace gym::telemetry {
-
-namespace {
-
-// What becomes of an exported batch: freed, or for spans, recycled (span_pool.h).
-template <class Record>
-void release(std::vector<Record>& batch) noexcept {
-  batch.clear();
-}
-void release(std::vector<std::unique_ptr<SpanData>>& batch) noexcept {
-  SpanPool::instance().give(batch);
-}
-
-}  // namespace
 
 template <class Record>
 BatchProcessor<Record>::BatchProcessor(std::unique_ptr<BatchExporter<Record>> exporter,
@@ -130,7 +114,7 @@ void BatchProcessor<Record>::export_batch(std::unique_lock<std::mutex>& lock) {
   if (stopping_) deadline = std::min(deadline, stop_deadline_);
   lock.unlock();
   const auto result = exporter_->export_batch(batch, deadline);
-  release(batch);  // outside the lock
+  BatchRelease<Record>::release(batch);  // outside the lock
   lock.lock();
   spare_ = std::move(batch);
   in_flight_ = 0;
@@ -182,9 +166,5 @@ typename BatchProcessor<Record>::Stats BatchProcessor<Record>::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
 }
-
-// The two kinds of record there are.
-template class BatchProcessor<std::unique_ptr<SpanData>>;
-template class BatchProcessor<LogRecordData>;
 
 }  // namespace gym::telemetry

@@ -1,6 +1,6 @@
-#include "telemetry/export/periodic_reader.h"
+#include "telemetry/metrics/periodic_reader.h"
 
-#include "telemetry/shutdown_report.h"
+#include "telemetry/common/shutdown_report.h"
 
 #include <pthread.h>
 

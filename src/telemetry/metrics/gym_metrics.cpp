@@ -1,6 +1,6 @@
-#include "telemetry/gym_metrics.h"
+#include "telemetry/metrics/gym_metrics.h"
 
-#include "telemetry/memory_sampler.h"
+#include "telemetry/metrics/memory_sampler.h"
 
 #include <array>
 

@@ -15,12 +15,11 @@
 #include <memory>
 #include <thread>
 
-#include "telemetry/export/exporter.h"
+#include "telemetry/common/shutdown_bound.h"
 #include "telemetry/metrics/meter_provider.h"
+#include "telemetry/metrics/metric_exporter.h"
 
 namespace gym::telemetry {
-
-inline constexpr std::chrono::milliseconds kShutdownBound{5000};
 
 struct PeriodicReaderOptions {
   std::chrono::milliseconds interval{10'000};  // OTEL_METRIC_EXPORT_INTERVAL; > 0
