@@ -276,7 +276,6 @@ class Cli {
         "(srun), the collection on the first; the job script is written beside the output");
     add_collection_flags(eval_submit_);
     auto& s = submit_flags_;
-    using whole_number;
     eval_submit_->add_option("--nodes", s.nodes, "slurm.nodes: nodes to allocate (default 1)")
         ->check(whole_number(1));
     eval_submit_->add_option("--partition", s.partition, "slurm.partition");
@@ -302,8 +301,6 @@ class Cli {
     run->add_option("-a,--agent", f.agent, "Agent for rows without agent_ref");
     run->add_option("-i,--input", f.input, "Input JSONL");
     run->add_option("-o,--output", f.output, "Rollouts JSONL to write");
-    using number_between;
-    using whole_number;
     run->add_option("--limit", f.limit, "Read only the first N rows (0: all)")
         ->check(whole_number(0));
     run->add_option("--num-repeats", f.num_repeats, "Rollouts per row")->check(whole_number(1));

@@ -244,3 +244,5 @@ bool JobState::finished() const {
          state != "COMPLETING" && state != "SUSPENDED" && state != "REQUEUED" &&
          state != "RESIZING";
 }
+
+}  // namespace gym::orchestrator

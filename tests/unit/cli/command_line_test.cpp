@@ -32,6 +32,18 @@ Parsed parse(const Words& args) {
   return p;
 }
 
+// run(inv) and what it printed on stdout; the capture ends even when run throws.
+std::string stdout_of_run(const Invocation& inv, int& code) {
+  ::testing::internal::CaptureStdout();
+  try {
+    code = run(inv);
+  } catch (...) {
+    ::testing::internal::GetCapturedStdout();
+    throw;
+  }
+  return ::testing::internal::GetCapturedStdout();
+}
+
 TEST(CommandLine, EvalRunFlagsBecomeOverridesOfTheirKeysAheadOfTheUsersOwn) {
   const auto p = parse({"gym", "eval", "run", "++limit=3", "--concurrency", "8", "-i", "a.jsonl",
                         "--resume", "--config", "c.yaml", "--temperature=0.5"});
@@ -98,10 +110,9 @@ TEST(CommandLine, UsageErrorsAreSaidWithAHintAndEndTheCommand) {
 TEST(CommandLine, ARefusedCommandSaysWhyAndFails) {
   gym::test::TempDir dir;
   ::testing::internal::CaptureStderr();
-  // --model-api-key with no live model server to read it: refused before anything starts.
-  const int refused = run_command_line({"gym", "config", "show", "--resources-server",
-                                        "example_single_tool_call", "--model-type", "replay_model",
-                                        "--model-api-key", "sk-1", "--no-env-file"});
+  // --model-api-key for a collection that starts no model server: refused before it starts.
+  const int refused = run_command_line(
+      {"gym", "eval", "run", "--no-serve", "--model-api-key", "sk-1", "--no-env-file"});
   const int missing =
       run_command_line({"gym", "telemetry", "report", dir.file("no-such-file.jsonl")});
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -114,21 +125,22 @@ TEST(CommandLine, ARefusedCommandSaysWhyAndFails) {
 TEST(CommandLine, VersionAndConfigShowRunWithoutAServer) {
   auto p = parse({"gym", "--version", "--json"});
   EXPECT_EQ(p.invocation.verb, Verb::version);
-  ::testing::internal::CaptureStdout();
-  EXPECT_EQ(run(p.invocation), 0);
-  EXPECT_CONTAINS(::testing::internal::GetCapturedStdout(), "\"nemo_gym\":\"0.7.0\"");
+  int code = -1;
+  const std::string version = stdout_of_run(p.invocation, code);
+  EXPECT_EQ(code, 0);
+  EXPECT_CONTAINS(version, "\"nemo_gym\":\"0.7.0\"");
 
   gym::test::TempDir dir;
   const auto config = dir.write("c.yaml",
                                 "my_token: tok-hidden\nmy_env:\n  resources_servers:\n"
                                 "    example_single_tool_call:\n      domain: other\n");
-  p = parse({"gym", "config", "show", "--config", config, "--no-env-file", "++my_env.x=1"});
+  p = parse({"gym", "config", "show", "--config", config, "--no-env-file",
+             "++my_env.resources_servers.example_single_tool_call.x=1"});
   ASSERT_EQ(p.invocation.verb, Verb::config_show);
-  ::testing::internal::CaptureStdout();
-  EXPECT_EQ(run(p.invocation), 0);
-  const std::string yaml = ::testing::internal::GetCapturedStdout();
+  const std::string yaml = stdout_of_run(p.invocation, code);
+  EXPECT_EQ(code, 0);
   EXPECT_CONTAINS(yaml, "example_single_tool_call");
-  EXPECT_CONTAINS(yaml, "x: 1");
+  EXPECT_CONTAINS(yaml, "      x: 1");
   EXPECT_EQ(yaml.find("tok-hidden"), std::string::npos) << yaml;
 }
 

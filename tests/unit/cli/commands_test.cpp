@@ -42,6 +42,7 @@ TEST(GymList, ASearchDirsEnvironmentsComeFirstThenTheBuiltInOnes) {
             "my_env:\n  resources_servers:\n    my_env:\n      entrypoint: app.py\n"
             "my_env_agent:\n  responses_api_agents:\n    simple_agent:\n"
             "      resources_server: {name: my_env}\n");
+  dir.write("resources_servers/my_env/app.py", "print('serving')\n");
   const auto r = run_line({"gym", "list", "--json", "--search-dir", dir.path()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto listed = core::parse_json(r.out).as_object();
