@@ -28,7 +28,7 @@ TELEMETRY_MAY_INCLUDE = {
 def allowed_uses():
     """folder -> the folders it may include (None: everything), from the architecture table."""
     rows, in_table = {}, False
-    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs/architecture.md"), encoding="utf-8") as f:
         for line in f:
             if line.startswith("| folder | owns | uses |"):
                 in_table = True
