@@ -40,13 +40,6 @@ void check_tls_files(const std::string& source, const http::TlsFiles& files) {
   }
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 std::string upper(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -83,7 +76,7 @@ std::string_view protocol_name(OtlpProtocol p) {
 // gRPC aborts a call whose metadata breaks its rules, so resolve_otlp checks them at startup and
 // the sender again before it sends (for settings made by hand).
 std::string grpc_metadata_problem(std::string_view key, std::string_view value) {
-  const std::string k = lower(key);
+  const std::string k = telemetry::lowercase(key);
   for (unsigned char c : k) {
     if (!(std::isdigit(c) || (c >= 'a' && c <= 'z') || c == '-' || c == '_' || c == '.')) {
       return fmt::format("the header name '{}' has a character gRPC metadata keys cannot carry",
@@ -178,7 +171,7 @@ OtlpProtocol resolve_protocol(const OtlpVariables& vars,
   if (!protocol && settings.otlp_protocol)
     protocol = EnvValue{"config key `telemetry.otlp_protocol`", *settings.otlp_protocol};
   if (!protocol) return OtlpProtocol::grpc;
-  const std::string p = lower(protocol->value);
+  const std::string p = telemetry::lowercase(protocol->value);
   if (p == "grpc") return OtlpProtocol::grpc;
   if (p == "http/protobuf") return OtlpProtocol::http_protobuf;
   if (p == "http/json") return OtlpProtocol::http_json;
@@ -287,7 +280,7 @@ OtlpSettings resolve_otlp(const telemetry::TelemetrySettings& settings,
   resolve_headers(vars, settings, out);
   if (auto e = vars.either("TIMEOUT")) out.timeout = parse_positive_ms(*e);
   if (auto e = vars.either("COMPRESSION")) {
-    const std::string c = lower(e->value);
+    const std::string c = telemetry::lowercase(e->value);
     if (c == "gzip") {
       out.compression = Compression::gzip;
     } else if (c == "none") {
